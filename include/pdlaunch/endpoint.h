@@ -1,0 +1,32 @@
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace pdlaunch {
+
+/// A TCP endpoint as Paddle writes it: "host:port" (IPv4 address or host name, no brackets).
+struct Endpoint {
+  std::string host;
+  int port = 0;
+
+  std::string ToString() const { return host + ":" + std::to_string(port); }
+  friend bool operator==(const Endpoint&, const Endpoint&) = default;
+};
+
+/// Parses "host:port". Throws UsageError naming `text` when the colon, host or port is missing or
+/// the port is not an integer in 1..65535.
+Endpoint ParseEndpoint(std::string_view text);
+
+/// Joins endpoints as "a:1,b:2" (the format of PADDLE_TRAINER_ENDPOINTS).
+std::string JoinEndpoints(const std::vector<Endpoint>& endpoints, std::string_view separator = ",");
+
+/// Splits `text` on `separator`, stripping ASCII whitespace from each item. An empty `text` gives
+/// an empty list; empty items are kept (callers decide whether they are errors).
+std::vector<std::string> SplitAndStrip(std::string_view text, char separator);
+
+/// Parses a decimal integer in [min, max]; throws UsageError "<what>: '<text>' ..." otherwise.
+int ParseInt(std::string_view text, std::string_view what, int min, int max);
+
+}  // namespace pdlaunch

@@ -1,0 +1,36 @@
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace pdlaunch {
+
+/// Exit codes of the launcher itself (docs/exit-codes.md). A failing rank's own code, or
+/// 128+signal, is passed through instead where the job ran.
+inline constexpr int kExitSetupError = 1;
+inline constexpr int kExitUsageError = 2;
+
+/// Something stops the launcher before or while the job runs. Carries the exit code `Main` returns.
+/// `what()` is one line meant for the user, naming the offending token.
+class LaunchError : public std::runtime_error {
+ public:
+  LaunchError(const std::string& message, int exit_code = kExitSetupError)
+      : std::runtime_error(message), exit_code_(exit_code) {}
+  int exit_code() const noexcept { return exit_code_; }
+
+ private:
+  int exit_code_;
+};
+
+/// A bad command line or bad value of a flag or an environment variable: exit code 2.
+class UsageError : public LaunchError {
+ public:
+  explicit UsageError(const std::string& message) : LaunchError(message, kExitUsageError) {}
+};
+
+/// Throws std::system_error for `err` (an errno value) with `what` naming the call and its object,
+/// e.g. ThrowSystemError(errno, "cannot open log/workerlog.0").
+[[noreturn]] void ThrowSystemError(int err, std::string_view what);
+
+}  // namespace pdlaunch

@@ -1,0 +1,70 @@
+#pragma once
+
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace pdlaunch {
+
+/// Every flag of the launcher as plain data, with Paddle's defaults (contract §1.2). No CLI11
+/// types: `AddLaunchOptions` in cli.h binds these fields; everything downstream takes
+/// `const LaunchOptions&`. Field names are argparse destination names, as in the
+/// "Configuration Arguments" dump.
+struct LaunchOptions {
+  // Base parameters.
+  std::string log_dir = "log";
+  std::string backend = "auto";
+  std::optional<int> nproc_per_node;
+  std::optional<std::string> run_mode;
+  std::optional<std::string> gpus;  ///< --gpus or its alias --selected_gpus, last one wins.
+  std::optional<std::string> xpus;  ///< --xpus or --selected_xpus (accepted, refused: no XPU yet).
+
+  // Collective parameters.
+  std::string ips = "127.0.0.1";
+
+  // Parameter-server parameters.
+  std::string servers;
+  std::string workers;
+  std::string heter_workers;
+  std::string heter_devices;
+  std::optional<int> worker_num;
+  std::optional<int> server_num;
+  std::optional<std::string> heter_worker_num;
+  std::optional<int> http_port;
+
+  // Elastic parameters.
+  std::optional<std::string> elastic_server;
+  std::optional<std::string> job_id;
+  std::optional<std::string> np;  ///< "N" or "N:M".
+  int scale = 0;
+  std::optional<std::string> host;
+  bool force = false;
+  std::optional<std::string> elastic_pre_hook;
+  std::optional<int> max_restart;
+
+  // pdlaunch's own additions.
+  std::optional<int> start_port;  ///< First fixed port; beats FLAGS_START_PORT, PADDLE_START_PORT.
+  bool log_overwrite = false;     ///< Truncate log files instead of appending.
+  double grace = 5.0;             ///< Seconds between SIGTERM and SIGKILL at teardown.
+
+  std::string training_script;
+  std::vector<std::string> training_script_args;  ///< Verbatim, options included.
+
+  /// Destination names of the options that appeared on the command line (e.g. "gpus" for
+  /// --selected_gpus). Mode selection looks here, never at argv as a string.
+  std::set<std::string> given;
+
+  bool WasGiven(const std::string& dest) const { return given.count(dest) != 0; }
+};
+
+/// The "Configuration Arguments" block the launcher prints first (contract §6.3): header of
+/// 48 characters, one `name: value` line per option sorted by destination name, values rendered
+/// as Python's str() would (None, True/False, ['a', 'b']), footer of 48 dashes. Ends with '\n'.
+std::string FormatConfigurationArguments(const LaunchOptions& options);
+
+/// Renders `items` as a Python list repr: ['--lr', '0.1'] (single quotes, backslash and quote
+/// escaped as Python does for plain ASCII strings).
+std::string PythonListRepr(const std::vector<std::string>& items);
+
+}  // namespace pdlaunch

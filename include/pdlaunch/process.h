@@ -1,0 +1,63 @@
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pdlaunch/exit_status.h"
+
+namespace pdlaunch {
+
+/// What to start. The child gets: its own process group (pgid = pid), SIGKILL as parent-death
+/// signal (it exits at once if the launcher is already gone), default signal dispositions and an
+/// empty signal mask, stdin from /dev/null, stdout and stderr on `output_fd` (or the launcher's
+/// own when -1), and no other file descriptor of the launcher.
+struct ProcessSpec {
+  std::string executable;         ///< Path for execve (already resolved).
+  std::vector<std::string> argv;  ///< argv[0] included.
+  std::vector<std::string> env;   ///< "NAME=value" entries; the complete environment.
+  int output_fd = -1;             ///< Borrowed; dup'ed onto 1 and 2 in the child.
+};
+
+/// A started child: move-only, waited exactly once. Not thread-safe.
+class Process {
+ public:
+  /// Forks and execs `spec`. Throws std::system_error when fork fails or exec fails in the child
+  /// (the child's errno is reported back through a close-on-exec pipe; no process remains).
+  static Process Spawn(const ProcessSpec& spec);
+
+  Process(Process&& other) noexcept;
+  Process& operator=(Process&& other) noexcept;
+  Process(const Process&) = delete;
+  Process& operator=(const Process&) = delete;
+  /// A child not yet waited is killed (SIGKILL to its group) and reaped; never throws.
+  ~Process();
+
+  pid_t pid() const { return pid_; }
+  /// A pidfd (pidfd_open) that becomes readable when the child exits; owned by this object.
+  int pidfd() const { return pidfd_; }
+  bool reaped() const { return status_.has_value(); }
+  const std::optional<ExitStatus>& status() const { return status_; }
+
+  /// Reaps the child if it has exited (waitid WNOHANG on this pid only); never blocks.
+  std::optional<ExitStatus> TryWait();
+  /// Blocks until the child exits and reaps it.
+  ExitStatus Wait();
+  /// Sends `sig` to the child's process group, which outlives the child while grandchildren
+  /// remain. Returns false when the group no longer exists (ESRCH). Never throws.
+  bool SignalGroup(int sig) const noexcept;
+  /// True while any process of the child's group is alive (kill(-pgid, 0)).
+  bool GroupAlive() const noexcept;
+
+ private:
+  Process(pid_t pid, int pidfd) : pid_(pid), pidfd_(pidfd) {}
+  void Release() noexcept;
+
+  pid_t pid_ = -1;
+  int pidfd_ = -1;
+  std::optional<ExitStatus> status_;
+};
+
+}  // namespace pdlaunch

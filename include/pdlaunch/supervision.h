@@ -1,0 +1,60 @@
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "pdlaunch/exit_status.h"
+
+namespace pdlaunch {
+
+/// The supervision policy as a pure state machine (no clocks, no processes): the event loop in
+/// supervisor.cc feeds it events and carries out the commands it returns. Rules (docs/design.md):
+/// * a process exiting non-zero or by a signal fails the job: every group gets SIGTERM at once and
+///   one shared grace timer starts; when it expires, SIGKILL to every group;
+/// * SIGINT, SIGTERM, SIGHUP, SIGQUIT to the launcher: the same teardown, but the signal itself is
+///   what the groups receive; a second SIGINT (or any second termination signal) kills at once;
+/// * SIGUSR1/SIGUSR2 are forwarded without teardown;
+/// * exit code: the first failing process's ShellCode(), or 128 + the launcher's signal; 0 only
+///   when every process exited 0 and no signal arrived.
+class Supervision {
+ public:
+  /// What the event loop must do next, in this order.
+  struct Commands {
+    std::optional<int> signal_groups;  ///< Send this signal to every process group.
+    bool arm_grace_timer = false;      ///< Start the shared grace timer (once per teardown).
+    std::vector<int> newly_failed;     ///< Indices that failed in this event (report them).
+  };
+
+  explicit Supervision(int num_processes);
+
+  Commands OnExit(int index, ExitStatus status);
+  Commands OnSignal(int signal);
+  Commands OnGraceExpired();
+
+  /// True once every process has been reaped.
+  bool all_exited() const { return running_ == 0; }
+  bool stopping() const { return stopping_; }
+  /// Indices of failed processes in the order their failures were seen.
+  const std::vector<int>& failed() const { return failed_; }
+  /// First failure, if any.
+  std::optional<int> first_failure() const;
+  /// The launcher's exit code; meaningful once all_exited().
+  int exit_code() const;
+  /// The termination signal that started a teardown, if one did.
+  std::optional<int> received_signal() const { return signal_; }
+
+  static bool IsTerminationSignal(int signal);
+  static bool IsForwardedSignal(int signal);
+
+ private:
+  Commands BeginTeardown(int signal);
+
+  std::vector<std::optional<ExitStatus>> statuses_;
+  std::vector<int> failed_;
+  int running_;
+  bool stopping_ = false;
+  bool killed_ = false;
+  std::optional<int> signal_;
+};
+
+}  // namespace pdlaunch

@@ -1,0 +1,34 @@
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "pdlaunch/process.h"
+
+namespace pdlaunch {
+
+/// A process to supervise, with the data needed to report on it.
+struct SupervisedProcess {
+  ProcessSpec spec;
+  std::string log_path;  ///< Its log file (tail shown on failure); may be empty.
+  int rank = 0;          ///< Global rank shown in messages.
+};
+
+struct SupervisorOptions {
+  double grace_seconds = 5.0;
+  int world_size = 0;      ///< For the ABORT line.
+  std::string echo_path;   ///< Log file to echo to stdout live (local rank 0's); empty: none.
+  int tail_lines = 20;     ///< Lines of a failed rank's log shown on failure.
+  /// Called with each child's pid (= pgid) right after it is spawned.
+  std::function<void(pid_t)> on_spawn;
+};
+
+/// Runs the processes to the end under one event loop (Boost.Asio, single-threaded): exits come
+/// from pidfds, signals from one signal_set, the grace period from one timer, the echo from
+/// inotify. Owns the launcher's signal handling while Run() executes and restores it after.
+/// Returns the launcher's exit code (see Supervision). Spawning errors throw; teardown of what was
+/// already started happens first.
+int RunSupervised(std::vector<SupervisedProcess> processes, const SupervisorOptions& options);
+
+}  // namespace pdlaunch

@@ -1,0 +1,3 @@
+#include "pdlaunch/cli.h"
+
+namespace pdlaunch {}  // namespace pdlaunch

@@ -1,0 +1,3 @@
+#include "pdlaunch/console_echo.h"
+
+namespace pdlaunch {}  // namespace pdlaunch

@@ -1,0 +1,3 @@
+#include "pdlaunch/devices.h"
+
+namespace pdlaunch {}  // namespace pdlaunch

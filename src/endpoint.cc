@@ -1,0 +1,3 @@
+#include "pdlaunch/endpoint.h"
+
+namespace pdlaunch {}  // namespace pdlaunch

@@ -1,0 +1,3 @@
+#include "pdlaunch/exit_status.h"
+
+namespace pdlaunch {}  // namespace pdlaunch

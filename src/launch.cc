@@ -1,0 +1,3 @@
+#include "pdlaunch/launch.h"
+
+namespace pdlaunch {}  // namespace pdlaunch

@@ -1,0 +1,3 @@
+#include "pdlaunch/logging.h"
+
+namespace pdlaunch {}  // namespace pdlaunch

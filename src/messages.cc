@@ -1,0 +1,3 @@
+#include "pdlaunch/messages.h"
+
+namespace pdlaunch {}  // namespace pdlaunch

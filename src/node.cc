@@ -1,0 +1,3 @@
+#include "pdlaunch/node.h"
+
+namespace pdlaunch {}  // namespace pdlaunch

@@ -1,0 +1,3 @@
+#include "pdlaunch/options.h"
+
+namespace pdlaunch {}  // namespace pdlaunch

@@ -1,0 +1,3 @@
+#include "pdlaunch/ports.h"
+
+namespace pdlaunch {}  // namespace pdlaunch

@@ -1,0 +1,3 @@
+#include "pdlaunch/process.h"
+
+namespace pdlaunch {}  // namespace pdlaunch

@@ -1,0 +1,3 @@
+#include "pdlaunch/supervision.h"
+
+namespace pdlaunch {}  // namespace pdlaunch

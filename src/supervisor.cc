@@ -1,0 +1,3 @@
+#include "pdlaunch/supervisor.h"
+
+namespace pdlaunch {}  // namespace pdlaunch

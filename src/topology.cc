@@ -1,0 +1,3 @@
+#include "pdlaunch/topology.h"
+
+namespace pdlaunch {}  // namespace pdlaunch

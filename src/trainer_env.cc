@@ -1,0 +1,3 @@
+#include "pdlaunch/trainer_env.h"
+
+namespace pdlaunch {}  // namespace pdlaunch

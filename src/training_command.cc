@@ -1,0 +1,3 @@
+#include "pdlaunch/training_command.h"
+
+namespace pdlaunch {}  // namespace pdlaunch

@@ -1,0 +1,3 @@
+#include "pdlaunch/watchdog.h"
+
+namespace pdlaunch {}  // namespace pdlaunch
