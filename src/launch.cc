@@ -1,3 +1,248 @@
 #include "pdlaunch/launch.h"
 
-namespace pdlaunch {}  // namespace pdlaunch
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <system_error>
+
+#include "pdlaunch/cli.h"
+#include "pdlaunch/errors.h"
+#include "pdlaunch/logging.h"
+#include "pdlaunch/messages.h"
+#include "pdlaunch/ports.h"
+#include "pdlaunch/supervisor.h"
+#include "pdlaunch/topology.h"
+#include "pdlaunch/trainer_env.h"
+#include "pdlaunch/training_command.h"
+#include "pdlaunch/watchdog.h"
+
+extern char** environ;
+
+namespace pdlaunch {
+namespace {
+
+namespace fs = std::filesystem;
+
+/// Paddle's default start port for multi-node jobs (contract §3.4).
+constexpr int kDefaultMultiNodeStartPort = 6070;
+
+std::optional<std::string> GetEnv(const char* name) {
+  const char* value = ::getenv(name);
+  if (value == nullptr || *value == '\0') return std::nullopt;
+  return std::string(value);
+}
+
+std::vector<std::string> ParentEnvironment() {
+  std::vector<std::string> env;
+  for (char** entry = environ; *entry != nullptr; ++entry) env.emplace_back(*entry);
+  return env;
+}
+
+/// A temporary directory (PADDLE_GLOO_FS_PATH), removed with everything in it at scope exit.
+class TempDir {
+ public:
+  TempDir() {
+    const fs::path base = GetEnv("TMPDIR").value_or("/tmp");
+    std::string pattern = (base / "tmpXXXXXXXX").string();
+    if (::mkdtemp(pattern.data()) == nullptr)
+      ThrowSystemError(errno, "mkdtemp in " + base.string());
+    path_ = pattern;
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  ~TempDir() {
+    std::error_code ignored;
+    fs::remove_all(path_, ignored);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+/// Owns the log file descriptors handed to the children.
+class LogFiles {
+ public:
+  LogFiles() = default;
+  LogFiles(const LogFiles&) = delete;
+  LogFiles& operator=(const LogFiles&) = delete;
+  ~LogFiles() {
+    for (int fd : fds_) ::close(fd);
+  }
+  int Open(const std::string& path, bool truncate) {
+    const int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (truncate ? O_TRUNC : O_APPEND);
+    const int fd = ::open(path.c_str(), flags, 0644);
+    if (fd < 0) ThrowSystemError(errno, fmt::format("cannot open log file '{}'", path));
+    fds_.push_back(fd);
+    return fd;
+  }
+
+ private:
+  std::vector<int> fds_;
+};
+
+fs::path PrepareLogDir(const std::string& log_dir) {
+  std::error_code ec;
+  fs::create_directories(log_dir, ec);
+  if (ec)
+    throw LaunchError(fmt::format("cannot create log directory '{}': {}", log_dir, ec.message()));
+  return fs::absolute(log_dir);
+}
+
+void WriteFile(const fs::path& path, const std::string& content) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << content;
+  if (!out.flush()) throw LaunchError(fmt::format("cannot write '{}'", path.string()));
+}
+
+/// Ports of the local trainers, plus MASTER_PORT as the last entry.
+struct PortPlan {
+  std::vector<int> ports;
+  int master_port = 0;
+  std::unique_ptr<PortReservation> reservation;  ///< Held for the whole job when free ports.
+};
+
+PortPlan PlanPorts(const LaunchOptions& options, const NodeIdentity& node, int num_local) {
+  PortPlan plan;
+  std::optional<int> start =
+      FixedStartPort(options.start_port, GetEnv("FLAGS_START_PORT"), GetEnv("PADDLE_START_PORT"));
+  if (!start && node.node_ips.size() > 1) start = kDefaultMultiNodeStartPort;
+  if (start) {
+    for (int i = 0; i < num_local; ++i) plan.ports.push_back(*start + i);
+    plan.master_port = *start + num_local;
+    std::vector<int> to_check = plan.ports;
+    if (node.node_index == 0) to_check.push_back(plan.master_port);
+    CheckPortsFree(to_check);
+    return plan;
+  }
+  plan.reservation = MakeLockingPortAllocator()->Reserve(num_local + 1);
+  plan.ports = plan.reservation->ports();
+  plan.master_port = plan.ports.back();
+  plan.ports.pop_back();
+  return plan;
+}
+
+void LogDevicePlan(const DevicePlan& plan) {
+  for (const std::string& line : plan.warnings) PDLOG_WARN("{}", line);
+  for (const std::string& line : plan.info) PDLOG_INFO("{}", line);
+  if (plan.backend == "gloo") PDLOG_WARN("launch start with CPUONLY mode");
+  fmt::print("{}\n", plan.mode_line);
+}
+
+/// Everything needed to start the local trainers, decided before anything starts.
+struct CollectivePlan {
+  Cluster cluster;
+  PortPlan ports;
+  DevicePlan devices;
+};
+
+CollectivePlan PlanCollective(const LaunchOptions& options) {
+  CollectivePlan plan;
+  auto probe = MakeSystemDeviceProbe();
+  plan.devices = ResolveDevices(options.gpus, options.nproc_per_node, options.backend,
+                                DeviceEnv{GetEnv("CUDA_VISIBLE_DEVICES")}, *probe);
+  NodeEnv node_env{GetEnv("POD_IP"), {}};
+  if (options.ips.find(',') != std::string::npos)
+    node_env.local_addresses = LocalInterfaceAddresses();
+  const NodeIdentity node = ResolveNode(options.ips, options.host, node_env);
+  const int num_local = static_cast<int>(plan.devices.devices_per_proc.size());
+  plan.ports = PlanPorts(options, node, num_local);
+  plan.cluster =
+      BuildCollectiveCluster(node, plan.devices, plan.ports.ports, plan.ports.master_port);
+  return plan;
+}
+
+std::vector<SupervisedProcess> BuildProcesses(const Cluster& cluster,
+                                              const TrainingCommand& command, const JobEnv& job,
+                                              const fs::path& log_dir, bool overwrite,
+                                              LogFiles& logs) {
+  const std::vector<std::string> parent_env = ParentEnvironment();
+  std::vector<SupervisedProcess> processes;
+  for (const Trainer& trainer : cluster.local_pod().trainers) {
+    SupervisedProcess p;
+    p.rank = trainer.global_rank;
+    p.log_path = (log_dir / fmt::format("workerlog.{}", trainer.local_rank)).string();
+    p.spec.executable = command.executable;
+    p.spec.argv = command.argv;
+    p.spec.env = ComposeEnvironment(parent_env, TrainerVariables(cluster, trainer, job));
+    p.spec.output_fd = logs.Open(p.log_path, overwrite);
+    processes.push_back(std::move(p));
+  }
+  return processes;
+}
+
+void PrintStarted(const std::vector<pid_t>& pids) {
+  for (size_t i = 0; i < pids.size(); ++i) fmt::print("launch proc_id:{} idx:{}\n", pids[i], i);
+}
+
+}  // namespace
+
+int Run(const LaunchOptions& options) {
+  const TrainingCommand command =
+      ResolveTrainingCommand(options.training_script, options.training_script_args,
+                             GetEnv("PADDLE_LAUNCH_PYTHON"), GetEnv("PATH").value_or("/bin:/usr/bin"));
+  CollectivePlan plan = PlanCollective(options);
+  LogDevicePlan(plan.devices);
+  const fs::path log_dir = PrepareLogDir(options.log_dir);
+  TempDir gloo_dir;
+  const JobEnv job{gloo_dir.path(), GetEnv("PADDLE_WITH_GLOO").value_or("0"), log_dir.string()};
+  LogFiles logs;
+  std::vector<SupervisedProcess> processes =
+      BuildProcesses(plan.cluster, command, job, log_dir, options.log_overwrite, logs);
+  WriteFile(log_dir / "endpoints.log", FormatEndpointsLog(plan.cluster.world_endpoints()));
+
+  const Cluster& cluster = plan.cluster;
+  PDLOG_INFO(
+      "Local start {} processes. First process distributed environment info (Only For Debug): {}",
+      processes.size(),
+      FormatDistributedEnvs(TrainerTable(cluster, cluster.local_pod().trainers.at(0))));
+  PDLOG_INFO(
+      "details about PADDLE_TRAINER_ENDPOINTS can be found in {}/endpoints.log, and detail "
+      "running logs maybe found in {}/workerlog.0",
+      options.log_dir, options.log_dir);
+
+  Watchdog watchdog;
+  SupervisorOptions supervisor;
+  supervisor.grace_seconds = options.grace;
+  supervisor.world_size = cluster.world_size();
+  supervisor.echo_path = processes.front().log_path;
+  supervisor.on_spawn = [&watchdog](pid_t pid) { watchdog.Register(pid); };
+  supervisor.on_started = PrintStarted;
+  const int code = RunSupervised(std::move(processes), supervisor);
+  watchdog.Disarm();
+  return code;
+}
+
+int Main(int argc, char** argv) {
+  // The console may go away (a closed pipe); that must not kill the launcher and orphan the job.
+  ::signal(SIGPIPE, SIG_IGN);
+  // An inherited SIG_IGN would make the kernel reap our children before we see their status.
+  ::signal(SIGCHLD, SIG_DFL);
+  SetupLogging();
+  try {
+    const CommandLine command_line =
+        ParseCommandLine(std::vector<std::string>(argv + 1, argv + argc));
+    if (command_line.exit_text) {
+      fmt::print("{}", *command_line.exit_text);
+      return 0;
+    }
+    fmt::print("{}", FormatConfigurationArguments(command_line.options));
+    return Run(command_line.options);
+  } catch (const LaunchError& e) {
+    std::fflush(stdout);
+    fmt::print(stderr, "launch: error: {}\n", e.what());
+    return e.exit_code();
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    fmt::print(stderr, "launch: error: {}\n", e.what());
+    return kExitSetupError;
+  }
+}
+
+}  // namespace pdlaunch

@@ -1,3 +1,144 @@
 #include "pdlaunch/options.h"
 
-namespace pdlaunch {}  // namespace pdlaunch
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <system_error>
+#include <utility>
+
+namespace pdlaunch {
+
+namespace {
+
+std::string PythonStr(const std::string& value) { return value; }
+
+std::string PythonStr(bool value) { return value ? "True" : "False"; }
+
+std::string PythonStr(int value) { return std::to_string(value); }
+
+template <typename T>
+std::string PythonStr(const std::optional<T>& value) {
+  return value ? PythonStr(*value) : "None";
+}
+
+// Python's repr(float): the shortest round-trip digits, fixed notation for decimal exponents in
+// [-4, 16) with at least one fractional digit, scientific ("1e+16", "1.5e-05") otherwise.
+std::string PythonFloatStr(double value) {
+  if (std::isnan(value)) return "nan";
+  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
+  char buffer[64];
+  const auto [end, ec] =
+      std::to_chars(buffer, buffer + sizeof buffer, value, std::chars_format::scientific);
+  if (ec != std::errc()) return "nan";  // Cannot happen with 64 bytes.
+  const std::string_view text(buffer, static_cast<size_t>(end - buffer));
+  const size_t e = text.find('e');
+  const int exponent = std::stoi(std::string(text.substr(e + 1)));
+  std::string sign = text.front() == '-' ? "-" : "";
+  std::string digits;
+  for (char c : text.substr(0, e)) {
+    if (c >= '0' && c <= '9') digits += c;
+  }
+  if (exponent < -4 || exponent >= 16) {
+    std::string mantissa = digits.substr(0, 1);
+    if (digits.size() > 1) mantissa += "." + digits.substr(1);
+    return fmt::format("{}{}e{}{:02d}", sign, mantissa, exponent < 0 ? '-' : '+',
+                       std::abs(exponent));
+  }
+  if (exponent < 0)
+    return sign + "0." + std::string(static_cast<size_t>(-exponent - 1), '0') + digits;
+  const size_t int_digits = static_cast<size_t>(exponent) + 1;
+  if (digits.size() <= int_digits) {
+    return sign + digits + std::string(int_digits - digits.size(), '0') + ".0";
+  }
+  return sign + digits.substr(0, int_digits) + "." + digits.substr(int_digits);
+}
+
+// Python's repr(str) for one string: single quotes unless the text holds a single quote and no
+// double quote; backslash, the chosen quote and control characters escaped. Bytes >= 0x80 are
+// kept as they are (UTF-8 text prints as itself in Python 3).
+std::string PythonStrRepr(const std::string& text) {
+  const bool use_double =
+      text.find('\'') != std::string::npos && text.find('"') == std::string::npos;
+  const char quote = use_double ? '"' : '\'';
+  std::string out(1, quote);
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (c == quote || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (byte < 0x20 || byte == 0x7f) {
+      out += fmt::format("\\x{:02x}", byte);
+    } else {
+      out += c;
+    }
+  }
+  out += quote;
+  return out;
+}
+
+using Lines = std::vector<std::pair<std::string, std::string>>;
+
+Lines ConfigurationLines(const LaunchOptions& o) {
+  return {
+      {"backend", PythonStr(o.backend)},
+      {"elastic_pre_hook", PythonStr(o.elastic_pre_hook)},
+      {"elastic_server", PythonStr(o.elastic_server)},
+      {"force", PythonStr(o.force)},
+      {"gpus", PythonStr(o.gpus)},
+      {"grace", PythonFloatStr(o.grace)},
+      {"heter_devices", PythonStr(o.heter_devices)},
+      {"heter_worker_num", PythonStr(o.heter_worker_num)},
+      {"heter_workers", PythonStr(o.heter_workers)},
+      {"host", PythonStr(o.host)},
+      {"http_port", PythonStr(o.http_port)},
+      {"ips", PythonStr(o.ips)},
+      {"job_id", PythonStr(o.job_id)},
+      {"log_dir", PythonStr(o.log_dir)},
+      {"log_overwrite", PythonStr(o.log_overwrite)},
+      {"max_restart", PythonStr(o.max_restart)},
+      {"np", PythonStr(o.np)},
+      {"nproc_per_node", PythonStr(o.nproc_per_node)},
+      {"run_mode", PythonStr(o.run_mode)},
+      {"scale", PythonStr(o.scale)},
+      {"server_num", PythonStr(o.server_num)},
+      {"servers", PythonStr(o.servers)},
+      {"start_port", PythonStr(o.start_port)},
+      {"training_script", PythonStr(o.training_script)},
+      {"training_script_args", PythonListRepr(o.training_script_args)},
+      {"worker_num", PythonStr(o.worker_num)},
+      {"workers", PythonStr(o.workers)},
+      {"xpus", PythonStr(o.xpus)},
+  };
+}
+
+}  // namespace
+
+std::string FormatConfigurationArguments(const LaunchOptions& options) {
+  Lines lines = ConfigurationLines(options);
+  // Sorted here rather than trusted to the list above, as Python sorts vars(args).
+  std::sort(lines.begin(), lines.end());
+  std::string out = "-----------  Configuration Arguments -----------\n";
+  for (const auto& [name, value] : lines) out += name + ": " + value + "\n";
+  out += std::string(48, '-') + "\n";
+  return out;
+}
+
+std::string PythonListRepr(const std::vector<std::string>& items) {
+  std::string out = "[";
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i != 0) out += ", ";
+    out += PythonStrRepr(items[i]);
+  }
+  out += "]";
+  return out;
+}
+
+}  // namespace pdlaunch

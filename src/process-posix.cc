@@ -1,3 +1,239 @@
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+
+#include "pdlaunch/errors.h"
 #include "pdlaunch/process.h"
 
-namespace pdlaunch {}  // namespace pdlaunch
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
+#endif
+
+namespace pdlaunch {
+namespace {
+
+/// Owns a file descriptor; closes it on destruction.
+class Fd {
+ public:
+  explicit Fd(int fd = -1) : fd_(fd) {}
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd() { Reset(); }
+  int get() const { return fd_; }
+  void Reset() noexcept {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  int fd_;
+};
+
+std::vector<char*> CStrings(const std::vector<std::string>& strings) {
+  std::vector<char*> result;
+  result.reserve(strings.size() + 1);
+  for (const std::string& s : strings) result.push_back(const_cast<char*>(s.c_str()));
+  result.push_back(nullptr);
+  return result;
+}
+
+/// Blocks every signal for its lifetime, so no handler of the launcher runs in a forked child
+/// before it has reset its dispositions.
+class ScopedBlockAllSignals {
+ public:
+  ScopedBlockAllSignals() {
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &saved_);
+  }
+  ~ScopedBlockAllSignals() { pthread_sigmask(SIG_SETMASK, &saved_, nullptr); }
+
+ private:
+  sigset_t saved_;
+};
+
+// Runs in the forked child: only async-signal-safe calls, no allocation. Never returns.
+[[noreturn]] void ExecChild(pid_t parent, const char* executable, char* const* argv,
+                            char* const* envp, int devnull, int output_fd, int error_fd) {
+  // Own process group: terminal signals reach only the launcher, and teardown can signal the
+  // rank together with every process it forks.
+  ::setpgid(0, 0);
+  // Die with the launcher; if it is already gone, the signal will never come.
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != parent) ::_exit(127);
+  for (int sig = 1; sig < NSIG; ++sig) {
+    if (sig != SIGKILL && sig != SIGSTOP) ::signal(sig, SIG_DFL);
+  }
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  if (::dup2(devnull, STDIN_FILENO) < 0) goto fail;
+  if (output_fd >= 0) {
+    if (::dup2(output_fd, STDOUT_FILENO) < 0 || ::dup2(output_fd, STDERR_FILENO) < 0) goto fail;
+  }
+  // Only fds 0-2 survive exec; the error pipe closes itself on a successful exec.
+  if (::syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
+    for (int fd = 3; fd < 1024; ++fd) {
+      if (fd != error_fd) ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+    }
+  }
+  ::execve(executable, argv, envp);
+fail:
+  const int err = errno;
+  [[maybe_unused]] ssize_t ignored = ::write(error_fd, &err, sizeof err);
+  ::_exit(err == ENOENT ? 127 : 126);
+}
+
+int ReadChildError(int fd) {
+  int child_errno = 0;
+  ssize_t n;
+  do {
+    n = ::read(fd, &child_errno, sizeof child_errno);
+  } while (n < 0 && errno == EINTR);
+  return n == static_cast<ssize_t>(sizeof child_errno) ? child_errno : 0;
+}
+
+}  // namespace
+
+Process Process::Spawn(const ProcessSpec& spec) {
+  std::vector<char*> argv = CStrings(spec.argv);
+  std::vector<char*> envp = CStrings(spec.env);
+  Fd devnull(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  if (devnull.get() < 0) ThrowSystemError(errno, "cannot open /dev/null");
+  int pipe_fds[2];
+  if (::pipe2(pipe_fds, O_CLOEXEC) != 0) ThrowSystemError(errno, "pipe2");
+  Fd error_read(pipe_fds[0]);
+  Fd error_write(pipe_fds[1]);
+
+  const pid_t parent = ::getpid();
+  pid_t pid;
+  {
+    ScopedBlockAllSignals blocked;
+    pid = ::fork();
+    if (pid == 0) {
+      ExecChild(parent, spec.executable.c_str(), argv.data(), envp.data(), devnull.get(),
+                spec.output_fd, error_write.get());
+    }
+  }
+  if (pid < 0) ThrowSystemError(errno, fmt::format("cannot fork to start '{}'", spec.executable));
+  // The child does this too; doing it here as well means the group exists before any teardown
+  // signal can be aimed at it (EACCES once the child has exec'ed is fine: it did it itself).
+  ::setpgid(pid, pid);
+  error_write.Reset();
+  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  const int pidfd_errno = errno;
+  Process process(pid, pidfd);  // From here on the destructor reaps the child on every path.
+  if (const int child_errno = ReadChildError(error_read.get()); child_errno != 0) {
+    process.Wait();
+    ThrowSystemError(child_errno, fmt::format("cannot execute '{}'", spec.executable));
+  }
+  if (pidfd < 0) ThrowSystemError(pidfd_errno, "pidfd_open (Linux 5.3 or newer is required)");
+  return process;
+}
+
+Process::Process(Process&& other) noexcept
+    : pid_(std::exchange(other.pid_, -1)),
+      pidfd_(std::exchange(other.pidfd_, -1)),
+      status_(std::move(other.status_)) {}
+
+Process& Process::operator=(Process&& other) noexcept {
+  if (this != &other) {
+    Release();
+    pid_ = std::exchange(other.pid_, -1);
+    pidfd_ = std::exchange(other.pidfd_, -1);
+    status_ = std::move(other.status_);
+  }
+  return *this;
+}
+
+Process::~Process() { Release(); }
+
+void Process::Release() noexcept {
+  if (pid_ > 0 && !status_) {
+    SignalGroup(SIGKILL);
+    Wait();
+  }
+  if (pidfd_ >= 0) ::close(pidfd_);
+  pid_ = -1;
+  pidfd_ = -1;
+}
+
+std::optional<ExitStatus> Process::TryWait() {
+  if (status_ || pid_ <= 0) return status_;
+  siginfo_t info{};
+  int rc;
+  do {
+    rc = ::waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG);
+  } while (rc < 0 && errno == EINTR);
+  if (rc == 0 && info.si_pid == pid_) status_ = FromSigInfo(info.si_code, info.si_status);
+  return status_;
+}
+
+ExitStatus Process::Wait() {
+  if (status_) return *status_;
+  siginfo_t info{};
+  int rc;
+  do {
+    rc = ::waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED);
+  } while (rc < 0 && errno == EINTR);
+  // ECHILD cannot happen for a child only we reap; record something rather than loop forever.
+  status_ = rc == 0 ? FromSigInfo(info.si_code, info.si_status) : ExitStatus::Killed(SIGKILL);
+  return *status_;
+}
+
+bool Process::SignalGroup(int sig) const noexcept {
+  if (pid_ <= 0) return false;
+  return ::kill(-pid_, sig) == 0;
+}
+
+bool Process::GroupAlive() const noexcept {
+  if (pid_ <= 0) return false;
+  if (::kill(-pid_, 0) != 0 && errno != EPERM) return false;
+  return !LiveGroupMembers({pid_}).empty();
+}
+
+std::vector<pid_t> LiveGroupMembers(const std::vector<pid_t>& pgids) noexcept {
+  std::vector<pid_t> members;
+  DIR* proc = ::opendir("/proc");
+  if (proc == nullptr) return members;
+  char path[64];
+  char stat[512];
+  while (const dirent* entry = ::readdir(proc)) {
+    if (entry->d_name[0] < '0' || entry->d_name[0] > '9') continue;
+    std::snprintf(path, sizeof path, "/proc/%s/stat", entry->d_name);
+    const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    const ssize_t n = ::read(fd, stat, sizeof stat - 1);
+    ::close(fd);
+    if (n <= 0) continue;
+    stat[n] = '\0';
+    // The command name may contain anything; the fields after its ')' are: state ppid pgrp.
+    const char* after_comm = std::strrchr(stat, ')');
+    char state = 0;
+    int ppid = 0;
+    int pgrp = 0;
+    if (after_comm == nullptr ||
+        std::sscanf(after_comm + 1, " %c %d %d", &state, &ppid, &pgrp) != 3) {
+      continue;
+    }
+    if (state == 'Z' || state == 'X') continue;
+    for (pid_t pgid : pgids) {
+      if (pgrp == pgid) members.push_back(static_cast<pid_t>(std::atoi(entry->d_name)));
+    }
+  }
+  ::closedir(proc);
+  return members;
+}
+
+}  // namespace pdlaunch

@@ -1,3 +1,86 @@
 #include "pdlaunch/supervision.h"
 
-namespace pdlaunch {}  // namespace pdlaunch
+#include <signal.h>
+
+namespace pdlaunch {
+namespace {
+
+Supervision::Commands SignalGroups(int signal, bool arm_grace_timer = false) {
+  Supervision::Commands commands;
+  commands.signal_groups = signal;
+  commands.arm_grace_timer = arm_grace_timer;
+  return commands;
+}
+
+}  // namespace
+
+Supervision::Supervision(int num_processes)
+    : statuses_(static_cast<size_t>(num_processes)), running_(num_processes) {}
+
+bool Supervision::IsTerminationSignal(int signal) {
+  return signal == SIGINT || signal == SIGTERM || signal == SIGHUP || signal == SIGQUIT;
+}
+
+bool Supervision::IsForwardedSignal(int signal) { return signal == SIGUSR1 || signal == SIGUSR2; }
+
+Supervision::Commands Supervision::OnExits(const std::vector<std::pair<int, ExitStatus>>& exits) {
+  Commands commands;
+  const bool was_stopping = stopping_;
+  for (const auto& [index, status] : exits) {
+    auto& slot = statuses_.at(static_cast<size_t>(index));
+    if (slot) continue;  // Reported twice: ignore.
+    slot = status;
+    --running_;
+    // Exits caused by our own teardown are consequences, not failures to report.
+    if (!status.success() && !was_stopping) {
+      failed_.push_back(index);
+      commands.newly_failed.push_back(index);
+    }
+  }
+  if (!commands.newly_failed.empty()) {
+    Commands teardown = BeginTeardown(SIGTERM);
+    commands.signal_groups = teardown.signal_groups;
+    commands.arm_grace_timer = teardown.arm_grace_timer;
+  }
+  return commands;
+}
+
+Supervision::Commands Supervision::OnSignal(int signal) {
+  if (IsForwardedSignal(signal)) return SignalGroups(signal);
+  if (!IsTerminationSignal(signal)) return {};
+  if (stopping_) {
+    // A second interrupt means "now": skip what is left of the grace period.
+    if (!signal_) signal_ = signal;
+    killed_ = true;
+    return SignalGroups(SIGKILL);
+  }
+  signal_ = signal;
+  return BeginTeardown(signal);
+}
+
+Supervision::Commands Supervision::OnGraceExpired() {
+  if (killed_) return {};
+  killed_ = true;
+  return SignalGroups(SIGKILL);
+}
+
+Supervision::Commands Supervision::BeginTeardown(int signal) {
+  if (stopping_) return {};
+  stopping_ = true;
+  return SignalGroups(signal, true);
+}
+
+std::optional<int> Supervision::first_failure() const {
+  if (failed_.empty()) return std::nullopt;
+  return failed_.front();
+}
+
+int Supervision::exit_code() const {
+  // A failing rank is the root cause even when a signal to the launcher followed it.
+  if (const auto first = first_failure())
+    return statuses_[static_cast<size_t>(*first)]->ShellCode();
+  if (signal_) return 128 + *signal_;
+  return 0;
+}
+
+}  // namespace pdlaunch

@@ -1,3 +1,326 @@
+// The only translation unit that includes Boost.Asio.
 #include "pdlaunch/supervisor.h"
 
-namespace pdlaunch {}  // namespace pdlaunch
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <deque>
+#include <fstream>
+
+#include "pdlaunch/console_echo.h"
+#include "pdlaunch/errors.h"
+#include "pdlaunch/logging.h"
+#include "pdlaunch/messages.h"
+#include "pdlaunch/supervision.h"
+
+namespace pdlaunch {
+namespace {
+
+namespace asio = boost::asio;
+using StreamDescriptor = asio::posix::stream_descriptor;
+
+off_t FileSize(const std::string& path) {
+  struct stat st {};
+  return (!path.empty() && ::stat(path.c_str(), &st) == 0) ? st.st_size : 0;
+}
+
+/// The last `max_lines` lines of `path` written at or after byte `from`.
+std::string TailOfFile(const std::string& path, off_t from, int max_lines) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return {};
+  in.seekg(from);
+  std::deque<std::string> lines;
+  std::string line;
+  while (std::getline(in, line)) {
+    lines.push_back(std::move(line));
+    if (static_cast<int>(lines.size()) > max_lines) lines.pop_front();
+  }
+  std::string tail;
+  for (const std::string& l : lines) tail += l + "\n";
+  return tail;
+}
+
+/// Copies what local rank 0 writes to its log file onto the launcher's stdout, whole lines only.
+/// Driven by inotify: no polling. The kernel writes the file; we only read it.
+class ConsoleEcho {
+ public:
+  ConsoleEcho(asio::io_context& io, const std::string& path) : inotify_(io) {
+    if (path.empty()) return;
+    file_fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (file_fd_ < 0) ThrowSystemError(errno, "cannot open " + path + " to echo it");
+    ::lseek(file_fd_, 0, SEEK_END);  // Earlier runs' output stays in the file, not on screen.
+    const int ifd = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    if (ifd < 0) ThrowSystemError(errno, "inotify_init1");
+    inotify_.assign(ifd);
+    if (::inotify_add_watch(ifd, path.c_str(), IN_MODIFY) < 0) {
+      ThrowSystemError(errno, "inotify_add_watch " + path);
+    }
+    Arm();
+  }
+  ~ConsoleEcho() {
+    if (file_fd_ >= 0) ::close(file_fd_);
+  }
+
+  /// Echoes everything up to the end of the file, the last partial line included.
+  void Finish() {
+    Drain();
+    WriteOut(assembler_.Finish());
+    boost::system::error_code ignored;
+    inotify_.close(ignored);
+  }
+
+ private:
+  void Arm() {
+    inotify_.async_wait(StreamDescriptor::wait_read, [this](boost::system::error_code ec) {
+      if (ec) return;
+      char events[4096];
+      while (::read(inotify_.native_handle(), events, sizeof events) > 0) {
+      }
+      Drain();
+      Arm();
+    });
+  }
+
+  void Drain() {
+    if (file_fd_ < 0) return;
+    buffer_.resize(1 << 20);
+    for (;;) {
+      const ssize_t n = ::read(file_fd_, buffer_.data(), buffer_.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return;
+      WriteOut(assembler_.Feed(std::string_view(buffer_.data(), static_cast<size_t>(n))));
+    }
+  }
+
+  void WriteOut(const std::string& lines) {
+    if (!console_ok_ || lines.empty()) return;
+    console_ok_ = WriteAll(STDOUT_FILENO, lines);  // EPIPE: the console went away; keep going.
+  }
+
+  StreamDescriptor inotify_;
+  int file_fd_ = -1;
+  LineAssembler assembler_;
+  std::vector<char> buffer_;
+  bool console_ok_ = true;
+};
+
+/// One supervised child and the descriptor that reports its exit.
+struct Child {
+  Process process;
+  StreamDescriptor exit_event;
+  SupervisedProcess info;
+  off_t log_start = 0;
+};
+
+class EventLoop {
+ public:
+  EventLoop(std::vector<SupervisedProcess> processes, const SupervisorOptions& options)
+      : options_(options),
+        signals_(io_, SIGINT, SIGTERM, SIGHUP),
+        grace_timer_(io_),
+        policy_(static_cast<int>(processes.size())),
+        echo_(io_, options.echo_path) {
+    pending_ = std::move(processes);
+    for (int signal : {SIGQUIT, SIGUSR1, SIGUSR2}) signals_.add(signal);
+  }
+
+  int Run() {
+    WaitForSignal();
+    StartAll();
+    if (!policy_.all_exited()) io_.run();
+    echo_.Finish();
+    if (policy_.exit_code() == 0) PDLOG_INFO("Local processes completed.");
+    return policy_.exit_code();
+  }
+
+ private:
+  void StartAll() {
+    std::fflush(stdout);  // Our own stdout text must precede the echoed rank output.
+    children_.reserve(pending_.size());
+    std::vector<pid_t> pids;
+    for (SupervisedProcess& p : pending_) {
+      const off_t log_start = FileSize(p.log_path);
+      Process process = Process::Spawn(p.spec);
+      if (options_.on_spawn) options_.on_spawn(process.pid());
+      StreamDescriptor exit_event(io_, ::dup(process.pidfd()));
+      pids.push_back(process.pid());
+      children_.push_back(
+          Child{std::move(process), std::move(exit_event), std::move(p), log_start});
+    }
+    if (options_.on_started) options_.on_started(pids);
+    std::fflush(stdout);
+    for (size_t i = 0; i < children_.size(); ++i) WaitForExit(i);
+  }
+
+  void WaitForExit(size_t index) {
+    children_[index].exit_event.async_wait(StreamDescriptor::wait_read,
+                                           [this](boost::system::error_code ec) {
+                                             if (!ec) SweepExits();
+                                           });
+  }
+
+  void WaitForSignal() {
+    signals_.async_wait([this](boost::system::error_code ec, int signal) {
+      if (ec) return;
+      OnSignal(signal);
+      WaitForSignal();
+    });
+  }
+
+  // Reaps every child that has exited by now, so failures seen together are reported together.
+  void SweepExits() {
+    std::vector<std::pair<int, ExitStatus>> exits;
+    for (size_t i = 0; i < children_.size(); ++i) {
+      Child& child = children_[i];
+      if (child.process.reaped()) continue;
+      if (auto status = child.process.TryWait()) {
+        exits.emplace_back(static_cast<int>(i), *status);
+        boost::system::error_code ignored;
+        child.exit_event.close(ignored);
+      }
+    }
+    if (exits.empty()) return;
+    const Supervision::Commands commands = policy_.OnExits(exits);
+    Execute(commands);
+    if (!commands.newly_failed.empty()) ReportFailures(commands.newly_failed);
+    MaybeFinish();
+  }
+
+  void OnSignal(int signal) {
+    if (Supervision::IsTerminationSignal(signal)) {
+      if (policy_.stopping()) {
+        PDLOG_WARN("received {} again, killing all processes now", SignalName(signal));
+      } else {
+        PDLOG_WARN("received {}, stopping {} processes (grace {}s; again to kill at once)",
+                   SignalName(signal), children_.size(), options_.grace_seconds);
+      }
+    }
+    Execute(policy_.OnSignal(signal));
+    MaybeFinish();
+  }
+
+  void Execute(const Supervision::Commands& commands) {
+    if (commands.signal_groups) SignalAllGroups(*commands.signal_groups);
+    if (commands.arm_grace_timer) ArmGraceTimer();
+  }
+
+  void SignalAllGroups(int signal) {
+    // Groups of children already reaped too: their grandchildren may still be in them.
+    for (Child& child : children_) {
+      if (child.process.SignalGroup(signal) && (signal == SIGTERM || signal == SIGKILL)) {
+        PDLOG_INFO("{} process group gid:{}", signal == SIGKILL ? "kill" : "terminate",
+                   child.process.pid());
+      }
+    }
+  }
+
+  void ArmGraceTimer() {
+    grace_timer_.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+        std::chrono::duration<double>(options_.grace_seconds)));
+    grace_timer_.async_wait([this](boost::system::error_code ec) {
+      if (ec) return;
+      grace_expired_ = true;
+      // SIGKILL to every group, whatever the policy says: this also takes stragglers left by
+      // ranks that exited cleanly.
+      policy_.OnGraceExpired();
+      SignalAllGroups(SIGKILL);
+      MaybeFinish();
+    });
+  }
+
+  // Done when every child is reaped and no process of their groups can still run. Stragglers
+  // (grandchildren) are watched through pidfds of their own, so even this wait is event-driven.
+  void MaybeFinish() {
+    if (!policy_.all_exited()) return;
+    std::vector<pid_t> groups;
+    for (const Child& child : children_) groups.push_back(child.process.pid());
+    const std::vector<pid_t> members = LiveGroupMembers(groups);
+    if (members.empty() || grace_expired_) {
+      Finish();
+      return;
+    }
+    if (!policy_.stopping() && !straggler_cleanup_) {
+      straggler_cleanup_ = true;
+      PDLOG_WARN("all ranks exited but {} processes they started are still running; stopping them",
+                 members.size());
+      SignalAllGroups(SIGTERM);
+      ArmGraceTimer();
+    }
+    WatchStragglers(members);
+  }
+
+  void WatchStragglers(const std::vector<pid_t>& members) {
+    stragglers_.clear();
+    const int generation = ++straggler_generation_;
+    for (pid_t pid : members) {
+      const int fd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+      if (fd < 0) continue;  // Already gone.
+      stragglers_.emplace_back(io_, fd);
+    }
+    pending_stragglers_ = stragglers_.size();
+    if (pending_stragglers_ == 0) {
+      Finish();
+      return;
+    }
+    for (StreamDescriptor& straggler : stragglers_) {
+      straggler.async_wait(StreamDescriptor::wait_read,
+                           [this, generation](boost::system::error_code ec) {
+                             if (ec || generation != straggler_generation_) return;
+                             if (--pending_stragglers_ == 0) MaybeFinish();
+                           });
+    }
+  }
+
+  void Finish() {
+    grace_timer_.cancel();
+    signals_.cancel();
+    io_.stop();
+  }
+
+  void ReportFailures(const std::vector<int>& indices) {
+    std::vector<int> ranks;
+    for (int i : indices) ranks.push_back(children_[static_cast<size_t>(i)].info.rank);
+    PDLOG_ERROR("{}", FormatAbortLine(options_.world_size, ranks));
+    for (int i : indices) {
+      const Child& child = children_[static_cast<size_t>(i)];
+      if (child.info.log_path.empty()) continue;
+      PDLOG_ERROR("rank {} (pid {}) ended with {}; last {} lines of {}:\n{}", child.info.rank,
+                  child.process.pid(), child.process.status()->Describe(), options_.tail_lines,
+                  child.info.log_path,
+                  TailOfFile(child.info.log_path, child.log_start, options_.tail_lines));
+    }
+  }
+
+  SupervisorOptions options_;
+  asio::io_context io_;
+  asio::signal_set signals_;
+  asio::steady_timer grace_timer_;
+  Supervision policy_;
+  ConsoleEcho echo_;
+  std::vector<SupervisedProcess> pending_;
+  std::vector<Child> children_;
+  std::vector<StreamDescriptor> stragglers_;
+  size_t pending_stragglers_ = 0;
+  int straggler_generation_ = 0;
+  bool grace_expired_ = false;
+  bool straggler_cleanup_ = false;
+};
+
+}  // namespace
+
+int RunSupervised(std::vector<SupervisedProcess> processes, const SupervisorOptions& options) {
+  EventLoop loop(std::move(processes), options);
+  return loop.Run();
+}
+
+}  // namespace pdlaunch

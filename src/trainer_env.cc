@@ -1,3 +1,94 @@
 #include "pdlaunch/trainer_env.h"
 
-namespace pdlaunch {}  // namespace pdlaunch
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+namespace pdlaunch {
+
+namespace {
+
+std::string NameOf(const std::string& entry) { return entry.substr(0, entry.find('=')); }
+
+bool IsProxyVariable(const std::string& name) {
+  return name == "http_proxy" || name == "https_proxy" || name == "HTTP_PROXY" ||
+         name == "HTTPS_PROXY";
+}
+
+}  // namespace
+
+EnvList TrainerTable(const Cluster& cluster, const Trainer& trainer) {
+  const std::string ids = fmt::format("{}", fmt::join(trainer.devices, ","));
+  EnvList table = {
+      {"PADDLE_TRAINER_ID", std::to_string(trainer.global_rank)},
+      {"PADDLE_CURRENT_ENDPOINT", trainer.endpoint.ToString()},
+      {"PADDLE_TRAINERS_NUM", std::to_string(cluster.world_size())},
+      {"PADDLE_TRAINER_ENDPOINTS", JoinEndpoints(cluster.world_endpoints())},
+      {"PADDLE_RANK_IN_NODE", std::to_string(trainer.local_rank)},
+      {"PADDLE_LOCAL_DEVICE_IDS", ids},
+      {"PADDLE_WORLD_DEVICE_IDS", cluster.world_device_ids()},
+  };
+  if (!ids.empty() && cluster.mode == DeviceMode::kGpu) {
+    table.emplace_back("FLAGS_selected_gpus", ids);
+  }
+  if (!ids.empty()) table.emplace_back("FLAGS_selected_accelerators", ids);
+  return table;
+}
+
+EnvList TrainerVariables(const Cluster& cluster, const Trainer& trainer, const JobEnv& job) {
+  const std::string world_size = std::to_string(cluster.world_size());
+  const std::string local_size = std::to_string(cluster.local_pod().trainers.size());
+  const std::string global_rank = std::to_string(trainer.global_rank);
+  const std::string local_rank = std::to_string(trainer.local_rank);
+  EnvList vars = TrainerTable(cluster, trainer);
+  const EnvList rest = {
+      {"PADDLE_WITH_GLOO", job.with_gloo},
+      {"PADDLE_GLOO_RENDEZVOUS", "3"},
+      {"PADDLE_GLOO_FS_PATH", job.gloo_fs_path},
+      {"PADDLE_DISTRI_BACKEND", cluster.backend},
+      {"PADDLE_GLOBAL_RANK", global_rank},
+      {"PADDLE_LOCAL_RANK", local_rank},
+      {"PADDLE_GLOBAL_SIZE", world_size},
+      {"PADDLE_LOCAL_SIZE", local_size},
+      {"PADDLE_NNODES", std::to_string(cluster.pods.size())},
+      {"PADDLE_MASTER", cluster.master.ToString()},
+      {"PADDLE_LOG_DIR", job.log_dir},
+      {"RANK", global_rank},
+      {"WORLD_SIZE", world_size},
+      {"LOCAL_RANK", local_rank},
+      {"LOCAL_WORLD_SIZE", local_size},
+      {"MASTER_ADDR", cluster.master.host},
+      {"MASTER_PORT", std::to_string(cluster.master.port)},
+      {"PYTHONUNBUFFERED", "1"},
+  };
+  vars.insert(vars.end(), rest.begin(), rest.end());
+  return vars;
+}
+
+std::vector<std::string> ComposeEnvironment(const std::vector<std::string>& parent,
+                                            const EnvList& vars) {
+  std::map<std::string, std::string> wanted;
+  for (const auto& [name, value] : vars) wanted[name] = value;  // The last setting wins.
+  std::set<std::string> placed;
+  std::vector<std::string> env;
+  for (const std::string& entry : parent) {
+    const std::string name = NameOf(entry);
+    if (IsProxyVariable(name) || placed.count(name) != 0) continue;
+    auto it = wanted.find(name);
+    if (it == wanted.end()) {
+      env.push_back(entry);
+      continue;
+    }
+    env.push_back(name + "=" + it->second);
+    placed.insert(name);
+  }
+  for (const auto& [name, value] : vars) {
+    if (placed.insert(name).second) env.push_back(name + "=" + wanted[name]);
+  }
+  return env;
+}
+
+}  // namespace pdlaunch

@@ -1,3 +1,111 @@
 #include "pdlaunch/watchdog.h"
 
-namespace pdlaunch {}  // namespace pdlaunch
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "pdlaunch/errors.h"
+
+namespace pdlaunch {
+namespace {
+
+/// One message on the pipe; 8 bytes, so each write is atomic.
+struct Message {
+  char op;  // 'R': register `pgid`; 'Q': the launcher cleaned up, exit quietly.
+  char padding[3];
+  int32_t pgid;
+};
+
+bool ReadMessage(int fd, Message* message) {
+  size_t got = 0;
+  auto* bytes = reinterpret_cast<char*>(message);
+  while (got < sizeof *message) {
+    const ssize_t n = ::read(fd, bytes + got, sizeof *message - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    got += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+void DetachFromLauncher(int keep_fd) {
+  ::setpgid(0, 0);  // Out of the terminal's foreground group: Ctrl-C is not for us.
+  for (int sig :
+       {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGPIPE, SIGTSTP, SIGTTIN, SIGTTOU}) {
+    ::signal(sig, SIG_IGN);
+  }
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  // Hold nothing of the launcher's: not its console (a reader waiting for EOF), not its log
+  // files, not its port locks.
+  const int devnull = ::open("/dev/null", O_RDWR);
+  for (int fd = 0; fd <= 2 && devnull >= 0; ++fd) ::dup2(devnull, fd);
+  if (keep_fd > 3) ::syscall(SYS_close_range, 3U, static_cast<unsigned>(keep_fd - 1), 0U);
+  ::syscall(SYS_close_range, static_cast<unsigned>(keep_fd + 1), ~0U, 0U);
+}
+
+[[noreturn]] void WatchdogMain(int read_fd) {
+  DetachFromLauncher(read_fd);
+  std::vector<pid_t> groups;
+  Message message{};
+  while (ReadMessage(read_fd, &message)) {
+    if (message.op == 'Q') ::_exit(0);
+    if (message.op == 'R') groups.push_back(message.pgid);
+  }
+  // EOF without 'Q': the launcher died without tearing down. Nothing else will stop these.
+  for (pid_t pgid : groups) ::kill(-pgid, SIGKILL);
+  ::_exit(0);
+}
+
+}  // namespace
+
+Watchdog::Watchdog() {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) ThrowSystemError(errno, "pipe2 for the watchdog");
+  pid_ = ::fork();
+  if (pid_ < 0) {
+    const int err = errno;
+    ::close(fds[0]);
+    ::close(fds[1]);
+    ThrowSystemError(err, "cannot fork the watchdog");
+  }
+  if (pid_ == 0) {
+    ::close(fds[1]);
+    WatchdogMain(fds[0]);
+  }
+  ::close(fds[0]);
+  fd_ = fds[1];
+}
+
+Watchdog::~Watchdog() {
+  Disarm();
+  if (pid_ > 0) {
+    while (::waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
+    }
+  }
+}
+
+void Watchdog::Register(pid_t pgid) noexcept {
+  if (fd_ < 0) return;
+  const Message message{'R', {}, static_cast<int32_t>(pgid)};
+  while (::write(fd_, &message, sizeof message) < 0 && errno == EINTR) {
+  }
+}
+
+void Watchdog::Disarm() noexcept {
+  if (fd_ < 0) return;
+  const Message message{'Q', {}, 0};
+  while (::write(fd_, &message, sizeof message) < 0 && errno == EINTR) {
+  }
+  ::close(fd_);
+  fd_ = -1;
+}
+
+}  // namespace pdlaunch

@@ -16,14 +16,45 @@ struct CommandLine {
 };
 
 /// Parses the launcher's arguments (argv without the program name) with argparse semantics
-/// (contract §1.1): launcher options before the training script, `--opt value` and `--opt=value`,
-/// unique prefixes of long options, everything after the script passed through verbatim.
-/// Throws UsageError (exit 2) naming the bad token for: an unknown option, a missing or bad value,
-/// an ambiguous prefix, a missing training script, and any flag of a mode not implemented yet
-/// (parameter server, elastic, XPU): "<flag> is not supported yet".
+/// (contract §1.1), then refuses the modes not implemented yet (RejectUnsupportedOptions).
+/// * Launcher options come first; the first positional token (or the token after a `--` that
+///   ends the launcher options) is the training script; every later token goes verbatim to
+///   `training_script_args`, options and `--` included.
+/// * `--opt value` and `--opt=value`; a repeated option or an alias (--selected_gpus,
+///   --selected_xpus) overrides the earlier one.
+/// * A unique prefix of a long option is that option; an exact name always wins. A prefix that
+///   matches exactly one of Paddle's flags means that flag even if it also matches a pdlaunch
+///   addition (`--log` is --log_dir although --log_overwrite exists).
+/// * --force takes an optional value: `--force`, `--force=BOOL` or `--force BOOL`, BOOL one of
+///   true/false/1/0 in any case (Paddle's type=bool read "False" as true).
+/// * `-h/--help` and `--version` before the script stop parsing and return `exit_text`.
+/// Never reads the environment. Every destination seen is recorded in `options.given`.
+/// Throws UsageError (exit 2) with argparse's wording, naming the bad token: "unrecognized
+/// arguments: --foo", "ambiguous option: --server could match --servers, --server_num",
+/// "argument --log_dir: expected one argument", "argument --nproc_per_node: invalid int value:
+/// 'x'", "the following arguments are required: training_script, training_script_args", a bad
+/// --run_mode choice, a --backend outside nccl/gloo/bkcl/auto (contract §2.3 message), and
+/// "<flag> is not supported yet (<mode>)".
 CommandLine ParseCommandLine(const std::vector<std::string>& args);
 
-/// The text of --help.
+/// ParseCommandLine without RejectUnsupportedOptions: every flag of contract §1.2 is bound and
+/// checked for its type and choices, whatever the mode.
+CommandLine ParseArguments(const std::vector<std::string>& args);
+
+/// The text of --help: argparse-like usage, description and option groups (contract §1.2 help
+/// strings, pdlaunch's own options in their own group). Ends with '\n'.
 std::string HelpText();
+
+/// The usage lines alone ("usage: launch [-h] ... training_script ..."), ending with '\n'. Print
+/// them before "launch: error: <message>" on a UsageError, as argparse does.
+std::string UsageText();
+
+/// Refuses the options of modes pdlaunch does not implement yet, with a one-line UsageError naming
+/// the first offending flag (declaration order), e.g. "--server_num is not supported yet
+/// (parameter-server mode)": every parameter-server flag, every elastic flag except --host,
+/// --xpus/--selected_xpus, --run_mode=ps/ps-heter and --backend=bkcl. A flag counts when its
+/// destination is in `options.given`, whatever its value. ParseCommandLine calls it last; it is
+/// the one place to relax when a mode is added.
+void RejectUnsupportedOptions(const LaunchOptions& options);
 
 }  // namespace pdlaunch

@@ -24,8 +24,8 @@ struct ExitStatus {
 /// Decodes a status from waitpid(2).
 ExitStatus FromWaitStatus(int wait_status);
 
-/// Decodes waitid(2)'s si_code/si_status (CLD_EXITED, CLD_KILLED, CLD_DUMPED).
-ExitStatus FromSigInfo(int si_code, int si_status);
+/// Decodes waitid(2)'s si_code and si_status (CLD_EXITED, CLD_KILLED, CLD_DUMPED).
+ExitStatus FromSigInfo(int child_code, int child_status);
 
 /// "SIGSEGV" for 11, "SIG42" for unnamed numbers.
 std::string SignalName(int signal);

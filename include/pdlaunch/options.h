@@ -8,7 +8,7 @@
 namespace pdlaunch {
 
 /// Every flag of the launcher as plain data, with Paddle's defaults (contract §1.2). No CLI11
-/// types: `AddLaunchOptions` in cli.h binds these fields; everything downstream takes
+/// types: src/cli.cc binds these fields (ParseCommandLine in cli.h); everything downstream takes
 /// `const LaunchOptions&`. Field names are argparse destination names, as in the
 /// "Configuration Arguments" dump.
 struct LaunchOptions {
@@ -59,12 +59,14 @@ struct LaunchOptions {
 };
 
 /// The "Configuration Arguments" block the launcher prints first (contract §6.3): header of
-/// 48 characters, one `name: value` line per option sorted by destination name, values rendered
-/// as Python's str() would (None, True/False, ['a', 'b']), footer of 48 dashes. Ends with '\n'.
+/// 48 characters, one `name: value` line per option sorted by destination name (pdlaunch's own
+/// options and xpus included), values rendered as Python's str() would (None, True/False, 5.0,
+/// ['a', 'b'], an empty string as nothing after ": "), footer of 48 dashes. Ends with '\n'.
 std::string FormatConfigurationArguments(const LaunchOptions& options);
 
-/// Renders `items` as a Python list repr: ['--lr', '0.1'] (single quotes, backslash and quote
-/// escaped as Python does for plain ASCII strings).
+/// Renders `items` as a Python list repr: ['--lr', '0.1']. Each item is quoted as Python's repr()
+/// does: single quotes, or double quotes when the item holds a ' and no "; backslash, the quote,
+/// \n, \r, \t and other control bytes escaped (\x1b); bytes >= 0x80 kept as they are.
 std::string PythonListRepr(const std::vector<std::string>& items);
 
 }  // namespace pdlaunch

@@ -48,7 +48,8 @@ class Process {
   /// Sends `sig` to the child's process group, which outlives the child while grandchildren
   /// remain. Returns false when the group no longer exists (ESRCH). Never throws.
   bool SignalGroup(int sig) const noexcept;
-  /// True while any process of the child's group is alive (kill(-pgid, 0)).
+  /// True while a process of the child's group is alive and not a zombie (kill(-pgid, 0), then
+  /// a scan of /proc). Never throws.
   bool GroupAlive() const noexcept;
 
  private:
@@ -59,5 +60,10 @@ class Process {
   int pidfd_ = -1;
   std::optional<ExitStatus> status_;
 };
+
+/// Processes of the given process groups that can still run (zombies excluded: kill() succeeds
+/// for them, and a PID 1 that does not reap, common in containers, keeps them forever). Scans
+/// /proc once. Never throws; an unreadable /proc gives an empty list.
+std::vector<pid_t> LiveGroupMembers(const std::vector<pid_t>& pgids) noexcept;
 
 }  // namespace pdlaunch

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "pdlaunch/exit_status.h"
@@ -27,7 +28,11 @@ class Supervision {
 
   explicit Supervision(int num_processes);
 
-  Commands OnExit(int index, ExitStatus status);
+  /// Processes that were found exited together (one sweep of the event loop). Every failure in
+  /// one batch counts as a root cause, so simultaneous failures are all named in the ABORT line;
+  /// exits after a teardown began are its consequences and are not failures.
+  Commands OnExits(const std::vector<std::pair<int, ExitStatus>>& exits);
+  Commands OnExit(int index, ExitStatus status) { return OnExits({{index, status}}); }
   Commands OnSignal(int signal);
   Commands OnGraceExpired();
 

@@ -17,11 +17,13 @@ struct SupervisedProcess {
 
 struct SupervisorOptions {
   double grace_seconds = 5.0;
-  int world_size = 0;      ///< For the ABORT line.
-  std::string echo_path;   ///< Log file to echo to stdout live (local rank 0's); empty: none.
-  int tail_lines = 20;     ///< Lines of a failed rank's log shown on failure.
+  int world_size = 0;     ///< For the ABORT line.
+  std::string echo_path;  ///< Log file to echo to stdout live (local rank 0's); empty: none.
+  int tail_lines = 20;    ///< Lines of a failed rank's log shown on failure.
   /// Called with each child's pid (= pgid) right after it is spawned.
   std::function<void(pid_t)> on_spawn;
+  /// Called once every process is started, with their pids in order.
+  std::function<void(const std::vector<pid_t>&)> on_started;
 };
 
 /// Runs the processes to the end under one event loop (Boost.Asio, single-threaded): exits come

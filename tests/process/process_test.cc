@@ -1,1 +1,161 @@
+#include "pdlaunch/process.h"
+
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <system_error>
+
+#include "../support/test_util.h"
+
+namespace pdlaunch {
+namespace {
+
+using testing::ProcessAlive;
+using testing::ReadFile;
+using testing::ScopedTempDir;
+using testing::WaitFor;
+
+ProcessSpec Shell(const std::string& script, int output_fd = -1) {
+  return ProcessSpec{"/bin/sh", {"sh", "-c", script}, {"PATH=/usr/bin:/bin"}, output_fd};
+}
+
+TEST(ProcessTest, PassesExitCodeThrough) {
+  for (int code : {0, 1, 3, 127, 255}) {
+    Process p = Process::Spawn(Shell("exit " + std::to_string(code)));
+    EXPECT_EQ(p.Wait(), ExitStatus::Exited(code));
+  }
+}
+
+TEST(ProcessTest, ReportsDeathBySignal) {
+  Process p = Process::Spawn(Shell("kill -SEGV $$"));
+  EXPECT_EQ(p.Wait(), ExitStatus::Killed(SIGSEGV));
+}
+
+TEST(ProcessTest, PidfdBecomesReadableOnExit) {
+  Process p = Process::Spawn(Shell("sleep 0.1"));
+  EXPECT_FALSE(p.TryWait().has_value());
+  pollfd pfd{p.pidfd(), POLLIN, 0};
+  ASSERT_EQ(::poll(&pfd, 1, 10000), 1);
+  EXPECT_EQ(p.TryWait(), ExitStatus::Exited(0));
+}
+
+TEST(ProcessTest, ChildLeadsItsOwnProcessGroup) {
+  Process p = Process::Spawn(Shell("sleep 30"));
+  EXPECT_EQ(::getpgid(p.pid()), p.pid());
+  EXPECT_TRUE(p.SignalGroup(SIGTERM));
+  EXPECT_EQ(p.Wait(), ExitStatus::Killed(SIGTERM));
+}
+
+TEST(ProcessTest, GroupSignalReachesGrandchildren) {
+  ScopedTempDir dir;
+  const std::string pid_file = dir.File("grandchild.pid");
+  Process p = Process::Spawn(Shell("sleep 30 & echo $! > " + pid_file + "; wait"));
+  ASSERT_TRUE(WaitFor([&] { return !ReadFile(pid_file).empty(); }));
+  const pid_t grandchild = std::stoi(ReadFile(pid_file));
+  EXPECT_TRUE(p.SignalGroup(SIGKILL));
+  p.Wait();
+  EXPECT_TRUE(WaitFor([&] { return !ProcessAlive(grandchild); }));
+}
+
+TEST(ProcessTest, GroupOutlivesExitedLeaderWhileGrandchildrenRun) {
+  ScopedTempDir dir;
+  const std::string pid_file = dir.File("grandchild.pid");
+  Process p = Process::Spawn(Shell("sleep 30 & echo $! > " + pid_file));
+  EXPECT_EQ(p.Wait(), ExitStatus::Exited(0));
+  const pid_t grandchild = std::stoi(ReadFile(pid_file));
+  EXPECT_TRUE(p.GroupAlive());
+  EXPECT_TRUE(p.SignalGroup(SIGKILL));
+  EXPECT_TRUE(WaitFor([&] { return !p.GroupAlive(); }));
+  EXPECT_FALSE(ProcessAlive(grandchild));
+}
+
+TEST(ProcessTest, OutputGoesToTheGivenFdAndStdinIsDevNull) {
+  ScopedTempDir dir;
+  const std::string log = dir.File("out.log");
+  const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  Process p = Process::Spawn(Shell("echo out; echo err >&2; cat; echo done", fd));
+  ::close(fd);
+  EXPECT_EQ(p.Wait(), ExitStatus::Exited(0));
+  EXPECT_EQ(ReadFile(log), "out\nerr\ndone\n");
+}
+
+TEST(ProcessTest, OnlyStandardFdsReachTheChild) {
+  const int leaked = ::open("/dev/null", O_RDONLY);  // Deliberately without O_CLOEXEC.
+  ASSERT_GE(leaked, 3);
+  ScopedTempDir dir;
+  const std::string log = dir.File("fds.log");
+  const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  Process p = Process::Spawn(ProcessSpec{"/bin/ls", {"ls", "/proc/self/fd"}, {}, fd});
+  ::close(fd);
+  ::close(leaked);
+  EXPECT_EQ(p.Wait(), ExitStatus::Exited(0));
+  EXPECT_EQ(ReadFile(log), "0\n1\n2\n3\n");  // 3 is ls's own handle on the directory.
+}
+
+TEST(ProcessTest, EnvironmentIsExactlyTheSpec) {
+  ScopedTempDir dir;
+  const std::string log = dir.File("env.log");
+  const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  Process p = Process::Spawn(ProcessSpec{"/usr/bin/env", {"env"}, {"A=1", "B=two words"}, fd});
+  ::close(fd);
+  p.Wait();
+  EXPECT_EQ(ReadFile(log), "A=1\nB=two words\n");
+}
+
+TEST(ProcessTest, ExecFailureThrowsAndLeavesNoChild) {
+  try {
+    Process::Spawn(ProcessSpec{"/nonexistent/prog", {"prog"}, {}, -1});
+    FAIL() << "expected a throw";
+  } catch (const std::system_error& e) {
+    EXPECT_EQ(e.code().value(), ENOENT);
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/prog"), std::string::npos);
+  }
+  EXPECT_EQ(::waitpid(-1, nullptr, WNOHANG), -1);  // ECHILD: nothing left to reap.
+}
+
+TEST(ProcessTest, ChildStartsWithDefaultSignalDispositions) {
+  ::signal(SIGUSR1, SIG_IGN);  // Ignored in the parent...
+  Process p = Process::Spawn(Shell("exec sleep 30"));
+  ::signal(SIGUSR1, SIG_DFL);
+  ASSERT_TRUE(
+      WaitFor([&] { return ReadFile("/proc/" + std::to_string(p.pid()) + "/comm") == "sleep\n"; }));
+  ::kill(p.pid(), SIGUSR1);  // ...but fatal in the child.
+  EXPECT_EQ(p.Wait(), ExitStatus::Killed(SIGUSR1));
+}
+
+TEST(ProcessTest, DestructorKillsAndReapsAForgottenChild) {
+  pid_t pid;
+  {
+    Process p = Process::Spawn(Shell("sleep 30"));
+    pid = p.pid();
+  }
+  EXPECT_FALSE(ProcessAlive(pid));
+  EXPECT_EQ(::kill(pid, 0), -1);  // Reaped, not a zombie.
+}
+
+TEST(ProcessTest, ParentDeathSignalKillsTheChild) {
+  // An intermediate process spawns a child through Process and then dies by SIGKILL.
+  ScopedTempDir dir;
+  const std::string pid_file = dir.File("child.pid");
+  const pid_t middle = ::fork();
+  if (middle == 0) {
+    Process p = Process::Spawn(Shell("sleep 30"));
+    FILE* f = std::fopen(pid_file.c_str(), "w");
+    std::fprintf(f, "%d", p.pid());
+    std::fclose(f);
+    ::pause();
+    ::_exit(0);
+  }
+  ASSERT_TRUE(WaitFor([&] { return !ReadFile(pid_file).empty(); }));
+  const pid_t child = std::stoi(ReadFile(pid_file));
+  ::kill(middle, SIGKILL);
+  ::waitpid(middle, nullptr, 0);
+  EXPECT_TRUE(WaitFor([&] { return !ProcessAlive(child); }));
+}
+
+}  // namespace
+}  // namespace pdlaunch

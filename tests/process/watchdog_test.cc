@@ -1,1 +1,86 @@
+#include "pdlaunch/watchdog.h"
+
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../support/test_util.h"
+
+namespace pdlaunch {
+namespace {
+
+using testing::ProcessAlive;
+using testing::ReadFile;
+using testing::ScopedTempDir;
+using testing::WaitFor;
+
+/// Forks a stand-in launcher that starts `sh -c script` in its own process group, without a
+/// parent-death signal (so only the watchdog can stop it), registers it with a watchdog, writes
+/// "<child pid> <watchdog pid>" to `pid_file`, then waits to be killed (or disarms and exits).
+pid_t FakeLauncher(const std::string& script, const std::string& pid_file, bool disarm) {
+  const pid_t launcher = ::fork();
+  if (launcher != 0) return launcher;
+  Watchdog watchdog;
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::setpgid(0, 0);
+    ::execl("/bin/sh", "sh", "-c", script.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ::setpgid(child, child);
+  watchdog.Register(child);
+  FILE* f = std::fopen(pid_file.c_str(), "w");
+  std::fprintf(f, "%d %d\n", child, watchdog.pid());
+  std::fclose(f);
+  if (disarm) watchdog.Disarm();
+  ::pause();
+  ::_exit(0);
+}
+
+TEST(WatchdogTest, KillsRegisteredGroupsWhenTheLauncherIsKilled) {
+  ScopedTempDir dir;
+  const std::string pids = dir.File("pids");
+  const std::string grandchild_file = dir.File("grandchild");
+  const pid_t launcher =
+      FakeLauncher("sleep 60 & echo $! > " + grandchild_file + "; wait", pids, false);
+  ASSERT_TRUE(
+      WaitFor([&] { return !ReadFile(pids).empty() && !ReadFile(grandchild_file).empty(); }));
+  int child = 0;
+  int watchdog = 0;
+  ASSERT_EQ(std::sscanf(ReadFile(pids).c_str(), "%d %d", &child, &watchdog), 2);
+  const pid_t grandchild = std::stoi(ReadFile(grandchild_file));
+  ::kill(launcher, SIGKILL);
+  ::waitpid(launcher, nullptr, 0);
+  EXPECT_TRUE(WaitFor([&] { return !ProcessAlive(grandchild) && !ProcessAlive(child); }));
+  EXPECT_TRUE(WaitFor([&] { return !ProcessAlive(watchdog); }));
+}
+
+TEST(WatchdogTest, DisarmedWatchdogKillsNothing) {
+  ScopedTempDir dir;
+  const std::string pids = dir.File("pids");
+  const pid_t launcher = FakeLauncher("exec sleep 60", pids, true);
+  ASSERT_TRUE(WaitFor([&] { return !ReadFile(pids).empty(); }));
+  int child = 0;
+  int watchdog = 0;
+  ASSERT_EQ(std::sscanf(ReadFile(pids).c_str(), "%d %d", &child, &watchdog), 2);
+  EXPECT_TRUE(WaitFor([&] { return !ProcessAlive(watchdog); }));  // Disarmed: it exits at once.
+  ::kill(launcher, SIGKILL);
+  ::waitpid(launcher, nullptr, 0);
+  ::usleep(200 * 1000);
+  EXPECT_TRUE(ProcessAlive(child));
+  ::kill(-child, SIGKILL);
+}
+
+TEST(WatchdogTest, TerminalSignalsDoNotStopIt) {
+  Watchdog watchdog;
+  ASSERT_TRUE(WaitFor([&] { return ::getpgid(watchdog.pid()) == watchdog.pid(); }));
+  ::kill(watchdog.pid(), SIGINT);
+  ::kill(watchdog.pid(), SIGTERM);
+  ::kill(watchdog.pid(), SIGHUP);
+  ::usleep(100 * 1000);
+  EXPECT_TRUE(ProcessAlive(watchdog.pid()));
+}
+
+}  // namespace
+}  // namespace pdlaunch

@@ -1,1 +1,447 @@
+#include "pdlaunch/cli.h"
+
 #include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "pdlaunch/errors.h"
+#include "pdlaunch/version.h"
+
+namespace pdlaunch {
+namespace {
+
+using Args = std::vector<std::string>;
+
+// The message of the UsageError that ParseCommandLine throws for `args` ("" if none).
+std::string ErrorOf(const Args& args) {
+  try {
+    ParseCommandLine(args);
+  } catch (const UsageError& error) {
+    EXPECT_EQ(error.exit_code(), 2);
+    return error.what();
+  }
+  ADD_FAILURE() << "no UsageError";
+  return "";
+}
+
+std::string ArgumentsErrorOf(const Args& args) {
+  try {
+    ParseArguments(args);
+  } catch (const UsageError& error) {
+    return error.what();
+  }
+  ADD_FAILURE() << "no UsageError";
+  return "";
+}
+
+LaunchOptions Options(const Args& args) {
+  CommandLine command_line = ParseCommandLine(args);
+  EXPECT_FALSE(command_line.exit_text.has_value());
+  return command_line.options;
+}
+
+TEST(CliTest, DefaultsMatchPaddle) {
+  const CommandLine command_line = ParseCommandLine({"train.py"});
+  EXPECT_FALSE(command_line.exit_text.has_value());
+  const LaunchOptions& o = command_line.options;
+  EXPECT_EQ(o.log_dir, "log");
+  EXPECT_EQ(o.backend, "auto");
+  EXPECT_EQ(o.nproc_per_node, std::nullopt);
+  EXPECT_EQ(o.run_mode, std::nullopt);
+  EXPECT_EQ(o.gpus, std::nullopt);
+  EXPECT_EQ(o.xpus, std::nullopt);
+  EXPECT_EQ(o.ips, "127.0.0.1");
+  EXPECT_EQ(o.servers, "");
+  EXPECT_EQ(o.server_num, std::nullopt);
+  EXPECT_EQ(o.scale, 0);
+  EXPECT_EQ(o.host, std::nullopt);
+  EXPECT_FALSE(o.force);
+  EXPECT_EQ(o.max_restart, std::nullopt);
+  EXPECT_EQ(o.start_port, std::nullopt);
+  EXPECT_FALSE(o.log_overwrite);
+  EXPECT_EQ(o.grace, 5.0);
+  EXPECT_EQ(o.training_script, "train.py");
+  EXPECT_TRUE(o.training_script_args.empty());
+  EXPECT_TRUE(o.given.empty());
+}
+
+TEST(CliTest, AcceptsSpaceSeparatedValues) {
+  const LaunchOptions o =
+      Options({"--log_dir", "out", "--nproc_per_node", "2", "--ips", "10.0.0.1", "t.py"});
+  EXPECT_EQ(o.log_dir, "out");
+  EXPECT_EQ(o.nproc_per_node, 2);
+  EXPECT_EQ(o.ips, "10.0.0.1");
+  EXPECT_EQ(o.given, (std::set<std::string>{"ips", "log_dir", "nproc_per_node"}));
+}
+
+TEST(CliTest, AcceptsEqualsValues) {
+  const LaunchOptions o = Options({"--log_dir=out", "--nproc_per_node=2", "--gpus=0,1", "t.py"});
+  EXPECT_EQ(o.log_dir, "out");
+  EXPECT_EQ(o.nproc_per_node, 2);
+  EXPECT_EQ(o.gpus, "0,1");
+}
+
+TEST(CliTest, EqualsValueMayBeEmpty) {
+  const LaunchOptions o = Options({"--log_dir=", "--ips=", "t.py"});
+  EXPECT_EQ(o.log_dir, "");
+  EXPECT_EQ(o.ips, "");
+  EXPECT_TRUE(o.WasGiven("ips"));
+}
+
+TEST(CliTest, EqualsValueKeepsDashesAndEqualsSigns) {
+  EXPECT_EQ(Options({"--log_dir=--weird=dir", "t.py"}).log_dir, "--weird=dir");
+}
+
+TEST(CliTest, SpaceValueMayBeNegativeNumber) {
+  EXPECT_EQ(Options({"--nproc_per_node", "-1", "t.py"}).nproc_per_node, -1);
+}
+
+TEST(CliTest, MissingValueIsUsageError) {
+  EXPECT_EQ(ErrorOf({"--log_dir"}), "argument --log_dir: expected one argument");
+  EXPECT_EQ(ErrorOf({"--log_dir", "--gpus", "0", "t.py"}),
+            "argument --log_dir: expected one argument");
+  EXPECT_EQ(ErrorOf({"--gpus", "--", "t.py"}), "argument --gpus: expected one argument");
+}
+
+TEST(CliTest, SelectedGpusIsAliasOfGpus) {
+  const LaunchOptions o = Options({"--selected_gpus", "2,3", "t.py"});
+  EXPECT_EQ(o.gpus, "2,3");
+  EXPECT_EQ(o.given, (std::set<std::string>{"gpus"}));
+}
+
+TEST(CliTest, LastOfGpusAndSelectedGpusWins) {
+  EXPECT_EQ(Options({"--gpus", "0", "--selected_gpus", "1", "t.py"}).gpus, "1");
+  EXPECT_EQ(Options({"--selected_gpus", "1", "--gpus=0", "t.py"}).gpus, "0");
+}
+
+TEST(CliTest, RepeatedOptionLastOneWins) {
+  EXPECT_EQ(Options({"--log_dir", "a", "--log_dir", "b", "t.py"}).log_dir, "b");
+}
+
+TEST(CliTest, UniquePrefixExpands) {
+  const LaunchOptions o = Options({"--nproc", "2", "--gpu=1", "--ip", "10.0.0.2", "t.py"});
+  EXPECT_EQ(o.nproc_per_node, 2);
+  EXPECT_EQ(o.gpus, "1");
+  EXPECT_EQ(o.ips, "10.0.0.2");
+  EXPECT_EQ(o.given, (std::set<std::string>{"gpus", "ips", "nproc_per_node"}));
+}
+
+TEST(CliTest, PaddlePrefixBeatsPdlaunchAdditions) {
+  // --log also prefixes --log_overwrite and --g prefixes --grace; Paddle's meaning stays.
+  const LaunchOptions o = Options({"--log", "out", "--g", "3", "t.py"});
+  EXPECT_EQ(o.log_dir, "out");
+  EXPECT_FALSE(o.log_overwrite);
+  EXPECT_EQ(o.gpus, "3");
+  EXPECT_EQ(o.grace, 5.0);
+}
+
+TEST(CliTest, PrefixOfPdlaunchAdditionExpands) {
+  const LaunchOptions o = Options({"--start", "7000", "--log_o", "--gr=1.5", "t.py"});
+  EXPECT_EQ(o.start_port, 7000);
+  EXPECT_TRUE(o.log_overwrite);
+  EXPECT_EQ(o.grace, 1.5);
+}
+
+TEST(CliTest, AmbiguousPrefixNamesCandidates) {
+  EXPECT_EQ(ErrorOf({"--server", "1", "t.py"}),
+            "ambiguous option: --server could match --servers, --server_num");
+  EXPECT_EQ(ErrorOf({"--selected=0", "t.py"}),
+            "ambiguous option: --selected could match --selected_gpus, --selected_xpus");
+}
+
+TEST(CliTest, ExactNameBeatsLongerNameItPrefixes) {
+  // "--np" is also a prefix of "--nproc_per_node"; the exact elastic flag is meant.
+  EXPECT_EQ(ErrorOf({"--np", "2", "t.py"}), "--np is not supported yet (elastic mode)");
+  EXPECT_EQ(ArgumentsErrorOf({"--np", "2"}),
+            "the following arguments are required: training_script, training_script_args");
+  EXPECT_EQ(ParseArguments({"--np", "2", "t.py"}).options.np, "2");
+}
+
+TEST(CliTest, ScriptArgumentsPassVerbatim) {
+  const LaunchOptions o =
+      Options({"--gpus", "0", "train.py", "--gpus", "1", "--lr=0.1", "-h", "--", "--version"});
+  EXPECT_EQ(o.gpus, "0");
+  EXPECT_EQ(o.training_script, "train.py");
+  EXPECT_EQ(o.training_script_args, (Args{"--gpus", "1", "--lr=0.1", "-h", "--", "--version"}));
+  EXPECT_EQ(o.given, (std::set<std::string>{"gpus"}));
+}
+
+TEST(CliTest, ScriptArgumentsAreNeverExpandedOrRejected) {
+  const LaunchOptions o = Options({"run.sh", "--serv", "--foo", "--server_num=2"});
+  EXPECT_EQ(o.training_script, "run.sh");
+  EXPECT_EQ(o.training_script_args, (Args{"--serv", "--foo", "--server_num=2"}));
+  EXPECT_TRUE(o.given.empty());
+}
+
+TEST(CliTest, DoubleDashEndsLauncherOptions) {
+  const LaunchOptions o = Options({"--log_dir", "x", "--", "--script-like", "--gpus", "0"});
+  EXPECT_EQ(o.log_dir, "x");
+  EXPECT_EQ(o.training_script, "--script-like");
+  EXPECT_EQ(o.training_script_args, (Args{"--gpus", "0"}));
+  EXPECT_EQ(o.gpus, std::nullopt);
+}
+
+TEST(CliTest, OnlyFirstDoubleDashIsConsumed) {
+  const LaunchOptions o = Options({"--", "t.py", "--", "a"});
+  EXPECT_EQ(o.training_script, "t.py");
+  EXPECT_EQ(o.training_script_args, (Args{"--", "a"}));
+}
+
+TEST(CliTest, UnknownOptionIsUsageError) {
+  EXPECT_EQ(ErrorOf({"--foo", "t.py"}), "unrecognized arguments: --foo");
+  EXPECT_EQ(ErrorOf({"--foo=1", "t.py"}), "unrecognized arguments: --foo=1");
+  EXPECT_EQ(ErrorOf({"-x", "t.py"}), "unrecognized arguments: -x");
+}
+
+TEST(CliTest, UnknownOptionBeforeScriptIsNotTheScript) {
+  EXPECT_EQ(ErrorOf({"--gpus", "0", "--ipz", "10.0.0.1", "train.py"}),
+            "unrecognized arguments: --ipz");
+}
+
+TEST(CliTest, RemovedPaddleOneFlagsAreUnknown) {
+  EXPECT_EQ(ErrorOf({"--started_port", "6170", "t.py"}), "unrecognized arguments: --started_port");
+  EXPECT_EQ(ErrorOf({"--cluster_node_ips=a", "t.py"}),
+            "unrecognized arguments: --cluster_node_ips=a");
+}
+
+TEST(CliTest, MissingScriptIsUsageError) {
+  const std::string message =
+      "the following arguments are required: training_script, training_script_args";
+  EXPECT_EQ(ErrorOf({}), message);
+  EXPECT_EQ(ErrorOf({"--gpus", "0"}), message);
+  EXPECT_EQ(ErrorOf({"--"}), message);
+}
+
+TEST(CliTest, BadIntNamesFlagAndValue) {
+  EXPECT_EQ(ErrorOf({"--nproc_per_node", "two", "t.py"}),
+            "argument --nproc_per_node: invalid int value: 'two'");
+  EXPECT_EQ(ErrorOf({"--nproc_per_node=0x10", "t.py"}),
+            "argument --nproc_per_node: invalid int value: '0x10'");
+  EXPECT_EQ(ErrorOf({"--nproc_per_node=", "t.py"}),
+            "argument --nproc_per_node: invalid int value: ''");
+  EXPECT_EQ(ErrorOf({"--nproc_per_node=99999999999", "t.py"}),
+            "argument --nproc_per_node: invalid int value: '99999999999'");
+}
+
+TEST(CliTest, IntIsReadAsPythonInt) {
+  EXPECT_EQ(Options({"--nproc_per_node=010", "t.py"}).nproc_per_node, 10);
+  EXPECT_EQ(Options({"--nproc_per_node= 3 ", "t.py"}).nproc_per_node, 3);
+  EXPECT_EQ(Options({"--nproc_per_node=+4", "t.py"}).nproc_per_node, 4);
+}
+
+TEST(CliTest, StartPortMustBeAPort) {
+  EXPECT_EQ(Options({"--start_port", "6170", "t.py"}).start_port, 6170);
+  EXPECT_EQ(ErrorOf({"--start_port", "70000", "t.py"}),
+            "argument --start_port: invalid port value: '70000' (expected 1..65535)");
+  EXPECT_EQ(ErrorOf({"--start_port=0", "t.py"}),
+            "argument --start_port: invalid port value: '0' (expected 1..65535)");
+  EXPECT_EQ(ErrorOf({"--start_port=x", "t.py"}), "argument --start_port: invalid int value: 'x'");
+}
+
+TEST(CliTest, GraceIsNonNegativeSeconds) {
+  EXPECT_EQ(Options({"--grace", "0.5", "t.py"}).grace, 0.5);
+  EXPECT_EQ(Options({"--grace=0", "t.py"}).grace, 0.0);
+  EXPECT_EQ(ErrorOf({"--grace", "-1", "t.py"}),
+            "argument --grace: invalid non-negative float value: '-1'");
+  EXPECT_EQ(ErrorOf({"--grace=inf", "t.py"}),
+            "argument --grace: invalid non-negative float value: 'inf'");
+  EXPECT_EQ(ErrorOf({"--grace=5s", "t.py"}),
+            "argument --grace: invalid non-negative float value: '5s'");
+}
+
+TEST(CliTest, LogOverwriteIsPlainFlag) {
+  const LaunchOptions o = Options({"--log_overwrite", "t.py"});
+  EXPECT_TRUE(o.log_overwrite);
+  EXPECT_EQ(o.training_script, "t.py");
+  EXPECT_EQ(ErrorOf({"--log_overwrite=true", "t.py"}),
+            "argument --log_overwrite: ignored explicit argument 'true'");
+}
+
+TEST(CliTest, ForceReadsBoolWords) {
+  EXPECT_TRUE(ParseArguments({"--force", "t.py"}).options.force);
+  EXPECT_FALSE(ParseArguments({"--force=false", "t.py"}).options.force);
+  EXPECT_FALSE(ParseArguments({"--force=False", "t.py"}).options.force);
+  EXPECT_TRUE(ParseArguments({"--force=1", "t.py"}).options.force);
+  const LaunchOptions o = ParseArguments({"--force", "0", "t.py"}).options;
+  EXPECT_FALSE(o.force);
+  EXPECT_EQ(o.training_script, "t.py");
+  EXPECT_EQ(ArgumentsErrorOf({"--force=yes", "t.py"}),
+            "argument --force: invalid bool value: 'yes' (use true, false, 1 or 0)");
+}
+
+TEST(CliTest, ArgumentsOfUnsupportedModesAreStillTyped) {
+  const LaunchOptions o = ParseArguments({"--server_num", "2", "--heter_worker_num", "1;2",
+                                          "--http_port=8000", "--scale", "1", "t.py"})
+                              .options;
+  EXPECT_EQ(o.server_num, 2);
+  EXPECT_EQ(o.heter_worker_num, "1;2");
+  EXPECT_EQ(o.http_port, 8000);
+  EXPECT_EQ(o.scale, 1);
+  EXPECT_EQ(ArgumentsErrorOf({"--worker_num", "x", "t.py"}),
+            "argument --worker_num: invalid int value: 'x'");
+}
+
+TEST(CliTest, ParameterServerFlagsAreRefused) {
+  for (const std::string flag :
+       {"--servers", "--workers", "--heter_workers", "--heter_devices", "--worker_num",
+        "--server_num", "--heter_worker_num", "--http_port"}) {
+    EXPECT_EQ(ErrorOf({flag + "=1", "t.py"}),
+              flag + " is not supported yet (parameter-server mode)");
+  }
+}
+
+TEST(CliTest, ElasticFlagsAreRefused) {
+  for (const std::string flag : {"--elastic_server", "--job_id", "--np", "--scale", "--force",
+                                 "--elastic_pre_hook", "--max_restart"}) {
+    EXPECT_EQ(ErrorOf({flag + "=1", "t.py"}), flag + " is not supported yet (elastic mode)");
+  }
+}
+
+TEST(CliTest, HostIsAcceptedForCollective) {
+  const LaunchOptions o = Options({"--ips", "10.0.0.1,10.0.0.2", "--host", "10.0.0.2", "t.py"});
+  EXPECT_EQ(o.host, "10.0.0.2");
+  EXPECT_TRUE(o.WasGiven("host"));
+}
+
+TEST(CliTest, XpuFlagsAreRefused) {
+  EXPECT_EQ(ErrorOf({"--xpus", "0", "t.py"}), "--xpus is not supported yet (XPU devices)");
+  EXPECT_EQ(ErrorOf({"--selected_xpus", "0", "t.py"}), "--xpus is not supported yet (XPU devices)");
+  EXPECT_EQ(ErrorOf({"--backend", "bkcl", "t.py"}),
+            "--backend=bkcl is not supported yet (XPU devices)");
+}
+
+TEST(CliTest, RunModeIsCheckedAndPsRefused) {
+  EXPECT_EQ(Options({"--run_mode", "collective", "t.py"}).run_mode, "collective");
+  EXPECT_EQ(ErrorOf({"--run_mode", "ps", "t.py"}),
+            "--run_mode=ps is not supported yet (parameter-server mode)");
+  EXPECT_EQ(ErrorOf({"--run_mode=ps-heter", "t.py"}),
+            "--run_mode=ps-heter is not supported yet (parameter-server mode)");
+  EXPECT_EQ(ErrorOf({"--run_mode", "cpuonly", "t.py"}),
+            "argument --run_mode: invalid choice: 'cpuonly' (choose from 'collective', 'ps', "
+            "'ps-heter')");
+}
+
+TEST(CliTest, BackendMustBeKnown) {
+  EXPECT_EQ(Options({"--backend", "gloo", "t.py"}).backend, "gloo");
+  EXPECT_EQ(Options({"--backend=nccl", "t.py"}).backend, "nccl");
+  EXPECT_EQ(ErrorOf({"--backend", "mpi", "t.py"}),
+            "paddle.distributed initialize error, backend argument can only be one of 'nccl', "
+            "'gloo', 'bkcl', 'auto', but got mpi");
+}
+
+TEST(CliTest, ParserIgnoresBackendEnvironment) {
+  ::setenv("PADDLE_DISTRI_BACKEND", "gloo", 1);
+  const LaunchOptions o = Options({"t.py"});
+  ::unsetenv("PADDLE_DISTRI_BACKEND");
+  EXPECT_EQ(o.backend, "auto");
+  EXPECT_FALSE(o.WasGiven("backend"));
+}
+
+TEST(CliTest, RejectUnsupportedOptionsLooksAtGivenOnly) {
+  LaunchOptions options;
+  options.scale = 3;  // Not given: a default is never refused.
+  EXPECT_NO_THROW(RejectUnsupportedOptions(options));
+  options.given.insert("scale");
+  EXPECT_THROW(RejectUnsupportedOptions(options), UsageError);
+}
+
+TEST(CliTest, HelpProducesExitText) {
+  for (const Args& args : {Args{"--help"}, Args{"-h"}, Args{"--hel"}, Args{"--gpus", "0", "-h"},
+                           Args{"-h", "--foo"}}) {
+    const CommandLine command_line = ParseCommandLine(args);
+    ASSERT_TRUE(command_line.exit_text.has_value()) << args.front();
+    EXPECT_EQ(*command_line.exit_text, HelpText());
+  }
+  EXPECT_EQ(ErrorOf({"--help=1"}), "argument -h/--help: ignored explicit argument '1'");
+}
+
+TEST(CliTest, VersionProducesExitText) {
+  const std::string expected = std::string("launch (pdlaunch) ") + kVersion + "\n";
+  EXPECT_EQ(ParseCommandLine({"--version"}).exit_text, expected);
+  EXPECT_EQ(ParseCommandLine({"--vers", "--server_num=2"}).exit_text, expected);
+}
+
+TEST(CliTest, HelpAfterScriptBelongsToScript) {
+  const CommandLine command_line = ParseCommandLine({"t.py", "--help", "--version"});
+  EXPECT_FALSE(command_line.exit_text.has_value());
+  EXPECT_EQ(command_line.options.training_script_args, (Args{"--help", "--version"}));
+}
+
+TEST(CliTest, HelpListsEveryFlag) {
+  const std::string help = HelpText();
+  for (const std::string flag : {"-h, --help",
+                                 "--version",
+                                 "--log_dir LOG_DIR",
+                                 "--backend BACKEND",
+                                 "--nproc_per_node NPROC_PER_NODE",
+                                 "--run_mode RUN_MODE",
+                                 "--gpus GPUS",
+                                 "--selected_gpus GPUS",
+                                 "--xpus XPUS",
+                                 "--selected_xpus XPUS",
+                                 "--ips IPS",
+                                 "--servers SERVERS",
+                                 "--workers WORKERS",
+                                 "--heter_workers HETER_WORKERS",
+                                 "--heter_devices HETER_DEVICES",
+                                 "--worker_num WORKER_NUM",
+                                 "--server_num SERVER_NUM",
+                                 "--heter_worker_num HETER_WORKER_NUM",
+                                 "--http_port HTTP_PORT",
+                                 "--elastic_server ELASTIC_SERVER",
+                                 "--job_id JOB_ID",
+                                 "--np NP",
+                                 "--scale SCALE",
+                                 "--host HOST",
+                                 "--force [FORCE]",
+                                 "--elastic_pre_hook ELASTIC_PRE_HOOK",
+                                 "--max_restart MAX_RESTART",
+                                 "--start_port START_PORT",
+                                 "--log_overwrite",
+                                 "--grace GRACE",
+                                 "training_script",
+                                 "training_script_args"}) {
+    EXPECT_NE(help.find("\n  " + flag), std::string::npos) << flag;
+  }
+}
+
+TEST(CliTest, HelpUsesPaddleTexts) {
+  const std::string help = HelpText();
+  EXPECT_EQ(help.rfind(UsageText(), 0), 0u);
+  EXPECT_NE(help.find("\nstart paddle training using multi-process mode.\nsee: http://"),
+            std::string::npos);
+  EXPECT_NE(help.find("\n  -h, --help            show this help message and exit\n"),
+            std::string::npos);
+  EXPECT_NE(help.find("\n  --run_mode RUN_MODE   run mode of job, can be:collective/ps/ps-heter\n"),
+            std::string::npos);
+  EXPECT_NE(help.find("\n  --http_port HTTP_PORT\n                        Gloo http Port\n"),
+            std::string::npos);
+  for (const std::string group : {"\noptional arguments:\n", "\nBase Parameters:\n",
+                                  "\nCollective Parameters:\n", "\nParameter-Server Parameters:\n",
+                                  "\nElastic Parameters:\n", "\npdlaunch Parameters:\n"}) {
+    EXPECT_NE(help.find(group), std::string::npos) << group;
+  }
+}
+
+TEST(CliTest, UsageWrapsLikeArgparse) {
+  const std::string usage = UsageText();
+  EXPECT_EQ(usage.rfind("usage: launch [-h] [--version] [--log_dir LOG_DIR]", 0), 0u);
+  EXPECT_EQ(usage.substr(usage.size() - 21), " training_script ...\n");
+  std::istringstream lines(usage);
+  std::string line;
+  int count = 0;
+  while (std::getline(lines, line)) {
+    EXPECT_LE(line.size(), 78u) << line;
+    if (count++ > 0) {
+      EXPECT_EQ(line.rfind("              [", 0), 0u) << line;
+    }
+  }
+  EXPECT_GT(count, 1);
+}
+
+}  // namespace
+}  // namespace pdlaunch
