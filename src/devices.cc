@@ -16,6 +16,7 @@
 
 #include "pdlaunch/endpoint.h"
 #include "pdlaunch/errors.h"
+#include "pdlaunch/training_command.h"
 
 extern char** environ;
 
@@ -233,7 +234,11 @@ class SystemDeviceProbe : public DeviceProbe {
 
   int CountGpus() override {
     try {
-      if (auto output = CaptureOutput({nvidia_smi_, "-L"})) return CountGpuLines(*output);
+      // Most CPU machines have no nvidia-smi: skip the fork then (it is on the start-up path).
+      const char* path = std::getenv("PATH");
+      if (FindProgram(nvidia_smi_, path != nullptr ? path : "/bin:/usr/bin")) {
+        if (auto output = CaptureOutput({nvidia_smi_, "-L"})) return CountGpuLines(*output);
+      }
       return CountDirectoryEntries("/proc/driver/nvidia/gpus");
     } catch (...) {
       return 0;

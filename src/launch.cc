@@ -20,7 +20,6 @@
 #include "pdlaunch/topology.h"
 #include "pdlaunch/trainer_env.h"
 #include "pdlaunch/training_command.h"
-#include "pdlaunch/watchdog.h"
 
 extern char** environ;
 
@@ -184,9 +183,9 @@ void PrintStarted(const std::vector<pid_t>& pids) {
 }  // namespace
 
 int Run(const LaunchOptions& options) {
-  const TrainingCommand command =
-      ResolveTrainingCommand(options.training_script, options.training_script_args,
-                             GetEnv("PADDLE_LAUNCH_PYTHON"), GetEnv("PATH").value_or("/bin:/usr/bin"));
+  const TrainingCommand command = ResolveTrainingCommand(
+      options.training_script, options.training_script_args, GetEnv("PADDLE_LAUNCH_PYTHON"),
+      GetEnv("PATH").value_or("/bin:/usr/bin"));
   CollectivePlan plan = PlanCollective(options);
   LogDevicePlan(plan.devices);
   const fs::path log_dir = PrepareLogDir(options.log_dir);
@@ -207,16 +206,12 @@ int Run(const LaunchOptions& options) {
       "running logs maybe found in {}/workerlog.0",
       options.log_dir, options.log_dir);
 
-  Watchdog watchdog;
   SupervisorOptions supervisor;
   supervisor.grace_seconds = options.grace;
   supervisor.world_size = cluster.world_size();
   supervisor.echo_path = processes.front().log_path;
-  supervisor.on_spawn = [&watchdog](pid_t pid) { watchdog.Register(pid); };
   supervisor.on_started = PrintStarted;
-  const int code = RunSupervised(std::move(processes), supervisor);
-  watchdog.Disarm();
-  return code;
+  return RunSupervised(std::move(processes), supervisor);
 }
 
 int Main(int argc, char** argv) {

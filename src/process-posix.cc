@@ -31,6 +31,7 @@ class Fd {
   Fd& operator=(const Fd&) = delete;
   ~Fd() { Reset(); }
   int get() const { return fd_; }
+  int Release() noexcept { return std::exchange(fd_, -1); }
   void Reset() noexcept {
     if (fd_ >= 0) ::close(fd_);
     fd_ = -1;
@@ -107,6 +108,12 @@ int ReadChildError(int fd) {
 }  // namespace
 
 Process Process::Spawn(const ProcessSpec& spec) {
+  Process process = Start(spec);
+  process.ConfirmStarted();
+  return process;
+}
+
+Process Process::Start(const ProcessSpec& spec) {
   std::vector<char*> argv = CStrings(spec.argv);
   std::vector<char*> envp = CStrings(spec.env);
   Fd devnull(::open("/dev/null", O_RDONLY | O_CLOEXEC));
@@ -133,18 +140,28 @@ Process Process::Spawn(const ProcessSpec& spec) {
   error_write.Reset();
   const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
   const int pidfd_errno = errno;
-  Process process(pid, pidfd);  // From here on the destructor reaps the child on every path.
-  if (const int child_errno = ReadChildError(error_read.get()); child_errno != 0) {
-    process.Wait();
-    ThrowSystemError(child_errno, fmt::format("cannot execute '{}'", spec.executable));
-  }
+  Process process(pid, pidfd, error_read.Release());  // Reaps the child on every path from here.
+  process.executable_ = spec.executable;
   if (pidfd < 0) ThrowSystemError(pidfd_errno, "pidfd_open (Linux 5.3 or newer is required)");
   return process;
+}
+
+void Process::ConfirmStarted() {
+  if (exec_error_fd_ < 0) return;
+  const int child_errno = ReadChildError(exec_error_fd_);
+  ::close(exec_error_fd_);
+  exec_error_fd_ = -1;
+  if (child_errno != 0) {
+    Wait();
+    ThrowSystemError(child_errno, fmt::format("cannot execute '{}'", executable_));
+  }
 }
 
 Process::Process(Process&& other) noexcept
     : pid_(std::exchange(other.pid_, -1)),
       pidfd_(std::exchange(other.pidfd_, -1)),
+      exec_error_fd_(std::exchange(other.exec_error_fd_, -1)),
+      executable_(std::move(other.executable_)),
       status_(std::move(other.status_)) {}
 
 Process& Process::operator=(Process&& other) noexcept {
@@ -152,6 +169,8 @@ Process& Process::operator=(Process&& other) noexcept {
     Release();
     pid_ = std::exchange(other.pid_, -1);
     pidfd_ = std::exchange(other.pidfd_, -1);
+    exec_error_fd_ = std::exchange(other.exec_error_fd_, -1);
+    executable_ = std::move(other.executable_);
     status_ = std::move(other.status_);
   }
   return *this;
@@ -165,8 +184,10 @@ void Process::Release() noexcept {
     Wait();
   }
   if (pidfd_ >= 0) ::close(pidfd_);
+  if (exec_error_fd_ >= 0) ::close(exec_error_fd_);
   pid_ = -1;
   pidfd_ = -1;
+  exec_error_fd_ = -1;
 }
 
 std::optional<ExitStatus> Process::TryWait() {
@@ -207,7 +228,7 @@ std::vector<pid_t> LiveGroupMembers(const std::vector<pid_t>& pgids) noexcept {
   std::vector<pid_t> members;
   DIR* proc = ::opendir("/proc");
   if (proc == nullptr) return members;
-  char path[64];
+  char path[300];
   char stat[512];
   while (const dirent* entry = ::readdir(proc)) {
     if (entry->d_name[0] < '0' || entry->d_name[0] > '9') continue;

@@ -16,12 +16,14 @@
 #include <chrono>
 #include <deque>
 #include <fstream>
+#include <memory>
 
 #include "pdlaunch/console_echo.h"
 #include "pdlaunch/errors.h"
 #include "pdlaunch/logging.h"
 #include "pdlaunch/messages.h"
 #include "pdlaunch/supervision.h"
+#include "pdlaunch/watchdog.h"
 
 namespace pdlaunch {
 namespace {
@@ -71,6 +73,12 @@ class ConsoleEcho {
     if (file_fd_ >= 0) ::close(file_fd_);
   }
 
+  /// Descriptors the watchdog should hold so that their expensive release happens there.
+  std::vector<int> SharedDescriptors() {
+    if (!inotify_.is_open()) return {};
+    return {inotify_.native_handle()};
+  }
+
   /// Echoes everything up to the end of the file, the last partial line included.
   void Finish() {
     Drain();
@@ -93,12 +101,13 @@ class ConsoleEcho {
 
   void Drain() {
     if (file_fd_ < 0) return;
-    buffer_.resize(1 << 20);
+    // Not zero-filled: only the pages a read fills are ever touched.
+    if (!buffer_) buffer_ = std::make_unique_for_overwrite<char[]>(kEchoBufferSize);
     for (;;) {
-      const ssize_t n = ::read(file_fd_, buffer_.data(), buffer_.size());
+      const ssize_t n = ::read(file_fd_, buffer_.get(), kEchoBufferSize);
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) return;
-      WriteOut(assembler_.Feed(std::string_view(buffer_.data(), static_cast<size_t>(n))));
+      WriteOut(assembler_.Feed(std::string_view(buffer_.get(), static_cast<size_t>(n))));
     }
   }
 
@@ -110,7 +119,8 @@ class ConsoleEcho {
   StreamDescriptor inotify_;
   int file_fd_ = -1;
   LineAssembler assembler_;
-  std::vector<char> buffer_;
+  static constexpr size_t kEchoBufferSize = 1 << 20;
+  std::unique_ptr<char[]> buffer_;
   bool console_ok_ = true;
 };
 
@@ -129,7 +139,8 @@ class EventLoop {
         signals_(io_, SIGINT, SIGTERM, SIGHUP),
         grace_timer_(io_),
         policy_(static_cast<int>(processes.size())),
-        echo_(io_, options.echo_path) {
+        echo_(io_, options.echo_path),
+        watchdog_(echo_.SharedDescriptors()) {
     pending_ = std::move(processes);
     for (int signal : {SIGQUIT, SIGUSR1, SIGUSR2}) signals_.add(signal);
   }
@@ -138,7 +149,8 @@ class EventLoop {
     WaitForSignal();
     StartAll();
     if (!policy_.all_exited()) io_.run();
-    echo_.Finish();
+    echo_.Finish();      // Closes our inotify reference while the watchdog still holds one...
+    watchdog_.Disarm();  // ...so the expensive last close happens in the watchdog, not here.
     if (policy_.exit_code() == 0) PDLOG_INFO("Local processes completed.");
     return policy_.exit_code();
   }
@@ -150,13 +162,16 @@ class EventLoop {
     std::vector<pid_t> pids;
     for (SupervisedProcess& p : pending_) {
       const off_t log_start = FileSize(p.log_path);
-      Process process = Process::Spawn(p.spec);
+      Process process = Process::Start(p.spec);
+      watchdog_.Register(process.pid());
       if (options_.on_spawn) options_.on_spawn(process.pid());
       StreamDescriptor exit_event(io_, ::dup(process.pidfd()));
       pids.push_back(process.pid());
       children_.push_back(
           Child{std::move(process), std::move(exit_event), std::move(p), log_start});
     }
+    // Forking them all before waiting for any exec lets the children exec in parallel.
+    for (Child& child : children_) child.process.ConfirmStarted();
     if (options_.on_started) options_.on_started(pids);
     std::fflush(stdout);
     for (size_t i = 0; i < children_.size(); ++i) WaitForExit(i);
@@ -242,9 +257,12 @@ class EventLoop {
   // (grandchildren) are watched through pidfds of their own, so even this wait is event-driven.
   void MaybeFinish() {
     if (!policy_.all_exited()) return;
-    std::vector<pid_t> groups;
-    for (const Child& child : children_) groups.push_back(child.process.pid());
-    const std::vector<pid_t> members = LiveGroupMembers(groups);
+    std::vector<pid_t> groups;  // Groups that still exist; usually none, which spares a /proc scan.
+    for (const Child& child : children_) {
+      if (::kill(-child.process.pid(), 0) == 0 || errno == EPERM)
+        groups.push_back(child.process.pid());
+    }
+    const std::vector<pid_t> members = groups.empty() ? groups : LiveGroupMembers(groups);
     if (members.empty() || grace_expired_) {
       Finish();
       return;
@@ -307,6 +325,7 @@ class EventLoop {
   asio::steady_timer grace_timer_;
   Supervision policy_;
   ConsoleEcho echo_;
+  Watchdog watchdog_;  // Declared before children_: it is disarmed only after they are gone.
   std::vector<SupervisedProcess> pending_;
   std::vector<Child> children_;
   std::vector<StreamDescriptor> stragglers_;

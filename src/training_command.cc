@@ -29,9 +29,13 @@ std::vector<std::string> PathCandidates(const std::string& name, const std::stri
   size_t begin = 0;
   while (true) {
     size_t colon = path.find(':', begin);
-    std::string dir = path.substr(begin, colon == std::string::npos ? colon : colon - begin);
-    if (dir.empty()) dir = ".";
-    candidates.push_back(dir.back() == '/' ? dir + name : dir + "/" + name);
+    const std::string dir =
+        path.substr(begin, colon == std::string::npos ? colon : colon - begin);
+    if (dir.empty()) {
+      candidates.push_back("./" + name);
+    } else {
+      candidates.push_back(dir.back() == '/' ? dir + name : dir + "/" + name);
+    }
     if (colon == std::string::npos) break;
     begin = colon + 1;
   }

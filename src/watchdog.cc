@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -34,7 +35,21 @@ bool ReadMessage(int fd, Message* message) {
   return true;
 }
 
-void DetachFromLauncher(int keep_fd) {
+void CloseAllExcept(std::vector<int> keep) {
+  keep.push_back(2);  // Never closed: it becomes /dev/null.
+  std::sort(keep.begin(), keep.end());
+  unsigned first = 3;
+  for (int fd : keep) {
+    if (fd < 3) continue;
+    if (static_cast<unsigned>(fd) > first) {
+      ::syscall(SYS_close_range, first, static_cast<unsigned>(fd - 1), 0U);
+    }
+    first = static_cast<unsigned>(fd) + 1;
+  }
+  ::syscall(SYS_close_range, first, ~0U, 0U);
+}
+
+void DetachFromLauncher(int read_fd, const std::vector<int>& inherit_fds) {
   ::setpgid(0, 0);  // Out of the terminal's foreground group: Ctrl-C is not for us.
   for (int sig :
        {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGPIPE, SIGTSTP, SIGTTIN, SIGTTOU}) {
@@ -45,14 +60,15 @@ void DetachFromLauncher(int keep_fd) {
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
   // Hold nothing of the launcher's: not its console (a reader waiting for EOF), not its log
   // files, not its port locks.
-  const int devnull = ::open("/dev/null", O_RDWR);
+  const int devnull = ::open("/dev/null", O_RDWR | O_CLOEXEC);
   for (int fd = 0; fd <= 2 && devnull >= 0; ++fd) ::dup2(devnull, fd);
-  if (keep_fd > 3) ::syscall(SYS_close_range, 3U, static_cast<unsigned>(keep_fd - 1), 0U);
-  ::syscall(SYS_close_range, static_cast<unsigned>(keep_fd + 1), ~0U, 0U);
+  std::vector<int> keep = inherit_fds;
+  keep.push_back(read_fd);
+  CloseAllExcept(std::move(keep));
 }
 
-[[noreturn]] void WatchdogMain(int read_fd) {
-  DetachFromLauncher(read_fd);
+[[noreturn]] void WatchdogMain(int read_fd, const std::vector<int>& inherit_fds) {
+  DetachFromLauncher(read_fd, inherit_fds);
   std::vector<pid_t> groups;
   Message message{};
   while (ReadMessage(read_fd, &message)) {
@@ -66,31 +82,21 @@ void DetachFromLauncher(int keep_fd) {
 
 }  // namespace
 
-Watchdog::Watchdog() {
+Watchdog::Watchdog(const std::vector<int>& inherit_fds) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) ThrowSystemError(errno, "pipe2 for the watchdog");
   pid_ = ::fork();
-  if (pid_ < 0) {
-    const int err = errno;
-    ::close(fds[0]);
-    ::close(fds[1]);
-    ThrowSystemError(err, "cannot fork the watchdog");
-  }
-  if (pid_ == 0) {
-    ::close(fds[1]);
-    WatchdogMain(fds[0]);
-  }
+  if (pid_ == 0) WatchdogMain(fds[0], inherit_fds);
+  const int fork_errno = errno;
   ::close(fds[0]);
+  if (pid_ < 0) {
+    ::close(fds[1]);
+    ThrowSystemError(fork_errno, "cannot fork the watchdog");
+  }
   fd_ = fds[1];
 }
 
-Watchdog::~Watchdog() {
-  Disarm();
-  if (pid_ > 0) {
-    while (::waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
-    }
-  }
-}
+Watchdog::~Watchdog() { Disarm(); }
 
 void Watchdog::Register(pid_t pgid) noexcept {
   if (fd_ < 0) return;

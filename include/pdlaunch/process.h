@@ -24,9 +24,15 @@ struct ProcessSpec {
 /// A started child: move-only, waited exactly once. Not thread-safe.
 class Process {
  public:
-  /// Forks and execs `spec`. Throws std::system_error when fork fails or exec fails in the child
-  /// (the child's errno is reported back through a close-on-exec pipe; no process remains).
+  /// Forks and execs `spec`, and waits until the exec has happened. Throws std::system_error when
+  /// fork fails or exec fails in the child (the child's errno is reported back through a
+  /// close-on-exec pipe; no process remains).
   static Process Spawn(const ProcessSpec& spec);
+  /// The first half of Spawn: forks and returns without waiting for the exec, so that many
+  /// children can be started in parallel. Call ConfirmStarted() before relying on the child.
+  static Process Start(const ProcessSpec& spec);
+  /// The second half: waits for the child's exec; throws as Spawn does (the child is reaped).
+  void ConfirmStarted();
 
   Process(Process&& other) noexcept;
   Process& operator=(Process&& other) noexcept;
@@ -53,11 +59,14 @@ class Process {
   bool GroupAlive() const noexcept;
 
  private:
-  Process(pid_t pid, int pidfd) : pid_(pid), pidfd_(pidfd) {}
+  Process(pid_t pid, int pidfd, int exec_error_fd)
+      : pid_(pid), pidfd_(pidfd), exec_error_fd_(exec_error_fd) {}
   void Release() noexcept;
 
   pid_t pid_ = -1;
   int pidfd_ = -1;
+  int exec_error_fd_ = -1;  ///< Read end of the exec-error pipe until ConfirmStarted().
+  std::string executable_;
   std::optional<ExitStatus> status_;
 };
 

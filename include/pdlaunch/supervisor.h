@@ -28,7 +28,7 @@ struct SupervisorOptions {
 
 /// Runs the processes to the end under one event loop (Boost.Asio, single-threaded): exits come
 /// from pidfds, signals from one signal_set, the grace period from one timer, the echo from
-/// inotify. Owns the launcher's signal handling while Run() executes and restores it after.
+/// inotify. A Watchdog registered with every process group covers the launcher being SIGKILLed. Owns the launcher's signal handling while Run() executes and restores it after.
 /// Returns the launcher's exit code (see Supervision). Spawning errors throw; teardown of what was
 /// already started happens first.
 int RunSupervised(std::vector<SupervisedProcess> processes, const SupervisorOptions& options);

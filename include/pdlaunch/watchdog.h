@@ -2,26 +2,34 @@
 
 #include <sys/types.h>
 
+#include <vector>
+
 namespace pdlaunch {
 
 /// Kills the job's process groups if the launcher dies without cleaning up (e.g. SIGKILL).
-/// A forked helper process blocks on a pipe whose write end only the launcher holds; EOF without
-/// a prior Disarm() means the launcher is gone, and the helper sends SIGKILL to every registered
-/// group (grandchildren included, which the parent-death signal of the ranks does not reach).
-/// The helper ignores terminal signals, sits in its own process group and uses no CPU.
+/// A helper process blocks on a pipe whose write end only the launcher holds; EOF without a prior
+/// Disarm() means the launcher is gone, and the helper sends SIGKILL to every registered group
+/// (grandchildren included, which the parent-death signal of the ranks does not reach).
+/// The helper is a forked child that the launcher never waits for: it exits right after the
+/// launcher (or after killing), and is then re-parented and reaped by init. It ignores terminal
+/// signals, sits in its own process group and uses no CPU.
 class Watchdog {
  public:
-  /// Forks the helper. Throws std::system_error on failure.
-  Watchdog();
+  /// Starts the helper. It keeps `inherit_fds` open until it exits (see ConsoleEcho: closing the
+  /// last reference to an inotify instance blocks for an SRCU grace period, 5-25 ms, which the
+  /// helper pays instead of the launcher's exit) and closes every other descriptor. Throws
+  /// std::system_error on failure.
+  explicit Watchdog(const std::vector<int>& inherit_fds = {});
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;
-  /// Disarms and reaps the helper. Never throws.
+  /// Disarms the helper. Never throws, never waits.
   ~Watchdog();
 
   /// Adds a process group to kill should the launcher die. Never throws.
   void Register(pid_t pgid) noexcept;
   /// Tells the helper the launcher has cleaned up itself; it exits without killing.
   void Disarm() noexcept;
+  /// The helper's pid.
   pid_t pid() const { return pid_; }
 
  private:
