@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "../support/test_util.h"
 #include "pdlaunch/errors.h"
 #include "pdlaunch/ports.h"
 
@@ -30,22 +31,10 @@ namespace fs = std::filesystem;
 /// A lock file path in a fresh temp directory, so that tests do not meet other runs' locks.
 class ScopedLockFile {
  public:
-  ScopedLockFile() {
-    std::string pattern = (fs::temp_directory_path() / "pdlaunch-ports-test-XXXXXX").string();
-    if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    dir_ = pattern;
-  }
-  ~ScopedLockFile() {
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-  ScopedLockFile(const ScopedLockFile&) = delete;
-  ScopedLockFile& operator=(const ScopedLockFile&) = delete;
-
-  std::string path() const { return (dir_ / "ports.lock").string(); }
+  std::string path() const { return dir_.File("ports.lock"); }
 
  private:
-  fs::path dir_;
+  testutil::ScopedTempDir dir_;
 };
 
 /// Closes a file descriptor on destruction.

@@ -14,10 +14,10 @@
 namespace pdlaunch {
 namespace {
 
-using testing::ProcessAlive;
-using testing::ReadFile;
-using testing::ScopedTempDir;
-using testing::WaitFor;
+using testutil::ProcessAlive;
+using testutil::ReadFile;
+using testutil::ScopedTempDir;
+using testutil::WaitFor;
 
 ProcessSpec Shell(const std::string& script, int output_fd = -1) {
   return ProcessSpec{"/bin/sh", {"sh", "-c", script}, {"PATH=/usr/bin:/bin"}, output_fd};

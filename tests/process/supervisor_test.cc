@@ -14,10 +14,10 @@ namespace pdlaunch {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using testing::ProcessAlive;
-using testing::ReadFile;
-using testing::ScopedTempDir;
-using testing::WaitFor;
+using testutil::ProcessAlive;
+using testutil::ReadFile;
+using testutil::ScopedTempDir;
+using testutil::WaitFor;
 
 class SupervisorTest : public ::testing::Test {
  protected:

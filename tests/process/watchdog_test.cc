@@ -10,10 +10,10 @@
 namespace pdlaunch {
 namespace {
 
-using testing::ProcessAlive;
-using testing::ReadFile;
-using testing::ScopedTempDir;
-using testing::WaitFor;
+using testutil::ProcessAlive;
+using testutil::ReadFile;
+using testutil::ScopedTempDir;
+using testutil::WaitFor;
 
 /// Forks a stand-in launcher that starts `sh -c script` in its own process group, without a
 /// parent-death signal (so only the watchdog can stop it), registers it with a watchdog, writes

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -9,10 +10,11 @@
 #include <fstream>
 #include <functional>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <thread>
 
-namespace pdlaunch::testing {
+namespace pdlaunch::testutil {
 
 /// A fresh directory under $TMPDIR (or /tmp), removed with its contents on destruction.
 class ScopedTempDir {
@@ -40,6 +42,18 @@ inline std::string ReadFile(const std::string& path) {
   return ss.str();
 }
 
+/// The what() of the `Error` that `function` throws; records a test failure if it throws nothing.
+template <typename Error, typename Function>
+std::string ErrorOf(Function&& function) {
+  try {
+    function();
+  } catch (const Error& error) {
+    return error.what();
+  }
+  ADD_FAILURE() << "nothing thrown";
+  return "";
+}
+
 /// Polls `condition` every 10 ms until it holds or `timeout` passes. For tests only: the
 /// launcher itself never polls.
 inline bool WaitFor(const std::function<bool()>& condition,
@@ -63,4 +77,4 @@ inline bool ProcessAlive(pid_t pid) {
          line[close_paren + 2] != 'Z';
 }
 
-}  // namespace pdlaunch::testing
+}  // namespace pdlaunch::testutil

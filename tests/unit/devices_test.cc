@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "../support/test_util.h"
 #include "pdlaunch/errors.h"
 
 namespace pdlaunch {
@@ -9,16 +10,7 @@ namespace {
 
 using Ids = std::vector<std::vector<int>>;
 
-template <typename Error, typename Function>
-std::string ErrorOf(Function&& function) {
-  try {
-    function();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  ADD_FAILURE() << "nothing thrown";
-  return "";
-}
+using testutil::ErrorOf;
 
 DeviceEnv WithCuda(const std::string& visible) { return DeviceEnv{visible}; }
 

@@ -4,21 +4,13 @@
 
 #include <climits>
 
+#include "../support/test_util.h"
 #include "pdlaunch/errors.h"
 
 namespace pdlaunch {
 namespace {
 
-template <typename Error, typename Function>
-std::string ErrorOf(Function&& function) {
-  try {
-    function();
-  } catch (const Error& error) {
-    return error.what();
-  }
-  ADD_FAILURE() << "nothing thrown";
-  return "";
-}
+using testutil::ErrorOf;
 
 TEST(EndpointTest, ParseEndpointSplitsHostAndPort) {
   EXPECT_EQ(ParseEndpoint("10.0.0.1:6070"), (Endpoint{"10.0.0.1", 6070}));

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "../support/test_util.h"
 #include "pdlaunch/errors.h"
 
 namespace pdlaunch {
@@ -17,24 +18,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
-/// A fresh directory under the temp dir, removed with its contents on destruction.
-class ScopedTempDir {
+/// A scratch directory with helpers to create files with given permission bits.
+class ScopedTempDir : public testutil::ScopedTempDir {
  public:
-  ScopedTempDir() {
-    std::string pattern = (fs::temp_directory_path() / "pdlaunch-test-XXXXXX").string();
-    if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = pattern;
-  }
-  ~ScopedTempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  ScopedTempDir(const ScopedTempDir&) = delete;
-  ScopedTempDir& operator=(const ScopedTempDir&) = delete;
-
   /// Absolute path of `name` inside the directory.
-  std::string Path(const std::string& name) const { return (path_ / name).string(); }
-  std::string path() const { return path_.string(); }
+  std::string Path(const std::string& name) const { return File(name); }
+  std::string path() const { return testutil::ScopedTempDir::path().string(); }
 
   /// Creates the file `name` with permission bits `mode`; returns its path.
   std::string Touch(const std::string& name, fs::perms mode = fs::perms::owner_read) const {
@@ -50,9 +39,6 @@ class ScopedTempDir {
     fs::create_directories(Path(name));
     return Path(name);
   }
-
- private:
-  fs::path path_;
 };
 
 /// Changes the working directory for its lifetime.
