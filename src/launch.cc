@@ -9,12 +9,15 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <string_view>
 #include <system_error>
 
 #include "pdlaunch/cli.h"
+#include "pdlaunch/cloud.h"
 #include "pdlaunch/errors.h"
 #include "pdlaunch/logging.h"
 #include "pdlaunch/messages.h"
+#include "pdlaunch/node.h"
 #include "pdlaunch/ports.h"
 #include "pdlaunch/supervisor.h"
 #include "pdlaunch/topology.h"
@@ -107,17 +110,33 @@ struct PortPlan {
   std::unique_ptr<PortReservation> reservation;  ///< Held for the whole job when free ports.
 };
 
-PortPlan PlanPorts(const LaunchOptions& options, const NodeIdentity& node, int num_local) {
+/// The environment as a map, variables set to "" included (PaddleCloud detection counts them).
+EnvMap EnvironmentMap() {
+  EnvMap env;
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    const std::string_view text = *entry;
+    const size_t equals = text.find('=');
+    if (equals != std::string_view::npos) {
+      env.emplace(text.substr(0, equals), text.substr(equals + 1));
+    }
+  }
+  return env;
+}
+
+std::optional<int> GivenStartPort(const LaunchOptions& options) {
+  return FixedStartPort(options.start_port, GetEnv("FLAGS_START_PORT"),
+                        GetEnv("PADDLE_START_PORT"));
+}
+
+/// Fixed ports for several nodes or under PaddleCloud (contract §3.4), else free locked ports.
+PortPlan PlanPorts(const LaunchOptions& options, const NodeIdentity& node, int num_local,
+                   bool cloud) {
   PortPlan plan;
-  std::optional<int> start =
-      FixedStartPort(options.start_port, GetEnv("FLAGS_START_PORT"), GetEnv("PADDLE_START_PORT"));
-  if (!start && node.node_ips.size() > 1) start = kDefaultMultiNodeStartPort;
+  std::optional<int> start = GivenStartPort(options);
+  if (!start && (node.node_ips.size() > 1 || cloud)) start = kDefaultMultiNodeStartPort;
   if (start) {
     for (int i = 0; i < num_local; ++i) plan.ports.push_back(*start + i);
     plan.master_port = *start + num_local;
-    std::vector<int> to_check = plan.ports;
-    if (node.node_index == 0) to_check.push_back(plan.master_port);
-    CheckPortsFree(to_check);
     return plan;
   }
   plan.reservation = MakeLockingPortAllocator()->Reserve(num_local + 1);
@@ -125,6 +144,44 @@ PortPlan PlanPorts(const LaunchOptions& options, const NodeIdentity& node, int n
   plan.master_port = plan.ports.back();
   plan.ports.pop_back();
   return plan;
+}
+
+/// Fixed ports are checked on the node that uses them: its trainers' ports, and MASTER_PORT on
+/// node 0 (where the rendezvous store listens).
+void CheckLocalPortsFree(const Cluster& cluster) {
+  std::vector<int> ports;
+  for (const Trainer& trainer : cluster.local_pod().trainers)
+    ports.push_back(trainer.endpoint.port);
+  if (cluster.local_index == 0) ports.push_back(cluster.master.port);
+  CheckPortsFree(ports);
+}
+
+/// Which entry of --ips this node is; host names in --ips are resolved (forward) only if needed.
+NodeIdentity ResolveThisNode(const LaunchOptions& options) {
+  NodeEnv env{GetEnv("POD_IP"), {}, {}};
+  if (options.ips.find(',') != std::string::npos) env.local_addresses = LocalInterfaceAddresses();
+  for (const std::string& name : HostNamesToResolve(options.ips, options.host, env.pod_ip)) {
+    env.resolved[name] = ResolveHostName(name);
+  }
+  NodeIdentity node = ResolveNode(options.ips, options.host, env);
+  if (node.node_ips.size() > 1) {
+    PDLOG_INFO("This node is {}, node {} of {} in --ips (found by {})",
+               node.node_ips[static_cast<size_t>(node.node_index)], node.node_index,
+               node.node_ips.size(), node.how);
+  }
+  return node;
+}
+
+/// The cluster from the PaddleCloud variables (contract §5.2).
+Cluster PlanCloudCluster(const LaunchOptions& options, const CloudEnv& cloud,
+                         const DevicePlan& devices) {
+  const int start = GivenStartPort(options).value_or(kDefaultCloudStartPort);
+  CloudCluster result = BuildCloudCluster(cloud, options.ips, devices, start);
+  for (const std::string& warning : result.warnings) PDLOG_WARN("{}", warning);
+  const Cluster& cluster = result.cluster;
+  PDLOG_INFO("PaddleCloud job: this node is {}, node {} of {} in PADDLE_TRAINERS",
+             cluster.local_pod().ip, cluster.local_index, cluster.pods.size());
+  return std::move(result.cluster);
 }
 
 void LogDevicePlan(const DevicePlan& plan) {
@@ -146,14 +203,17 @@ CollectivePlan PlanCollective(const LaunchOptions& options) {
   auto probe = MakeSystemDeviceProbe();
   plan.devices = ResolveDevices(options.gpus, options.nproc_per_node, options.backend,
                                 DeviceEnv{GetEnv("CUDA_VISIBLE_DEVICES")}, *probe);
-  NodeEnv node_env{GetEnv("POD_IP"), {}};
-  if (options.ips.find(',') != std::string::npos)
-    node_env.local_addresses = LocalInterfaceAddresses();
-  const NodeIdentity node = ResolveNode(options.ips, options.host, node_env);
-  const int num_local = static_cast<int>(plan.devices.devices_per_proc.size());
-  plan.ports = PlanPorts(options, node, num_local);
-  plan.cluster =
-      BuildCollectiveCluster(node, plan.devices, plan.ports.ports, plan.ports.master_port);
+  const std::optional<CloudEnv> cloud = DetectCloud(EnvironmentMap());
+  if (cloud && UsesCloudCluster(*cloud)) {
+    plan.cluster = PlanCloudCluster(options, *cloud, plan.devices);
+  } else {
+    const NodeIdentity node = ResolveThisNode(options);
+    const int num_local = static_cast<int>(plan.devices.devices_per_proc.size());
+    plan.ports = PlanPorts(options, node, num_local, cloud.has_value());
+    plan.cluster =
+        BuildCollectiveCluster(node, plan.devices, plan.ports.ports, plan.ports.master_port);
+  }
+  if (!plan.ports.reservation) CheckLocalPortsFree(plan.cluster);
   return plan;
 }
 

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <iterator>
 
 #include "pdlaunch/endpoint.h"
 #include "pdlaunch/errors.h"
@@ -46,39 +47,59 @@ std::vector<std::string> CheckedNodeList(const std::string& ips) {
   return nodes;
 }
 
+// True if entry `node` of --ips names `address`: the same IP literal in canonical form, the same
+// string, or a host name that resolved to it.
+bool Names(const std::string& node, const std::string& address, const NodeEnv& env) {
+  const std::string wanted = Canonical(address);
+  if (Canonical(node) == wanted) return true;
+  const auto resolved = env.resolved.find(node);
+  if (resolved == env.resolved.end()) return false;
+  return std::any_of(resolved->second.begin(), resolved->second.end(),
+                     [&](const std::string& ip) { return Canonical(ip) == wanted; });
+}
+
 std::vector<int> IndicesOf(const std::vector<std::string>& nodes,
-                           const std::vector<std::string>& addresses) {
-  std::vector<std::string> wanted;
-  for (const std::string& address : addresses) wanted.push_back(Canonical(address));
+                           const std::vector<std::string>& addresses, const NodeEnv& env) {
   std::vector<int> indices;
   for (size_t i = 0; i < nodes.size(); ++i) {
-    if (std::find(wanted.begin(), wanted.end(), Canonical(nodes[i])) != wanted.end()) {
+    if (std::any_of(addresses.begin(), addresses.end(),
+                    [&](const std::string& address) { return Names(nodes[i], address, env); })) {
       indices.push_back(static_cast<int>(i));
     }
   }
   return indices;
 }
 
-std::string LocalAddressesText(const NodeEnv& env) {
-  return fmt::format("local addresses are [{}]", fmt::join(env.local_addresses, ", "));
+// "local addresses are [...]", plus what the host names of --ips resolved to, in list order.
+std::string LocalAddressesText(const std::vector<std::string>& nodes, const NodeEnv& env) {
+  std::string text = fmt::format("local addresses are [{}]", fmt::join(env.local_addresses, ", "));
+  std::vector<std::string> names;
+  for (const std::string& node : nodes) {
+    const auto resolved = env.resolved.find(node);
+    if (resolved != env.resolved.end()) {
+      names.push_back(fmt::format("{}=[{}]", node, fmt::join(resolved->second, ", ")));
+    }
+  }
+  if (!names.empty()) text += fmt::format("; host names resolve to {}", fmt::join(names, ", "));
+  return text;
 }
 
 NodeIdentity FindNamed(std::vector<std::string> nodes, const std::string& ips,
                        const std::string& address, const std::string& how, const NodeEnv& env) {
-  const std::vector<int> found = IndicesOf(nodes, {address});
+  const std::vector<int> found = IndicesOf(nodes, {address}, env);
   if (found.empty()) {
     const std::string named = how == "--host" ? "--host " + address : how + "=" + address;
     throw LaunchError(
-        fmt::format("{} is not in --ips={}: {}", named, ips, LocalAddressesText(env)));
+        fmt::format("{} is not in --ips={}: {}", named, ips, LocalAddressesText(nodes, env)));
   }
   return {std::move(nodes), found.front(), how};
 }
 
 NodeIdentity FindLocal(std::vector<std::string> nodes, const std::string& ips, const NodeEnv& env) {
-  const std::vector<int> found = IndicesOf(nodes, env.local_addresses);
+  const std::vector<int> found = IndicesOf(nodes, env.local_addresses, env);
   if (found.empty()) {
     throw LaunchError(fmt::format("this node is not in --ips={}: {}; pass --host or set POD_IP",
-                                  ips, LocalAddressesText(env)));
+                                  ips, LocalAddressesText(nodes, env)));
   }
   if (found.size() > 1) {
     std::vector<std::string> matches;
@@ -86,7 +107,7 @@ NodeIdentity FindLocal(std::vector<std::string> nodes, const std::string& ips, c
     throw LaunchError(fmt::format(
         "several entries of --ips={} are addresses of this node: [{}] ({}); pass --host or set "
         "POD_IP",
-        ips, fmt::join(matches, ", "), LocalAddressesText(env)));
+        ips, fmt::join(matches, ", "), LocalAddressesText(nodes, env)));
   }
   return {std::move(nodes), found.front(), "local interface"};
 }
@@ -112,6 +133,50 @@ NodeIdentity ResolveNode(const std::string& ips, const std::optional<std::string
     return FindNamed(std::move(nodes), ips, *env.pod_ip, "POD_IP", env);
   }
   return FindLocal(std::move(nodes), ips, env);
+}
+
+std::vector<std::string> HostNamesToResolve(const std::string& ips,
+                                            const std::optional<std::string>& host,
+                                            const std::optional<std::string>& pod_ip) {
+  const std::vector<std::string> nodes = CheckedNodeList(ips);
+  if (nodes.size() == 1) return {};
+  std::optional<std::string> deciding = host;
+  if (!deciding && pod_ip && !pod_ip->empty()) deciding = pod_ip;
+  if (deciding && !IndicesOf(nodes, {*deciding}, NodeEnv{}).empty()) return {};
+  std::vector<std::string> names;
+  std::copy_if(nodes.begin(), nodes.end(), std::back_inserter(names),
+               [](const std::string& node) { return !IsIpLiteral(node); });
+  return names;
+}
+
+bool IsIpLiteral(const std::string& text) {
+  unsigned char bytes[sizeof(in6_addr)];
+  return inet_pton(AF_INET, text.c_str(), bytes) == 1 ||
+         inet_pton(AF_INET6, text.c_str(), bytes) == 1;
+}
+
+std::vector<std::string> ResolveHostName(const std::string& name) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* list = nullptr;
+  const int status = getaddrinfo(name.c_str(), nullptr, &hints, &list);
+  if (status != 0) {
+    const std::string reason = status == EAI_SYSTEM ? std::strerror(errno) : gai_strerror(status);
+    throw LaunchError(fmt::format("cannot resolve host name '{}' of --ips: {}", name, reason));
+  }
+  std::vector<std::string> addresses;
+  for (int family : {AF_INET, AF_INET6}) {
+    for (const addrinfo* entry = list; entry != nullptr; entry = entry->ai_next) {
+      if (entry->ai_family != family) continue;
+      std::string text = NumericHost(entry->ai_addr);
+      if (!text.empty() && std::find(addresses.begin(), addresses.end(), text) == addresses.end()) {
+        addresses.push_back(std::move(text));
+      }
+    }
+  }
+  freeaddrinfo(list);
+  return addresses;
 }
 
 std::vector<std::string> LocalInterfaceAddresses() {

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -15,17 +16,38 @@ struct NodeIdentity {
 
 /// Inputs for ResolveNode that come from the machine.
 struct NodeEnv {
-  std::optional<std::string> pod_ip;          ///< Env POD_IP, if set and non-empty.
-  std::vector<std::string> local_addresses;   ///< Addresses of this host's interfaces.
+  std::optional<std::string> pod_ip;         ///< Env POD_IP, if set and non-empty.
+  std::vector<std::string> local_addresses;  ///< Addresses of this host's interfaces.
+  /// Addresses of the host names of --ips (entries that are not IP literals), as given by
+  /// ResolveHostName; filled by launch.cc for the names of HostNamesToResolve only.
+  std::map<std::string, std::vector<std::string>> resolved;
 };
 
-/// Decides which entry of --ips is this node (issue #3 item 1), never by hostname resolution:
-/// one entry → that entry; else `host` if given, else POD_IP, else the local interface addresses
-/// that appear in the list (exactly one must). Errors (LaunchError, nothing started): an empty or
+/// Decides which entry of --ips is this node (issue #3 item 1), never by this machine's own
+/// hostname: one entry → that entry; else `host` if given, else POD_IP, else the local interface
+/// addresses that appear in the list (exactly one must). An entry matches an address if it is
+/// that IP literal (compared in canonical form), the same string, or a host name whose
+/// `env.resolved` addresses include it. Errors (LaunchError, nothing started): an empty or
 /// duplicate entry (UsageError), `host`/POD_IP not in the list, no or several local addresses in
-/// the list; the message lists the local addresses and --ips.
+/// the list; the message lists the local addresses and --ips (and the resolved names, if any).
 NodeIdentity ResolveNode(const std::string& ips, const std::optional<std::string>& host,
                          const NodeEnv& env);
+
+/// The entries of --ips that ResolveNode needs resolved: none for a single entry or when the
+/// deciding address (`host`, else a non-empty `pod_ip`) is literally an entry; otherwise every
+/// entry that is not an IP literal, in list order. Throws UsageError for an empty or duplicate
+/// entry, as ResolveNode does. Pure.
+std::vector<std::string> HostNamesToResolve(const std::string& ips,
+                                            const std::optional<std::string>& host,
+                                            const std::optional<std::string>& pod_ip);
+
+/// True for an IPv4 dotted quad or an IPv6 literal (inet_pton), false for anything else.
+bool IsIpLiteral(const std::string& text);
+
+/// Forward resolution of `name` (getaddrinfo, no reverse lookup): its distinct numeric addresses,
+/// IPv4 ones first, each family in resolver order. Throws LaunchError
+/// "cannot resolve host name 'node-b' of --ips: <gai_strerror>" when it fails.
+std::vector<std::string> ResolveHostName(const std::string& name);
 
 /// IPv4 and IPv6 addresses of this host's interfaces (getifaddrs), loopback included.
 std::vector<std::string> LocalInterfaceAddresses();

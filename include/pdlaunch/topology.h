@@ -48,4 +48,13 @@ struct Cluster {
 Cluster BuildCollectiveCluster(const NodeIdentity& node, const DevicePlan& devices,
                                const std::vector<int>& ports, int master_port);
 
+/// Builds the cluster from explicit per-node endpoint lists (PaddleCloud, contract §5.2; ports
+/// may differ between nodes): pod k has address `node_ips[k]` and one trainer per entry of
+/// `devices.devices_per_proc`, trainer i on `endpoints[k][i]` (entries beyond P are unused);
+/// rank = k × P + i. `local_index` is this node's pod. Throws LaunchError when `endpoints` does not
+/// have one list per node, a node has fewer than P endpoints, or `local_index` is out of range.
+Cluster BuildClusterFromEndpoints(const std::vector<std::string>& node_ips, int local_index,
+                                  const std::vector<std::vector<Endpoint>>& endpoints,
+                                  const DevicePlan& devices, const Endpoint& master);
+
 }  // namespace pdlaunch

@@ -122,5 +122,41 @@ TEST(TopologyTest, NodeIndexOutsideIpsIsLaunchError) {
   }
 }
 
+TEST(TopologyTest, ExplicitEndpointsMayDifferPerNode) {
+  const std::vector<std::vector<Endpoint>> endpoints = {
+      {{"10.0.0.1", 35000}, {"10.0.0.1", 35001}, {"10.0.0.1", 35002}},
+      {{"10.0.0.2", 41000}, {"10.0.0.2", 41005}, {"10.0.0.2", 41006}}};
+  const Cluster cluster = BuildClusterFromEndpoints({"10.0.0.1", "10.0.0.2"}, 1, endpoints,
+                                                    GpuPlan({{0}, {1}}), {"10.0.0.1", 35002});
+  EXPECT_EQ(
+      cluster.world_endpoints(),
+      (Endpoints{
+          {"10.0.0.1", 35000}, {"10.0.0.1", 35001}, {"10.0.0.2", 41000}, {"10.0.0.2", 41005}}));
+  EXPECT_EQ(cluster.local_index, 1);
+  EXPECT_EQ(cluster.local_pod().ip, "10.0.0.2");
+  EXPECT_EQ(cluster.local_pod().trainers.at(1).global_rank, 3);
+  EXPECT_EQ(cluster.local_pod().trainers.at(1).devices, std::vector<int>{1});
+  EXPECT_EQ(cluster.master, (Endpoint{"10.0.0.1", 35002}));
+  EXPECT_EQ(cluster.world_device_ids(), "0,1,0,1");
+}
+
+TEST(TopologyTest, ExplicitEndpointsErrorsAreLaunchErrors) {
+  const std::vector<std::string> ips = {"10.0.0.1", "10.0.0.2"};
+  const std::vector<std::vector<Endpoint>> short_node = {{{"10.0.0.1", 1}, {"10.0.0.1", 2}},
+                                                         {{"10.0.0.2", 1}}};
+  const auto error = [&](int index, const std::vector<std::vector<Endpoint>>& endpoints) {
+    try {
+      BuildClusterFromEndpoints(ips, index, endpoints, GpuPlan({{0}, {1}}), {"10.0.0.1", 3});
+    } catch (const LaunchError& e) {
+      return std::string(e.what());
+    }
+    return std::string("nothing thrown");
+  };
+  EXPECT_EQ(error(0, short_node), "node 1 (10.0.0.2) has 1 endpoints for 2 trainers per node");
+  EXPECT_EQ(error(0, {short_node[0]}), "2 nodes need 2 endpoint lists, got 1");
+  EXPECT_EQ(error(2, {short_node[0], short_node[0]}),
+            "node index 2 is not an entry of [10.0.0.1, 10.0.0.2]");
+}
+
 }  // namespace
 }  // namespace pdlaunch
