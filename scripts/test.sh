@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# The whole check, as CI runs it, on a fresh Debian 12 (as root) or an already prepared machine:
+#   1. install the Debian packages that are missing (nothing is downloaded otherwise);
+#   2. build/      RelWithDebInfo, warnings as errors; every CTest test (unit, process, e2e, torch);
+#   3. build-asan/ Debug with AddressSanitizer + UBSan; the unit, process and e2e tests.
+# Usage: bash scripts/test.sh [--quick]     (--quick skips step 3)
+# Exits non-zero if any step failed; the last line is a one-line summary.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+readonly PACKAGES=(build-essential cmake ninja-build libcli11-dev libspdlog-dev libfmt-dev
+                   libboost1.81-dev nlohmann-json3-dev libgtest-dev googletest python3
+                   python3-torch iproute2 procps)
+readonly TEST_TIMEOUT=600  # seconds, for a test without its own TIMEOUT property
+
+quick=0
+for arg in "$@"; do
+  case "${arg}" in
+    --quick) quick=1 ;;
+    -h | --help) sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "test.sh: unknown argument: ${arg}" >&2; exit 2 ;;
+  esac
+done
+
+log() { printf '\n==> %s\n' "$*"; }
+
+# join <separator> <items...>
+join() {
+  local sep=$1 out=${2-}
+  shift 2 || return 0
+  local item
+  for item in "$@"; do out+="${sep}${item}"; done
+  echo "${out}"
+}
+
+missing_packages() {
+  local pkg
+  for pkg in "$@"; do
+    dpkg-query -W -f='${Status}\n' "${pkg}" 2>/dev/null | grep -qx 'install ok installed' ||
+      echo "${pkg}"
+  done
+}
+
+install_packages() {
+  local missing
+  mapfile -t missing < <(missing_packages "$@")
+  if ((${#missing[@]} == 0)); then
+    log "Debian packages: all $# present"
+    return
+  fi
+  log "Installing missing Debian packages: ${missing[*]}"
+  local sudo=()
+  if ((EUID != 0)); then sudo=(sudo); fi
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
+    apt-get install -y --no-install-recommends "${missing[@]}"
+}
+
+# build_tree <dir> <cmake args...>: configure and build everything; returns cmake's status.
+build_tree() {
+  local dir=$1
+  shift
+  log "Configuring ${dir}/ ($*)"
+  cmake -S . -B "${dir}" -G Ninja "$@" &&
+    log "Building ${dir}/" &&
+    cmake --build "${dir}" -j "$(nproc)"
+}
+
+# run_tests <dir> <ctest args...>: returns ctest's status.
+run_tests() {
+  local dir=$1
+  shift
+  log "Testing ${dir}/ ($*)"
+  ctest --test-dir "${dir}" --output-on-failure -j2 --timeout "${TEST_TIMEOUT}" "$@"
+}
+
+start=${SECONDS}
+failed=()
+summary=()
+
+install_packages "${PACKAGES[@]}"
+
+if build_tree build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPDLAUNCH_WARNINGS_AS_ERRORS=ON \
+  -DPDLAUNCH_SANITIZE=; then
+  if run_tests build; then summary+=("build/ ok"); else failed+=("build/ tests"); fi
+else
+  failed+=("build/ build")
+fi
+
+if ((quick)); then
+  summary+=("build-asan/ skipped (--quick)")
+elif build_tree build-asan -DCMAKE_BUILD_TYPE=Debug -DPDLAUNCH_WARNINGS_AS_ERRORS=ON \
+  -DPDLAUNCH_SANITIZE=address,undefined; then
+  export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
+  export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+  if run_tests build-asan -L 'unit|process|e2e' -LE torch; then
+    summary+=("build-asan/ ok")
+  else
+    failed+=("build-asan/ tests")
+  fi
+else
+  failed+=("build-asan/ build")
+fi
+
+elapsed=$((SECONDS - start))
+if ((${#failed[@]})); then
+  printf '\ntest.sh: FAIL (%s failed) after %ds\n' "$(join ', ' "${failed[@]}")" "${elapsed}"
+  exit 1
+fi
+printf '\ntest.sh: PASS (%s) in %ds\n' "$(join ', ' "${summary[@]}")" "${elapsed}"

@@ -1,0 +1,241 @@
+"""Shared support of the e2e tests: run the built `launch` binary in a fresh directory.
+
+Environment (set by tests/e2e/CMakeLists.txt; defaults make a manual run from the repo work):
+  PDLAUNCH_BIN          the launcher binary (default: <repo>/build/launch)
+  PDLAUNCH_E2E_WORKDIR  where each test method gets its directory (default: a temp dir)
+The directory of a test method is wiped when the method starts and left in place afterwards, so
+the logs of a failed test can be read.
+"""
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+HELPERS = REPO / "tests" / "helpers"
+RANK_PY = HELPERS / "rank.py"
+EXAMPLES = REPO / "examples"
+BIN = os.environ.get("PDLAUNCH_BIN", str(REPO / "build" / "launch"))
+SYSTEM_PYTHON = "/usr/bin/python3"
+WORKDIR = Path(os.environ.get("PDLAUNCH_E2E_WORKDIR") or tempfile.mkdtemp(prefix="pdlaunch-e2e-"))
+
+# Generous bounds: a loaded 2-core machine must never make a correct launcher fail.
+RUN_TIMEOUT = 180
+GONE_TIMEOUT = 30
+
+LOG_LINE = re.compile(
+    r"^(DEBUG|INFO|WARNING|ERROR|CRITICAL) \d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} \S+:\d+\] (.*)$")
+
+# Variables of an outer launcher or cluster that would change what the launcher under test does.
+_INHERITED_PREFIXES = ("PADDLE_", "FLAGS_", "DISTRIBUTED_", "POD_IP", "TRAINER_", "CUDA_VISIBLE",
+                       "MASTER_", "GLOO_")
+_INHERITED_NAMES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE")
+
+
+class Result:
+    """How a launcher run ended: exit code, both streams, seconds taken."""
+
+    def __init__(self, args, code, stdout, stderr, elapsed):
+        self.args, self.code, self.stdout, self.stderr = args, code, stdout, stderr
+        self.elapsed = elapsed
+
+    def __repr__(self):
+        return (f"launch {self.args!r} -> exit {self.code} after {self.elapsed:.1f}s\n"
+                f"--- stdout (last 3000 chars) ---\n{self.stdout[-3000:]}\n"
+                f"--- stderr (last 3000 chars) ---\n{self.stderr[-3000:]}")
+
+
+def pid_alive(pid):
+    """True while `pid` exists and is not a zombie (an orphan's zombie may wait for its reaper)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    state = stat.rsplit(")", 1)[1].split()[0]
+    return state not in ("Z", "X")
+
+
+def fixed_port_base():
+    """A first port for --start_port tests: above the ephemeral range, where the launcher's own
+    allocator (below it) never looks, and spread by pid so parallel test runs differ."""
+    return 61000 + os.getpid() % 1000 * 4
+
+
+def log_messages(stream, level=None):
+    """The messages of the launcher's log lines in `stream` (optionally of one level)."""
+    found = []
+    for line in stream.splitlines():
+        m = LOG_LINE.match(line)
+        if m and (level is None or m.group(1) == level):
+            found.append(m.group(2))
+    return found
+
+
+def abort_line(world_size, ranks):
+    return (f"ABORT!!! Out of all {world_size} trainers, the trainer process with "
+            f"rank={ranks!r} was aborted. Please check its log.")
+
+
+class LaunchTestCase(unittest.TestCase):
+    """Gives each test method a fresh directory `self.dir` and ways to run the launcher in it."""
+
+    maxDiff = None
+
+    def setUp(self):
+        self.assertTrue(os.access(BIN, os.X_OK), f"no launcher binary {BIN} (build it first)")
+        self.dir = WORKDIR / type(self).__name__ / self._testMethodName
+        shutil.rmtree(self.dir, ignore_errors=True)
+        self.dir.mkdir(parents=True)
+        self.rec = self.dir / "rec"  # where rank.py records envs and pids
+        self.rec.mkdir()
+        self._started = []
+        self.addCleanup(self._kill_leftovers)
+
+    # --- environment --------------------------------------------------------------------------
+
+    def env(self, **extra):
+        """The launcher's environment: ours without outer-launcher variables, trainers on the
+        system python (fast start, deterministic), plus `extra`."""
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(_INHERITED_PREFIXES) and k not in _INHERITED_NAMES}
+        env["PADDLE_LAUNCH_PYTHON"] = SYSTEM_PYTHON
+        env.update(extra)
+        return env
+
+    # --- running ------------------------------------------------------------------------------
+
+    def run_launch(self, args, env=None, timeout=RUN_TIMEOUT, cwd=None):
+        """Runs `launch args` to completion; fails the test if it takes more than `timeout`."""
+        proc = self.start_launch(args, env=env, cwd=cwd)
+        return self.finish(proc, timeout)
+
+    def start_launch(self, args, env=None, cwd=None, name="launcher"):
+        """Starts `launch args` in its own session; stdout/stderr go to files in self.dir."""
+        args = [str(a) for a in args]
+        out = open(self.dir / f"{name}.stdout", "wb")
+        err = open(self.dir / f"{name}.stderr", "wb")
+        proc = subprocess.Popen([BIN] + args, cwd=cwd or self.dir, env=env or self.env(),
+                                stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                                start_new_session=True)
+        out.close()
+        err.close()
+        proc.pdl_args, proc.pdl_name, proc.pdl_start = args, name, time.monotonic()
+        self._started.append(proc)
+        return proc
+
+    def finish(self, proc, timeout=RUN_TIMEOUT):
+        """Waits for a started launcher and returns its Result."""
+        try:
+            code = proc.wait(timeout=max(0.0, proc.pdl_start + timeout - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            self.fail(f"launch {proc.pdl_args!r} still running after {timeout}s; killed it\n"
+                      + repr(self._result(proc, None)))
+        return self._result(proc, code)
+
+    def _result(self, proc, code):
+        def read(suffix):
+            path = self.dir / f"{proc.pdl_name}.{suffix}"
+            return path.read_bytes().decode("utf-8", "replace")
+        return Result(proc.pdl_args, code, read("stdout"), read("stderr"),
+                      time.monotonic() - proc.pdl_start)
+
+    def _kill_leftovers(self):
+        for proc in self._started:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        # Checked by command line: a pid recorded long ago may belong to someone else by now.
+        for pid in self.recorded_pids("pid").values():
+            _kill_if_running(pid, RANK_PY.name)
+        for pid in self.recorded_pids("grandchild").values():
+            _kill_if_running(pid, "sleep")
+
+    # --- rank.py records ----------------------------------------------------------------------
+
+    def rank_args(self, *extra):
+        """Launcher arguments that end with the rank.py helper recording into self.rec."""
+        return [RANK_PY, "--record", self.rec] + [str(e) for e in extra]
+
+    def recorded_pids(self, kind):
+        """{rank: pid} from the files `kind`.RANK in self.rec (kind: pid, grandchild, ready)."""
+        pids = {}
+        for path in self.rec.glob(f"{kind}.*"):
+            suffix = path.name[len(kind) + 1:]
+            if suffix.isdigit():
+                pids[int(suffix)] = int(path.read_text())
+        return pids
+
+    def recorded_envs(self, count):
+        """The environments ranks 0..count-1 recorded, in rank order; fails if one is missing."""
+        envs = []
+        for rank in range(count):
+            path = self.rec / f"env.{rank}.json"
+            self.assertTrue(path.exists(), f"rank {rank} did not run (no {path})")
+            envs.append(json.loads(path.read_text()))
+        self.assertEqual(sorted(p.name for p in self.rec.glob("env.*.json")),
+                         sorted(f"env.{r}.json" for r in range(count)))
+        return envs
+
+    # --- waiting ------------------------------------------------------------------------------
+
+    def wait_until(self, predicate, what, timeout=60):
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            if time.monotonic() > deadline:
+                self.fail(f"timed out after {timeout}s waiting for {what}")
+            time.sleep(0.05)
+
+    def wait_ready(self, count, proc=None, timeout=60):
+        """Waits until ranks 0..count-1 wrote their ready file (fails early if `proc` exits)."""
+        def ready():
+            if proc is not None and proc.poll() is not None:
+                self.fail(f"launcher exited early:\n{self._result(proc, proc.returncode)!r}")
+            return len(self.recorded_pids("ready")) >= count
+        self.wait_until(ready, f"{count} ranks to be ready", timeout)
+
+    def assert_all_gone(self, pids, timeout=GONE_TIMEOUT):
+        """Every pid in `pids` must be gone within `timeout` seconds."""
+        pids = list(pids)
+        self.assertTrue(pids, "no pids recorded")
+        deadline = time.monotonic() + timeout
+        while True:
+            alive = [p for p in pids if pid_alive(p)]
+            if not alive:
+                return
+            if time.monotonic() > deadline:
+                self.fail(f"processes still alive {timeout}s later: {alive}")
+            time.sleep(0.05)
+
+    # --- assertions on output -----------------------------------------------------------------
+
+    def assert_logged(self, stream, level, message):
+        """`stream` has a launcher log line of `level` whose message is exactly `message`."""
+        self.assertIn(message, log_messages(stream, level),
+                      f"no {level} log line {message!r} in:\n{stream[-4000:]}")
+
+
+def _kill_if_running(pid, marker):
+    """SIGKILLs `pid` if it is alive and its command line contains `marker`."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode("utf-8", "replace")
+        if pid_alive(pid) and marker in cmdline:
+            os.kill(pid, signal.SIGKILL)
+    except (FileNotFoundError, ProcessLookupError):
+        pass
+
+
+def main():
+    unittest.main(verbosity=2)
+
+
+if __name__ == "__main__":
+    sys.exit("harness.py is a library; run the test_*.py files")

@@ -1,0 +1,105 @@
+"""Issue #2: log/workerlog.N, log/endpoints.log and the live console echo of local rank 0."""
+import re
+
+import harness
+from harness import LaunchTestCase
+
+LINES = 5000
+LINE = re.compile(r"^rank (\d+) line (\d{6})/(\d+) x{80} end$")
+FRAGMENT = re.compile(r"rank \d+ line|line \d+/")
+
+
+class LogFilesTest(LaunchTestCase):
+    """Each rank's stdout and stderr go to log/workerlog.<local rank>."""
+
+    def run_saying(self, text, *flags):
+        result = self.run_launch(list(flags) + ["--nproc_per_node", 2]
+                                 + self.rank_args("--say", text))
+        self.assertEqual(result.code, 0, result)
+        return result
+
+    def worker_log(self, rank):
+        return (self.dir / "log" / f"workerlog.{rank}").read_text()
+
+    def test_worker_logs_hold_each_ranks_output(self):
+        self.run_saying("hello")
+        self.assertEqual(self.worker_log(0), "rank 0: hello\n")
+        self.assertEqual(self.worker_log(1), "rank 1: hello\n")
+
+    def test_worker_logs_get_stdout_and_stderr(self):
+        result = self.run_launch(["/bin/sh", "-c", "echo to-out; echo to-err >&2; echo again"])
+        self.assertEqual(result.code, 0, result)
+        self.assertEqual(self.worker_log(0), "to-out\nto-err\nagain\n")
+
+    def test_worker_logs_append_across_runs(self):
+        self.run_saying("first run")
+        self.run_saying("second run")
+        self.assertEqual(self.worker_log(0), "rank 0: first run\nrank 0: second run\n")
+        self.assertEqual(self.worker_log(1), "rank 1: first run\nrank 1: second run\n")
+
+    def test_log_overwrite_truncates_worker_logs(self):
+        self.run_saying("first run")
+        self.run_saying("second run", "--log_overwrite")
+        self.assertEqual(self.worker_log(0), "rank 0: second run\n")
+        self.assertEqual(self.worker_log(1), "rank 1: second run\n")
+
+    def test_endpoints_log_is_rewritten_each_run(self):
+        self.run_saying("first run")
+        self.run_saying("second run")
+        endpoints = self.recorded_envs(2)[0]["PADDLE_TRAINER_ENDPOINTS"].split(",")
+        self.assertEqual((self.dir / "log" / "endpoints.log").read_text(),
+                         "PADDLE_TRAINER_ENDPOINTS: \n" + "\n".join(endpoints))
+
+    def test_log_dir_holds_only_the_job_files(self):
+        self.run_saying("x")
+        self.assertEqual(sorted(p.name for p in (self.dir / "log").iterdir()),
+                         ["endpoints.log", "workerlog.0", "workerlog.1"])
+
+
+class ConsoleTest(LaunchTestCase):
+    """The launcher's stdout: configuration, pids, and local rank 0's output, whole lines."""
+
+    def test_rank_zero_output_reaches_the_console_complete_and_in_order(self):
+        result = self.run_launch(["--nproc_per_node", 2] + self.rank_args("--lines", LINES))
+        self.assertEqual(result.code, 0, result)
+        numbers = []
+        for line in result.stdout.splitlines():
+            if "x" * 10 in line or FRAGMENT.search(line):
+                m = LINE.match(line)
+                self.assertIsNotNone(m, f"split or mangled console line: {line!r}")
+                self.assertEqual(m.group(1), "0", f"a line of rank 1 on the console: {line!r}")
+                self.assertEqual(m.group(3), str(LINES))
+                numbers.append(int(m.group(2)))
+        self.assertEqual(numbers, list(range(1, LINES + 1)))
+        self.assertEqual(len((self.dir / "log" / "workerlog.1").read_text().splitlines()), LINES)
+
+    def test_success_logs_local_processes_completed(self):
+        result = self.run_launch(["--nproc_per_node", 2] + self.rank_args())
+        self.assertEqual(result.code, 0, result)
+        self.assert_logged(result.stderr, "INFO", "Local processes completed.")
+        self.assertNotIn("ABORT", result.stdout + result.stderr)
+
+    def test_stdout_prints_each_rank_pid(self):
+        result = self.run_launch(["--nproc_per_node", 3] + self.rank_args())
+        self.assertEqual(result.code, 0, result)
+        pids = self.recorded_pids("pid")
+        for idx in range(3):
+            self.assertIn(f"launch proc_id:{pids[idx]} idx:{idx}", result.stdout.splitlines())
+
+    def test_stdout_starts_with_configuration_arguments(self):
+        result = self.run_launch(["--nproc_per_node", 2] + self.rank_args("--say", "hi"))
+        self.assertEqual(result.code, 0, result)
+        lines = result.stdout.splitlines()
+        self.assertEqual(lines[0], "-----------  Configuration Arguments -----------")
+        footer = lines.index("-" * 48)
+        block = lines[1:footer]
+        self.assertEqual(block, sorted(block))
+        self.assertIn("nproc_per_node: 2", block)
+        self.assertIn("log_dir: log", block)
+        self.assertIn(f"training_script: {harness.RANK_PY}", block)
+        self.assertIn(f"training_script_args: ['--record', '{self.rec}', '--say', 'hi']", block)
+        self.assertIn("rank 0: hi", lines[footer:])
+
+
+if __name__ == "__main__":
+    harness.main()

@@ -1,0 +1,133 @@
+"""Issue #2: bad command lines are refused before anything starts; --help and --version."""
+import json
+import os
+import socket
+
+import harness
+from harness import LaunchTestCase
+
+
+class UsageErrorTest(LaunchTestCase):
+    """Exit 2 and one line on stderr naming the bad token; no rank started, no log written."""
+
+    def check_usage_error(self, args, token, env=None):
+        result = self.run_launch(args, env=env)
+        self.assertEqual(result.code, 2, result)
+        lines = result.stderr.strip().splitlines()
+        self.assertEqual(len(lines), 1, result)
+        self.assertIn(token, lines[0], result)
+        self.check_nothing_started()
+        return lines[0]
+
+    def check_nothing_started(self):
+        self.assertEqual(list(self.rec.iterdir()), [])
+        self.assertFalse((self.dir / "log" / "workerlog.0").exists())
+
+    def test_unknown_flag(self):
+        self.check_usage_error(["--no_such_flag", "1"] + self.rank_args(), "--no_such_flag")
+
+    def test_bad_gpus_token(self):
+        self.check_usage_error(["--gpus", "0,zz"] + self.rank_args(), "zz")
+
+    def test_bad_nproc_per_node_value(self):
+        self.check_usage_error(["--nproc_per_node", "two"] + self.rank_args(), "two")
+
+    def test_zero_nproc_per_node(self):
+        self.check_usage_error(["--nproc_per_node", "0"] + self.rank_args(), "nproc_per_node")
+
+    def test_missing_training_script(self):
+        self.check_usage_error(["--nproc_per_node", "2"], "training_script")
+
+    def test_ambiguous_prefix(self):
+        line = self.check_usage_error(["--n", "2"] + self.rank_args(), "--n")
+        self.assertIn("--nproc_per_node", line)
+        self.assertIn("--np", line)
+
+    def test_parameter_server_flag_is_not_supported_yet(self):
+        line = self.check_usage_error(["--servers", "127.0.0.1:6170"] + self.rank_args(),
+                                      "--servers")
+        self.assertIn("--servers is not supported yet", line)
+
+    def test_bad_flags_start_port(self):
+        env = self.env(FLAGS_START_PORT="abc")
+        self.check_usage_error(self.rank_args(), "FLAGS_START_PORT", env=env)
+
+
+class SetupErrorTest(LaunchTestCase):
+    """Problems found before starting (exit 1): the message names the offending thing."""
+
+    def check_setup_error(self, args, token, env=None):
+        result = self.run_launch(args, env=env)
+        self.assertEqual(result.code, 1, result)
+        self.assertIn(token, result.stderr, result)
+        self.assertEqual(list(self.rec.iterdir()), [])
+        self.assertFalse((self.dir / "log" / "workerlog.0").exists())
+        return result
+
+    def test_missing_script_file(self):
+        self.check_setup_error(["no_such_script.py", "--record", self.rec], "no_such_script.py")
+
+    def test_missing_python_interpreter(self):
+        env = self.env(PADDLE_LAUNCH_PYTHON="/nonexistent/python9")
+        self.check_setup_error(self.rank_args(), "/nonexistent/python9", env=env)
+
+    def test_script_not_executable(self):
+        script = self.dir / "train.sh"
+        script.write_text("#!/bin/sh\ntouch rec/ran\n")
+        script.chmod(0o644)
+        self.check_setup_error([script], "train.sh")
+
+    def test_busy_start_port(self):
+        with socket.socket() as busy:
+            busy.bind(("0.0.0.0", 0))
+            busy.listen()
+            port = busy.getsockname()[1]
+            result = self.check_setup_error(["--nproc_per_node", 2, "--start_port", port]
+                                            + self.rank_args(), str(port))
+        self.assertIn(f"port {port}", result.stderr)
+
+
+class ArgumentSyntaxTest(LaunchTestCase):
+    """argparse conventions: --opt=value, unique prefixes, the --selected_gpus alias."""
+
+    def ranks_started(self, args):
+        result = self.run_launch(args + self.rank_args())
+        self.assertEqual(result.code, 0, result)
+        env = json.loads((self.rec / "env.0.json").read_text())
+        self.assertEqual(len(self.recorded_pids("pid")), int(env["PADDLE_TRAINERS_NUM"]))
+        return int(env["PADDLE_TRAINERS_NUM"])
+
+    def test_equals_form(self):
+        self.assertEqual(self.ranks_started(["--nproc_per_node=3"]), 3)
+
+    def test_unique_prefix(self):
+        self.assertEqual(self.ranks_started(["--nproc", "2"]), 2)
+
+    def test_prefix_of_a_paddle_flag_beats_pdlaunch_additions(self):
+        # Paddle's own `--log` meant --log_dir; pdlaunch's --log_overwrite must not break it.
+        self.assertEqual(self.ranks_started(["--log", "mylogs", "--nproc_per_node", "2"]), 2)
+        self.assertTrue((self.dir / "mylogs" / "workerlog.1").is_file())
+
+    def test_selected_gpus_alias(self):
+        self.assertEqual(self.ranks_started(["--selected_gpus", "0,1,2"]), 3)
+
+
+class HelpTest(LaunchTestCase):
+    """--help and --version print to stdout and exit 0 without running anything."""
+
+    def test_help(self):
+        result = self.run_launch(["--help"])
+        self.assertEqual(result.code, 0, result)
+        for flag in ("--nproc_per_node", "--gpus", "--log_dir", "--ips", "--log_overwrite",
+                     "--grace", "--start_port"):
+            self.assertIn(flag, result.stdout)
+        self.assertFalse((self.dir / "log").exists())
+
+    def test_version(self):
+        result = self.run_launch(["--version"])
+        self.assertEqual(result.code, 0, result)
+        self.assertIn(os.environ.get("PDLAUNCH_VERSION", "0.1.0"), result.stdout)
+
+
+if __name__ == "__main__":
+    harness.main()
