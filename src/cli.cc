@@ -142,7 +142,6 @@ constexpr std::string_view kPsGroup = "Parameter-Server Parameters";
 constexpr std::string_view kElasticGroup = "Elastic Parameters";
 constexpr std::string_view kOwnGroup = "pdlaunch Parameters";
 
-constexpr std::string_view kPsMode = "parameter-server mode";
 constexpr std::string_view kElasticMode = "elastic mode";
 constexpr std::string_view kXpu = "XPU devices";
 
@@ -183,22 +182,22 @@ const std::array<FlagSpec, 30> kFlags = {{
     {"--ips", "ips", Kind::kValue, true, &StoreText<&LO::ips>, kCollectiveGroup,
      "Paddle cluster nodes ips, such as 192.168.0.16,192.168.0.17..", ""},
     {"--servers", "servers", Kind::kValue, true, &StoreText<&LO::servers>, kPsGroup,
-     "User defined servers ip:port", kPsMode},
+     "User defined servers ip:port", ""},
     {"--workers", "workers", Kind::kValue, true, &StoreText<&LO::workers>, kPsGroup,
-     "User defined workers ip:port", kPsMode},
+     "User defined workers ip:port", ""},
     {"--heter_workers", "heter_workers", Kind::kValue, true, &StoreText<&LO::heter_workers>,
-     kPsGroup, "User defined heter workers in each stage ip1:port1;ip2:port2", kPsMode},
+     kPsGroup, "User defined heter workers in each stage ip1:port1;ip2:port2", ""},
     {"--heter_devices", "heter_devices", Kind::kValue, true, &StoreText<&LO::heter_devices>,
-     kPsGroup, "User defined heter devices in each stage cpu;gpu;cpu", kPsMode},
+     kPsGroup, "User defined heter devices in each stage cpu;gpu;cpu", ""},
     {"--worker_num", "worker_num", Kind::kValue, true, &StoreInt<&LO::worker_num>, kPsGroup,
-     "number of workers", kPsMode},
+     "number of workers", ""},
     {"--server_num", "server_num", Kind::kValue, true, &StoreInt<&LO::server_num>, kPsGroup,
-     "number of servers", kPsMode},
+     "number of servers", ""},
     {"--heter_worker_num", "heter_worker_num", Kind::kValue, true,
      &StoreText<&LO::heter_worker_num>, kPsGroup, "number of heter_workers in each stage 1;2;3",
-     kPsMode},
+     ""},
     {"--http_port", "http_port", Kind::kValue, true, &StoreInt<&LO::http_port>, kPsGroup,
-     "Gloo http Port", kPsMode},
+     "Gloo http Port", ""},
     {"--elastic_server", "elastic_server", Kind::kValue, true, &StoreText<&LO::elastic_server>,
      kElasticGroup, "etcd server host:port", kElasticMode},
     {"--job_id", "job_id", Kind::kValue, true, &StoreText<&LO::job_id>, kElasticGroup,
@@ -439,7 +438,7 @@ const std::array<GroupInfo, 6> kGroups = {{
     {kOptionalGroup, ""},
     {kBaseGroup, ""},
     {kCollectiveGroup, ""},
-    {kPsGroup, "pdlaunch does not implement parameter-server mode yet: these options are refused."},
+    {kPsGroup, "Parameter-server jobs: servers, workers and heter workers (docs/ps.md)."},
     {kElasticGroup,
      "pdlaunch does not implement elastic mode yet: these options are refused, except --host, "
      "which collective mode uses to find this node in --ips."},
@@ -565,10 +564,6 @@ void RejectUnsupportedOptions(const LaunchOptions& options) {
     if (IsPrimary(flag) && !flag.refused.empty() && options.WasGiven(std::string(flag.dest))) {
       throw UsageError(fmt::format("{} is not supported yet ({})", flag.name, flag.refused));
     }
-  }
-  if (options.run_mode && IsOneOf(*options.run_mode, {"ps", "ps-heter"})) {
-    throw UsageError(
-        fmt::format("--run_mode={} is not supported yet ({})", *options.run_mode, kPsMode));
   }
   if (options.backend == "bkcl") {
     throw UsageError(fmt::format("--backend=bkcl is not supported yet ({})", kXpu));

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <system_error>
 
+#include "launch_support.h"
 #include "pdlaunch/cli.h"
 #include "pdlaunch/cloud.h"
 #include "pdlaunch/errors.h"
@@ -19,6 +20,7 @@
 #include "pdlaunch/messages.h"
 #include "pdlaunch/node.h"
 #include "pdlaunch/ports.h"
+#include "pdlaunch/ps.h"
 #include "pdlaunch/supervisor.h"
 #include "pdlaunch/topology.h"
 #include "pdlaunch/trainer_env.h"
@@ -30,72 +32,16 @@ namespace pdlaunch {
 namespace {
 
 namespace fs = std::filesystem;
+using internal::GatherNodeEnv;
+using internal::GetEnv;
+using internal::GivenStartPort;
+using internal::LogFiles;
+using internal::ParentEnvironment;
+using internal::PrepareLogDir;
+using internal::TempDir;
 
 /// Paddle's default start port for multi-node jobs (contract §3.4).
 constexpr int kDefaultMultiNodeStartPort = 6070;
-
-std::optional<std::string> GetEnv(const char* name) {
-  const char* value = ::getenv(name);
-  if (value == nullptr || *value == '\0') return std::nullopt;
-  return std::string(value);
-}
-
-std::vector<std::string> ParentEnvironment() {
-  std::vector<std::string> env;
-  for (char** entry = environ; *entry != nullptr; ++entry) env.emplace_back(*entry);
-  return env;
-}
-
-/// A temporary directory (PADDLE_GLOO_FS_PATH), removed with everything in it at scope exit.
-class TempDir {
- public:
-  TempDir() {
-    const fs::path base = GetEnv("TMPDIR").value_or("/tmp");
-    std::string pattern = (base / "tmpXXXXXXXX").string();
-    if (::mkdtemp(pattern.data()) == nullptr)
-      ThrowSystemError(errno, "mkdtemp in " + base.string());
-    path_ = pattern;
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
-/// Owns the log file descriptors handed to the children.
-class LogFiles {
- public:
-  LogFiles() = default;
-  LogFiles(const LogFiles&) = delete;
-  LogFiles& operator=(const LogFiles&) = delete;
-  ~LogFiles() {
-    for (int fd : fds_) ::close(fd);
-  }
-  int Open(const std::string& path, bool truncate) {
-    const int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (truncate ? O_TRUNC : O_APPEND);
-    const int fd = ::open(path.c_str(), flags, 0644);
-    if (fd < 0) ThrowSystemError(errno, fmt::format("cannot open log file '{}'", path));
-    fds_.push_back(fd);
-    return fd;
-  }
-
- private:
-  std::vector<int> fds_;
-};
-
-fs::path PrepareLogDir(const std::string& log_dir) {
-  std::error_code ec;
-  fs::create_directories(log_dir, ec);
-  if (ec)
-    throw LaunchError(fmt::format("cannot create log directory '{}': {}", log_dir, ec.message()));
-  return fs::absolute(log_dir);
-}
 
 void WriteFile(const fs::path& path, const std::string& content) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
@@ -121,11 +67,6 @@ EnvMap EnvironmentMap() {
     }
   }
   return env;
-}
-
-std::optional<int> GivenStartPort(const LaunchOptions& options) {
-  return FixedStartPort(options.start_port, GetEnv("FLAGS_START_PORT"),
-                        GetEnv("PADDLE_START_PORT"));
 }
 
 /// Fixed ports for several nodes or under PaddleCloud (contract §3.4), else free locked ports.
@@ -158,11 +99,7 @@ void CheckLocalPortsFree(const Cluster& cluster) {
 
 /// Which entry of --ips this node is; host names in --ips are resolved (forward) only if needed.
 NodeIdentity ResolveThisNode(const LaunchOptions& options) {
-  NodeEnv env{GetEnv("POD_IP"), {}, {}};
-  if (options.ips.find(',') != std::string::npos) env.local_addresses = LocalInterfaceAddresses();
-  for (const std::string& name : HostNamesToResolve(options.ips, options.host, env.pod_ip)) {
-    env.resolved[name] = ResolveHostName(name);
-  }
+  const NodeEnv env = GatherNodeEnv(options.ips, options.host);
   NodeIdentity node = ResolveNode(options.ips, options.host, env);
   if (node.node_ips.size() > 1) {
     PDLOG_INFO("This node is {}, node {} of {} in --ips (found by {})",
@@ -226,6 +163,7 @@ std::vector<SupervisedProcess> BuildProcesses(const Cluster& cluster,
   for (const Trainer& trainer : cluster.local_pod().trainers) {
     SupervisedProcess p;
     p.rank = trainer.global_rank;
+    p.role_size = cluster.world_size();
     p.log_path = (log_dir / fmt::format("workerlog.{}", trainer.local_rank)).string();
     p.spec.executable = command.executable;
     p.spec.argv = command.argv;
@@ -243,9 +181,11 @@ void PrintStarted(const std::vector<pid_t>& pids) {
 }  // namespace
 
 int Run(const LaunchOptions& options) {
+  const JobMode mode = SelectMode(options);
   const TrainingCommand command = ResolveTrainingCommand(
       options.training_script, options.training_script_args, GetEnv("PADDLE_LAUNCH_PYTHON"),
       GetEnv("PATH").value_or("/bin:/usr/bin"));
+  if (mode != JobMode::kCollective) return internal::RunPs(options, mode, command);
   CollectivePlan plan = PlanCollective(options);
   LogDevicePlan(plan.devices);
   const fs::path log_dir = PrepareLogDir(options.log_dir);
@@ -268,7 +208,6 @@ int Run(const LaunchOptions& options) {
 
   SupervisorOptions supervisor;
   supervisor.grace_seconds = options.grace;
-  supervisor.world_size = cluster.world_size();
   supervisor.echo_path = processes.front().log_path;
   supervisor.on_started = PrintStarted;
   return RunSupervised(std::move(processes), supervisor);

@@ -40,11 +40,12 @@ std::string FormatEndpointsLog(const std::vector<Endpoint>& endpoints) {
   return "PADDLE_TRAINER_ENDPOINTS: \n" + JoinEndpoints(endpoints, "\n");
 }
 
-std::string FormatAbortLine(int world_size, const std::vector<int>& ranks) {
+std::string FormatAbortLine(int world_size, const std::vector<int>& ranks,
+                            const std::string& role) {
   return fmt::format(
-      "ABORT!!! Out of all {} trainers, the trainer process with rank=[{}] was aborted. Please "
+      "ABORT!!! Out of all {} {}s, the {} process with rank=[{}] was aborted. Please "
       "check its log.",
-      world_size, fmt::join(ranks, ", "));
+      world_size, role, role, fmt::join(ranks, ", "));
 }
 
 }  // namespace pdlaunch

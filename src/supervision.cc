@@ -2,6 +2,8 @@
 
 #include <signal.h>
 
+#include <utility>
+
 namespace pdlaunch {
 namespace {
 
@@ -15,7 +17,19 @@ Supervision::Commands SignalGroups(int signal, bool arm_grace_timer = false) {
 }  // namespace
 
 Supervision::Supervision(int num_processes)
-    : statuses_(static_cast<size_t>(num_processes)), running_(num_processes) {}
+    : Supervision(std::vector<bool>(static_cast<size_t>(num_processes), true)) {}
+
+Supervision::Supervision(std::vector<bool> primary)
+    : statuses_(primary.size()),
+      primary_(std::move(primary)),
+      running_(static_cast<int>(primary_.size())) {}
+
+bool Supervision::PrimariesSucceeded() const {
+  for (size_t i = 0; i < statuses_.size(); ++i) {
+    if (primary_[i] && !(statuses_[i] && statuses_[i]->success())) return false;
+  }
+  return true;
+}
 
 bool Supervision::IsTerminationSignal(int signal) {
   return signal == SIGINT || signal == SIGTERM || signal == SIGHUP || signal == SIGQUIT;
@@ -37,10 +51,14 @@ Supervision::Commands Supervision::OnExits(const std::vector<std::pair<int, Exit
       commands.newly_failed.push_back(index);
     }
   }
-  if (!commands.newly_failed.empty()) {
+  const bool complete =
+      commands.newly_failed.empty() && !stopping_ && running_ > 0 && PrimariesSucceeded();
+  if (!commands.newly_failed.empty() || complete) {
     Commands teardown = BeginTeardown(SIGTERM);
     commands.signal_groups = teardown.signal_groups;
     commands.arm_grace_timer = teardown.arm_grace_timer;
+    commands.completing = complete;
+    completing_ = complete;
   }
   return commands;
 }

@@ -9,6 +9,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -132,13 +133,19 @@ struct Child {
   off_t log_start = 0;
 };
 
+std::vector<bool> Primaries(const std::vector<SupervisedProcess>& processes) {
+  std::vector<bool> primary;
+  for (const SupervisedProcess& p : processes) primary.push_back(p.primary);
+  return primary;
+}
+
 class EventLoop {
  public:
   EventLoop(std::vector<SupervisedProcess> processes, const SupervisorOptions& options)
       : options_(options),
         signals_(io_, SIGINT, SIGTERM, SIGHUP),
         grace_timer_(io_),
-        policy_(static_cast<int>(processes.size())),
+        policy_(Primaries(processes)),
         echo_(io_, options.echo_path),
         watchdog_(echo_.SharedDescriptors()) {
     pending_ = std::move(processes);
@@ -151,6 +158,10 @@ class EventLoop {
     if (!policy_.all_exited()) io_.run();
     echo_.Finish();      // Closes our inotify reference while the watchdog still holds one...
     watchdog_.Disarm();  // ...so the expensive last close happens in the watchdog, not here.
+    if (policy_.completing()) {
+      if (HasRole("heter_worker")) PDLOG_INFO("all heter_worker are killed");
+      if (HasRole("server")) PDLOG_INFO("all parameter server are killed");
+    }
     if (policy_.exit_code() == 0) PDLOG_INFO("Local processes completed.");
     return policy_.exit_code();
   }
@@ -206,6 +217,9 @@ class EventLoop {
     }
     if (exits.empty()) return;
     const Supervision::Commands commands = policy_.OnExits(exits);
+    if (commands.completing) {
+      PDLOG_INFO("all workers exit, going to finish parameter server and heter_worker.");
+    }
     Execute(commands);
     if (!commands.newly_failed.empty()) ReportFailures(commands.newly_failed);
     MaybeFinish();
@@ -305,14 +319,36 @@ class EventLoop {
     io_.stop();
   }
 
+  bool HasRole(const std::string& role) const {
+    for (const Child& child : children_) {
+      if (child.info.role == role) return true;
+    }
+    return false;
+  }
+
   void ReportFailures(const std::vector<int>& indices) {
-    std::vector<int> ranks;
-    for (int i : indices) ranks.push_back(children_[static_cast<size_t>(i)].info.rank);
-    PDLOG_ERROR("{}", FormatAbortLine(options_.world_size, ranks));
+    // One ABORT line per role, in the order the roles first failed.
+    std::vector<std::string> roles;
+    for (int i : indices) {
+      const std::string& role = children_[static_cast<size_t>(i)].info.role;
+      if (std::find(roles.begin(), roles.end(), role) == roles.end()) roles.push_back(role);
+    }
+    for (const std::string& role : roles) {
+      std::vector<int> ranks;
+      int role_size = 0;
+      for (int i : indices) {
+        const SupervisedProcess& info = children_[static_cast<size_t>(i)].info;
+        if (info.role != role) continue;
+        ranks.push_back(info.rank);
+        role_size = info.role_size;
+      }
+      PDLOG_ERROR("{}", FormatAbortLine(role_size, ranks, role));
+    }
     for (int i : indices) {
       const Child& child = children_[static_cast<size_t>(i)];
       if (child.info.log_path.empty()) continue;
-      PDLOG_ERROR("rank {} (pid {}) ended with {}; last {} lines of {}:\n{}", child.info.rank,
+      PDLOG_ERROR("{} {} (pid {}) ended with {}; last {} lines of {}:\n{}",
+                  child.info.role == "trainer" ? "rank" : child.info.role, child.info.rank,
                   child.process.pid(), child.process.status()->Describe(), options_.tail_lines,
                   child.info.log_path,
                   TailOfFile(child.info.log_path, child.log_start, options_.tail_lines));

@@ -1,8 +1,8 @@
 #pragma once
 
-#include <memory>
-
 #include <spdlog/spdlog.h>
+
+#include <memory>
 
 namespace pdlaunch {
 

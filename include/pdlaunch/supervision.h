@@ -16,7 +16,10 @@ namespace pdlaunch {
 ///   what the groups receive; a second SIGINT (or any second termination signal) kills at once;
 /// * SIGUSR1/SIGUSR2 are forwarded without teardown;
 /// * exit code: the first failing process's ShellCode(), or 128 + the launcher's signal; 0 only
-///   when every process exited 0 and no signal arrived.
+///   when every process exited 0 and no signal arrived;
+/// * completion: once every *primary* process has exited 0 (collective: all of them; PS: the
+///   workers), the others (servers, heter workers) get SIGTERM and the shared grace; their exits
+///   are then consequences, and the exit code stays 0.
 class Supervision {
  public:
   /// What the event loop must do next, in this order.
@@ -24,9 +27,13 @@ class Supervision {
     std::optional<int> signal_groups;  ///< Send this signal to every process group.
     bool arm_grace_timer = false;      ///< Start the shared grace timer (once per teardown).
     std::vector<int> newly_failed;     ///< Indices that failed in this event (report them).
+    bool completing = false;           ///< The primaries are done; the rest are being stopped.
   };
 
+  /// Every process is primary.
   explicit Supervision(int num_processes);
+  /// `primary[i]`: whether process i's clean exit is part of completing the job.
+  explicit Supervision(std::vector<bool> primary);
 
   /// Processes that were found exited together (one sweep of the event loop). Every failure in
   /// one batch counts as a root cause, so simultaneous failures are all named in the ABORT line;
@@ -39,6 +46,8 @@ class Supervision {
   /// True once every process has been reaped.
   bool all_exited() const { return running_ == 0; }
   bool stopping() const { return stopping_; }
+  /// True once the completion teardown began (see the class comment).
+  bool completing() const { return completing_; }
   /// Indices of failed processes in the order their failures were seen.
   const std::vector<int>& failed() const { return failed_; }
   /// First failure, if any.
@@ -54,9 +63,13 @@ class Supervision {
  private:
   Commands BeginTeardown(int signal);
 
+  bool PrimariesSucceeded() const;
+
   std::vector<std::optional<ExitStatus>> statuses_;
+  std::vector<bool> primary_;
   std::vector<int> failed_;
   int running_;
+  bool completing_ = false;
   bool stopping_ = false;
   bool killed_ = false;
   std::optional<int> signal_;

@@ -11,8 +11,11 @@ namespace pdlaunch {
 /// A process to supervise, with the data needed to report on it.
 struct SupervisedProcess {
   ProcessSpec spec;
-  std::string log_path;  ///< Its log file (tail shown on failure); may be empty.
-  int rank = 0;          ///< Global rank shown in messages.
+  std::string log_path;          ///< Its log file (tail shown on failure); may be empty.
+  int rank = 0;                  ///< Global rank (index within its role) shown in messages.
+  std::string role = "trainer";  ///< "trainer"; PS: "server", "worker", "heter_worker".
+  int role_size = 0;             ///< Processes of this role in the whole job (ABORT line).
+  bool primary = true;           ///< Its clean exit completes the job (see Supervision).
 };
 
 struct SupervisorOptions {
@@ -28,9 +31,10 @@ struct SupervisorOptions {
 
 /// Runs the processes to the end under one event loop (Boost.Asio, single-threaded): exits come
 /// from pidfds, signals from one signal_set, the grace period from one timer, the echo from
-/// inotify. A Watchdog registered with every process group covers the launcher being SIGKILLed. Owns the launcher's signal handling while Run() executes and restores it after.
-/// Returns the launcher's exit code (see Supervision). Spawning errors throw; teardown of what was
-/// already started happens first.
+/// inotify. A Watchdog registered with every process group covers the launcher being SIGKILLed.
+/// Owns the launcher's signal handling while Run() executes and restores it after. Returns the
+/// launcher's exit code (see Supervision). Spawning errors throw; teardown of what was already
+/// started happens first.
 int RunSupervised(std::vector<SupervisedProcess> processes, const SupervisorOptions& options);
 
 }  // namespace pdlaunch

@@ -13,9 +13,9 @@ using EnvList = std::vector<std::pair<std::string, std::string>>;
 
 /// Job-wide values that are not part of the topology.
 struct JobEnv {
-  std::string gloo_fs_path;      ///< PADDLE_GLOO_FS_PATH: the launcher's temporary directory.
-  std::string with_gloo = "0";   ///< PADDLE_WITH_GLOO: the launcher's value, default "0".
-  std::string log_dir;           ///< PADDLE_LOG_DIR: absolute log directory.
+  std::string gloo_fs_path;     ///< PADDLE_GLOO_FS_PATH: the launcher's temporary directory.
+  std::string with_gloo = "0";  ///< PADDLE_WITH_GLOO: the launcher's value, default "0".
+  std::string log_dir;          ///< PADDLE_LOG_DIR: absolute log directory.
 };
 
 /// The per-process table of contract §3.6, in its order: PADDLE_TRAINER_ID,

@@ -43,10 +43,15 @@ class UsageErrorTest(LaunchTestCase):
         self.assertIn("--nproc_per_node", line)
         self.assertIn("--np", line)
 
-    def test_parameter_server_flag_is_not_supported_yet(self):
-        line = self.check_usage_error(["--servers", "127.0.0.1:6170"] + self.rank_args(),
-                                      "--servers")
-        self.assertIn("--servers is not supported yet", line)
+    def test_elastic_flag_is_not_supported_yet(self):
+        line = self.check_usage_error(["--elastic_server", "127.0.0.1:2379"] + self.rank_args(),
+                                      "--elastic_server")
+        self.assertIn("--elastic_server is not supported yet", line)
+
+    def test_mixing_collective_and_parameter_server_flags(self):
+        line = self.check_usage_error(["--ips", "127.0.0.1", "--server_num", "1"]
+                                      + self.rank_args(), "--server_num")
+        self.assertIn("--ips", line)
 
     def test_bad_flags_start_port(self):
         env = self.env(FLAGS_START_PORT="abc")

@@ -41,7 +41,7 @@ class SupervisorTest : public ::testing::Test {
   int Run(double grace = 5.0) {
     SupervisorOptions options;
     options.grace_seconds = grace;
-    options.world_size = static_cast<int>(processes_.size());
+    for (SupervisedProcess& p : processes_) p.role_size = static_cast<int>(processes_.size());
     options.on_spawn = [this](pid_t pid) { pids_.push_back(pid); };
     const auto start = Clock::now();
     const int code = RunSupervised(std::move(processes_), options);

@@ -285,12 +285,22 @@ TEST(CliTest, ArgumentsOfUnsupportedModesAreStillTyped) {
             "argument --worker_num: invalid int value: 'x'");
 }
 
-TEST(CliTest, ParameterServerFlagsAreRefused) {
-  for (const std::string flag :
-       {"--servers", "--workers", "--heter_workers", "--heter_devices", "--worker_num",
-        "--server_num", "--heter_worker_num", "--http_port"}) {
-    EXPECT_EQ(ErrorOf({flag + "=1", "t.py"}),
-              flag + " is not supported yet (parameter-server mode)");
+TEST(CliTest, ParameterServerFlagsAreAccepted) {
+  const LaunchOptions o = Options({"--servers=127.0.0.1:6170", "--workers", "127.0.0.1:6171",
+                                   "--heter_workers=a:1;b:2", "--heter_devices=cpu;gpu",
+                                   "--worker_num=2", "--server_num", "1", "--heter_worker_num=1;2",
+                                   "--http_port=6180", "t.py"});
+  EXPECT_EQ(o.servers, "127.0.0.1:6170");
+  EXPECT_EQ(o.workers, "127.0.0.1:6171");
+  EXPECT_EQ(o.heter_workers, "a:1;b:2");
+  EXPECT_EQ(o.heter_devices, "cpu;gpu");
+  EXPECT_EQ(o.worker_num, 2);
+  EXPECT_EQ(o.server_num, 1);
+  EXPECT_EQ(o.heter_worker_num, "1;2");
+  EXPECT_EQ(o.http_port, 6180);
+  for (const char* dest : {"servers", "workers", "heter_workers", "heter_devices", "worker_num",
+                           "server_num", "heter_worker_num", "http_port"}) {
+    EXPECT_TRUE(o.WasGiven(dest)) << dest;
   }
 }
 
@@ -314,12 +324,10 @@ TEST(CliTest, XpuFlagsAreRefused) {
             "--backend=bkcl is not supported yet (XPU devices)");
 }
 
-TEST(CliTest, RunModeIsCheckedAndPsRefused) {
+TEST(CliTest, RunModeIsChecked) {
   EXPECT_EQ(Options({"--run_mode", "collective", "t.py"}).run_mode, "collective");
-  EXPECT_EQ(ErrorOf({"--run_mode", "ps", "t.py"}),
-            "--run_mode=ps is not supported yet (parameter-server mode)");
-  EXPECT_EQ(ErrorOf({"--run_mode=ps-heter", "t.py"}),
-            "--run_mode=ps-heter is not supported yet (parameter-server mode)");
+  EXPECT_EQ(Options({"--run_mode", "ps", "t.py"}).run_mode, "ps");
+  EXPECT_EQ(Options({"--run_mode=ps-heter", "t.py"}).run_mode, "ps-heter");
   EXPECT_EQ(ErrorOf({"--run_mode", "cpuonly", "t.py"}),
             "argument --run_mode: invalid choice: 'cpuonly' (choose from 'collective', 'ps', "
             "'ps-heter')");

@@ -106,5 +106,14 @@ TEST(MessagesTest, AbortLineWithOneOrNoRank) {
             "Please check its log.");
 }
 
+TEST(MessagesTest, AbortLineNamesParameterServerRoles) {
+  EXPECT_EQ(FormatAbortLine(2, {1}, "server"),
+            "ABORT!!! Out of all 2 servers, the server process with rank=[1] was aborted. Please "
+            "check its log.");
+  EXPECT_EQ(FormatAbortLine(3, {0, 2}, "heter_worker"),
+            "ABORT!!! Out of all 3 heter_workers, the heter_worker process with rank=[0, 2] was "
+            "aborted. Please check its log.");
+}
+
 }  // namespace
 }  // namespace pdlaunch

@@ -128,5 +128,49 @@ TEST(SupervisionTest, OtherSignalsAreIgnored) {
   EXPECT_FALSE(s.stopping());
 }
 
+TEST(SupervisionTest, CleanExitOfThePrimariesStopsTheRest) {
+  // Two servers (not primary), two workers (primary).
+  Supervision s({false, false, true, true});
+  EXPECT_FALSE(s.OnExit(2, ExitStatus::Exited(0)).signal_groups);
+  const auto c = s.OnExit(3, ExitStatus::Exited(0));
+  EXPECT_TRUE(c.completing);
+  EXPECT_EQ(c.signal_groups, SIGTERM);
+  EXPECT_TRUE(c.arm_grace_timer);
+  EXPECT_TRUE(s.completing());
+  // Servers dying of our SIGTERM (or exiting 1 on it) are not failures.
+  EXPECT_TRUE(s.OnExit(0, ExitStatus::Killed(SIGTERM)).newly_failed.empty());
+  EXPECT_TRUE(s.OnExit(1, ExitStatus::Exited(1)).newly_failed.empty());
+  EXPECT_TRUE(s.all_exited());
+  EXPECT_EQ(s.exit_code(), 0);
+}
+
+TEST(SupervisionTest, ServerFailureBeforeCompletionFailsTheJob) {
+  Supervision s({false, true});
+  const auto c = s.OnExit(0, ExitStatus::Exited(5));
+  EXPECT_EQ(c.newly_failed, std::vector<int>{0});
+  EXPECT_FALSE(c.completing);
+  s.OnExit(1, ExitStatus::Killed(SIGTERM));
+  EXPECT_EQ(s.exit_code(), 5);
+}
+
+TEST(SupervisionTest, NonPrimaryCleanExitChangesNothing) {
+  Supervision s({false, true});
+  const auto c = s.OnExit(0, ExitStatus::Exited(0));
+  EXPECT_FALSE(c.signal_groups);
+  EXPECT_FALSE(s.stopping());
+  const auto c2 = s.OnExit(1, ExitStatus::Exited(0));
+  EXPECT_FALSE(c2.completing);  // Nothing left to stop.
+  EXPECT_EQ(s.exit_code(), 0);
+}
+
+TEST(SupervisionTest, FailedPrimaryIsNotACompletion) {
+  Supervision s({false, true, true});
+  s.OnExit(1, ExitStatus::Exited(0));
+  const auto c = s.OnExit(2, ExitStatus::Exited(3));
+  EXPECT_FALSE(c.completing);
+  EXPECT_EQ(c.newly_failed, std::vector<int>{2});
+  EXPECT_EQ(s.exit_code(), 3);
+}
+
 }  // namespace
 }  // namespace pdlaunch

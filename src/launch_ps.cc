@@ -1,0 +1,119 @@
+// The parameter-server run path: plan with PlanPs (pure), start servers, workers and heter
+// workers under the one supervisor, and finish when the workers are done (docs/ps.md).
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <memory>
+
+#include "launch_support.h"
+#include "pdlaunch/devices.h"
+#include "pdlaunch/logging.h"
+#include "pdlaunch/ports.h"
+#include "pdlaunch/supervisor.h"
+
+namespace pdlaunch::internal {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string JoinHosts(const std::vector<std::string>& hosts) {
+  return fmt::format("{}", fmt::join(hosts, ","));
+}
+
+int RoleSize(const PsPlan& plan, PsRole role) {
+  switch (role) {
+    case PsRole::kServer:
+      return static_cast<int>(plan.servers.size());
+    case PsRole::kWorker:
+      return static_cast<int>(plan.workers.size());
+    case PsRole::kHeterWorker: {
+      size_t total = 0;
+      for (const auto& stage : plan.heter_stages) total += stage.size();
+      return static_cast<int>(total);
+    }
+  }
+  return 0;
+}
+
+/// Fixed ports are checked before anything starts; reserved free ports need no check.
+void CheckFixedPortsFree(const PsPlan& plan) {
+  std::vector<int> ports;
+  for (const PsProcess& p : plan.processes) ports.push_back(p.endpoint.port);
+  CheckPortsFree(ports);
+}
+
+std::vector<SupervisedProcess> BuildPsProcesses(const PsPlan& plan, const TrainingCommand& command,
+                                                const fs::path& log_dir, bool overwrite,
+                                                LogFiles& logs) {
+  const bool has_worker = std::any_of(plan.processes.begin(), plan.processes.end(),
+                                      [](const PsProcess& p) { return p.role == PsRole::kWorker; });
+  const std::vector<std::string> parent_env = ParentEnvironment();
+  std::vector<SupervisedProcess> processes;
+  for (const PsProcess& ps : plan.processes) {
+    SupervisedProcess p;
+    p.rank = ps.global_id;
+    p.role = PsRoleName(ps.role);
+    p.role_size = RoleSize(plan, ps.role);
+    // Workers finish the job; on a node without workers, the servers' own exit does (Paddle).
+    p.primary = !has_worker || ps.role == PsRole::kWorker;
+    p.log_path = (log_dir / ps.log_name).string();
+    p.spec.executable = command.executable;
+    p.spec.argv = command.argv;
+    p.spec.env = ComposeEnvironment(parent_env, ps.env);
+    p.spec.output_fd = logs.Open(p.log_path, overwrite);
+    processes.push_back(std::move(p));
+  }
+  return processes;
+}
+
+}  // namespace
+
+int RunPs(const LaunchOptions& options, JobMode mode, const TrainingCommand& command) {
+  PsInputs inputs;
+  inputs.options = options;
+  inputs.mode = mode;
+  inputs.cuda_visible_devices = GetEnv("CUDA_VISIBLE_DEVICES");
+  auto probe = MakeSystemDeviceProbe();
+  inputs.devices = ResolveDevices(options.gpus, std::nullopt, "auto",
+                                  DeviceEnv{inputs.cuda_visible_devices}, *probe);
+  const int accelerators = inputs.devices.mode == DeviceMode::kGpu
+                               ? static_cast<int>(inputs.devices.devices_per_proc.size())
+                               : 0;
+  PDLOG_INFO("{}", FormatPsModeLine(options, accelerators));
+
+  const std::vector<std::string> hosts = PsNodeIps(options, mode);
+  inputs.node = GatherNodeEnv(JoinHosts(hosts), options.host);
+  inputs.start_port = GivenStartPort(options);
+  // Free ports differ from host to host; a job on several hosts needs the same list everywhere.
+  if (!inputs.start_port && hosts.size() > 1) inputs.start_port = kPsDefaultStartPort;
+  std::unique_ptr<PortReservation> reservation;
+  if (!inputs.start_port) {
+    reservation = MakeLockingPortAllocator()->Reserve(PsPortsNeeded(options, mode));
+    inputs.free_ports = reservation->ports();
+  }
+  const fs::path log_dir = PrepareLogDir(options.log_dir);
+  TempDir gloo_dir;
+  inputs.job = JobEnv{gloo_dir.path(), GetEnv("PADDLE_WITH_GLOO").value_or("0"), log_dir.string()};
+
+  const PsPlan plan = PlanPs(inputs);
+  for (const std::string& line : plan.warnings) PDLOG_WARN("{}", line);
+  if (!reservation) CheckFixedPortsFree(plan);
+  LogFiles logs;
+  std::vector<SupervisedProcess> processes =
+      BuildPsProcesses(plan, command, log_dir, options.log_overwrite, logs);
+  for (const std::string& line : plan.info) PDLOG_INFO("{}", line);
+
+  SupervisorOptions supervisor;
+  supervisor.grace_seconds = options.grace;
+  for (const SupervisedProcess& p : processes) {
+    if (p.role == "worker") {
+      supervisor.echo_path = p.log_path;  // The first local worker's output, live.
+      break;
+    }
+  }
+  return RunSupervised(std::move(processes), supervisor);
+}
+
+}  // namespace pdlaunch::internal

@@ -1,0 +1,78 @@
+#include "launch_support.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <system_error>
+
+#include "pdlaunch/errors.h"
+#include "pdlaunch/ports.h"
+
+extern char** environ;
+
+namespace pdlaunch::internal {
+
+namespace fs = std::filesystem;
+
+std::optional<std::string> GetEnv(const char* name) {
+  const char* value = ::getenv(name);
+  if (value == nullptr || *value == '\0') return std::nullopt;
+  return std::string(value);
+}
+
+std::vector<std::string> ParentEnvironment() {
+  std::vector<std::string> env;
+  for (char** entry = environ; *entry != nullptr; ++entry) env.emplace_back(*entry);
+  return env;
+}
+
+std::optional<int> GivenStartPort(const LaunchOptions& options) {
+  return FixedStartPort(options.start_port, GetEnv("FLAGS_START_PORT"),
+                        GetEnv("PADDLE_START_PORT"));
+}
+
+NodeEnv GatherNodeEnv(const std::string& ips, const std::optional<std::string>& host) {
+  NodeEnv env{GetEnv("POD_IP"), {}, {}};
+  if (ips.find(',') != std::string::npos) env.local_addresses = LocalInterfaceAddresses();
+  for (const std::string& name : HostNamesToResolve(ips, host, env.pod_ip)) {
+    env.resolved[name] = ResolveHostName(name);
+  }
+  return env;
+}
+
+fs::path PrepareLogDir(const std::string& log_dir) {
+  std::error_code ec;
+  fs::create_directories(log_dir, ec);
+  if (ec) {
+    throw LaunchError(fmt::format("cannot create log directory '{}': {}", log_dir, ec.message()));
+  }
+  return fs::absolute(log_dir);
+}
+
+TempDir::TempDir() {
+  const fs::path base = GetEnv("TMPDIR").value_or("/tmp");
+  std::string pattern = (base / "tmpXXXXXXXX").string();
+  if (::mkdtemp(pattern.data()) == nullptr) ThrowSystemError(errno, "mkdtemp in " + base.string());
+  path_ = pattern;
+}
+
+TempDir::~TempDir() {
+  std::error_code ignored;
+  fs::remove_all(path_, ignored);
+}
+
+LogFiles::~LogFiles() {
+  for (int fd : fds_) ::close(fd);
+}
+
+int LogFiles::Open(const std::string& path, bool truncate) {
+  const int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (truncate ? O_TRUNC : O_APPEND);
+  const int fd = ::open(path.c_str(), flags, 0644);
+  if (fd < 0) ThrowSystemError(errno, fmt::format("cannot open log file '{}'", path));
+  fds_.push_back(fd);
+  return fd;
+}
+
+}  // namespace pdlaunch::internal

@@ -1,0 +1,64 @@
+#pragma once
+
+// Pieces shared by the run paths of the launcher (launch.cc: collective, launch_ps.cc: parameter
+// server). Internal to src/.
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pdlaunch/node.h"
+#include "pdlaunch/options.h"
+#include "pdlaunch/ps.h"
+#include "pdlaunch/training_command.h"
+
+namespace pdlaunch::internal {
+
+/// The value of environment variable `name`; nullopt when unset or empty.
+std::optional<std::string> GetEnv(const char* name);
+
+/// The launcher's environment as "NAME=value" entries.
+std::vector<std::string> ParentEnvironment();
+
+/// The fixed start port: --start_port, FLAGS_START_PORT, PADDLE_START_PORT, in that order.
+std::optional<int> GivenStartPort(const LaunchOptions& options);
+
+/// POD_IP, the local interface addresses (only when `ips` lists several nodes) and the
+/// addresses of the host names in `ips` that need resolving (forward only).
+NodeEnv GatherNodeEnv(const std::string& ips, const std::optional<std::string>& host);
+
+/// Creates `log_dir` (and parents); returns its absolute path. Throws LaunchError naming it.
+std::filesystem::path PrepareLogDir(const std::string& log_dir);
+
+/// A temporary directory (PADDLE_GLOO_FS_PATH), removed with everything in it at scope exit.
+class TempDir {
+ public:
+  TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  ~TempDir();
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+/// Owns the log file descriptors handed to the children (close-on-exec in the launcher).
+class LogFiles {
+ public:
+  LogFiles() = default;
+  LogFiles(const LogFiles&) = delete;
+  LogFiles& operator=(const LogFiles&) = delete;
+  ~LogFiles();
+  /// Opens `path` for appending, or truncated. Throws std::system_error naming the file.
+  int Open(const std::string& path, bool truncate);
+
+ private:
+  std::vector<int> fds_;
+};
+
+/// Runs a parameter-server job (launch_ps.cc); returns the launcher's exit code.
+int RunPs(const LaunchOptions& options, JobMode mode, const TrainingCommand& command);
+
+}  // namespace pdlaunch::internal
