@@ -81,7 +81,6 @@ int RunPs(const LaunchOptions& options, JobMode mode, const TrainingCommand& com
   const int accelerators = inputs.devices.mode == DeviceMode::kGpu
                                ? static_cast<int>(inputs.devices.devices_per_proc.size())
                                : 0;
-  PDLOG_INFO("{}", FormatPsModeLine(options, accelerators));
 
   const std::vector<std::string> hosts = PsNodeIps(options, mode);
   inputs.node = GatherNodeEnv(JoinHosts(hosts), options.host);
@@ -98,6 +97,8 @@ int RunPs(const LaunchOptions& options, JobMode mode, const TrainingCommand& com
   inputs.job = JobEnv{gloo_dir.path(), GetEnv("PADDLE_WITH_GLOO").value_or("0"), log_dir.string()};
 
   const PsPlan plan = PlanPs(inputs);
+  // Logged once the command line has proven valid: a usage error stays one line.
+  PDLOG_INFO("{}", FormatPsModeLine(options, accelerators));
   for (const std::string& line : plan.warnings) PDLOG_WARN("{}", line);
   if (!reservation) CheckFixedPortsFree(plan);
   LogFiles logs;
@@ -110,6 +111,9 @@ int RunPs(const LaunchOptions& options, JobMode mode, const TrainingCommand& com
   for (const SupervisedProcess& p : processes) {
     if (p.role == "worker") {
       supervisor.echo_path = p.log_path;  // The first local worker's output, live.
+      // Paddle's line, only where workers run: a servers-only node completes silently.
+      supervisor.primaries_done_message =
+          "all workers exit, going to finish parameter server and heter_worker.";
       break;
     }
   }

@@ -158,7 +158,7 @@ class EventLoop {
     if (!policy_.all_exited()) io_.run();
     echo_.Finish();      // Closes our inotify reference while the watchdog still holds one...
     watchdog_.Disarm();  // ...so the expensive last close happens in the watchdog, not here.
-    if (policy_.completing()) {
+    if (primaries_done_ && !options_.primaries_done_message.empty()) {
       if (HasRole("heter_worker")) PDLOG_INFO("all heter_worker are killed");
       if (HasRole("server")) PDLOG_INFO("all parameter server are killed");
     }
@@ -217,8 +217,11 @@ class EventLoop {
     }
     if (exits.empty()) return;
     const Supervision::Commands commands = policy_.OnExits(exits);
-    if (commands.completing) {
-      PDLOG_INFO("all workers exit, going to finish parameter server and heter_worker.");
+    if (!primaries_done_ && policy_.failed().empty() && policy_.primaries_succeeded()) {
+      primaries_done_ = true;
+      if (!options_.primaries_done_message.empty()) {
+        PDLOG_INFO("{}", options_.primaries_done_message);
+      }
     }
     Execute(commands);
     if (!commands.newly_failed.empty()) ReportFailures(commands.newly_failed);
@@ -369,6 +372,7 @@ class EventLoop {
   int straggler_generation_ = 0;
   bool grace_expired_ = false;
   bool straggler_cleanup_ = false;
+  bool primaries_done_ = false;
 };
 
 }  // namespace

@@ -48,6 +48,8 @@ class Supervision {
   bool stopping() const { return stopping_; }
   /// True once the completion teardown began (see the class comment).
   bool completing() const { return completing_; }
+  /// True when every primary process has exited 0 (whether or not others remain).
+  bool primaries_succeeded() const { return PrimariesSucceeded(); }
   /// Indices of failed processes in the order their failures were seen.
   const std::vector<int>& failed() const { return failed_; }
   /// First failure, if any.
