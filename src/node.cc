@@ -47,23 +47,13 @@ std::vector<std::string> CheckedNodeList(const std::string& ips) {
   return nodes;
 }
 
-// True if entry `node` of --ips names `address`: the same IP literal in canonical form, the same
-// string, or a host name that resolved to it.
-bool Names(const std::string& node, const std::string& address, const NodeEnv& env) {
-  const std::string wanted = Canonical(address);
-  if (Canonical(node) == wanted) return true;
-  const auto resolved = env.resolved.find(node);
-  if (resolved == env.resolved.end()) return false;
-  return std::any_of(resolved->second.begin(), resolved->second.end(),
-                     [&](const std::string& ip) { return Canonical(ip) == wanted; });
-}
-
 std::vector<int> IndicesOf(const std::vector<std::string>& nodes,
                            const std::vector<std::string>& addresses, const NodeEnv& env) {
   std::vector<int> indices;
   for (size_t i = 0; i < nodes.size(); ++i) {
-    if (std::any_of(addresses.begin(), addresses.end(),
-                    [&](const std::string& address) { return Names(nodes[i], address, env); })) {
+    if (std::any_of(addresses.begin(), addresses.end(), [&](const std::string& address) {
+          return NodeEntryNames(nodes[i], address, env);
+        })) {
       indices.push_back(static_cast<int>(i));
     }
   }
@@ -123,6 +113,15 @@ std::string NumericHost(const sockaddr* address) {
 }
 
 }  // namespace
+
+bool NodeEntryNames(const std::string& node, const std::string& address, const NodeEnv& env) {
+  const std::string wanted = Canonical(address);
+  if (Canonical(node) == wanted) return true;
+  const auto resolved = env.resolved.find(node);
+  if (resolved == env.resolved.end()) return false;
+  return std::any_of(resolved->second.begin(), resolved->second.end(),
+                     [&](const std::string& ip) { return Canonical(ip) == wanted; });
+}
 
 NodeIdentity ResolveNode(const std::string& ips, const std::optional<std::string>& host,
                          const NodeEnv& env) {

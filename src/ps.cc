@@ -378,32 +378,10 @@ void CheckDistinct(const PsPlan& plan) {
 
 // --- This node (contract §4.3, issue #4 item 2) -------------------------------------------------
 
-// The canonical text of an IP literal ("0:0::1" → "::1"); anything else unchanged.
-std::string Canonical(const std::string& address) {
-  unsigned char bytes[sizeof(in6_addr)];
-  char text[INET6_ADDRSTRLEN];
-  for (int family : {AF_INET, AF_INET6}) {
-    if (inet_pton(family, address.c_str(), bytes) == 1 &&
-        inet_ntop(family, bytes, text, sizeof text) != nullptr) {
-      return text;
-    }
-  }
-  return address;
-}
-
-bool Names(const std::string& node, const std::string& address, const NodeEnv& env) {
-  const std::string wanted = Canonical(address);
-  if (Canonical(node) == wanted) return true;
-  const auto resolved = env.resolved.find(node);
-  if (resolved == env.resolved.end()) return false;
-  return std::any_of(resolved->second.begin(), resolved->second.end(),
-                     [&](const std::string& ip) { return Canonical(ip) == wanted; });
-}
-
 NodeIdentity FindNamed(std::vector<std::string> nodes, const std::string& address,
                        const std::string& how, const NodeEnv& env) {
   for (size_t i = 0; i < nodes.size(); ++i) {
-    if (Names(nodes[i], address, env)) return {std::move(nodes), static_cast<int>(i), how};
+    if (NodeEntryNames(nodes[i], address, env)) return {std::move(nodes), static_cast<int>(i), how};
   }
   throw LaunchError(fmt::format(
       "Can't find your local ip {{{}}} in args.servers and args.workers ips: {{{}}} (from {})",
@@ -414,7 +392,7 @@ NodeIdentity FindLocal(std::vector<std::string> nodes, const NodeEnv& env) {
   std::vector<int> found;
   for (size_t i = 0; i < nodes.size(); ++i) {
     for (const std::string& address : env.local_addresses) {
-      if (Names(nodes[i], address, env)) {
+      if (NodeEntryNames(nodes[i], address, env)) {
         found.push_back(static_cast<int>(i));
         break;
       }

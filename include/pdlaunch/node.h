@@ -49,6 +49,10 @@ bool IsIpLiteral(const std::string& text);
 /// "cannot resolve host name 'node-b' of --ips: <gai_strerror>" when it fails.
 std::vector<std::string> ResolveHostName(const std::string& name);
 
+/// True if entry `node` of a node list names `address`: the same IP literal in canonical form
+/// ("0:0::1" is "::1"), the same string, or a host name that resolved (env.resolved) to it.
+bool NodeEntryNames(const std::string& node, const std::string& address, const NodeEnv& env);
+
 /// IPv4 and IPv6 addresses of this host's interfaces (getifaddrs), loopback included.
 std::vector<std::string> LocalInterfaceAddresses();
 
