@@ -13,32 +13,13 @@ readonly PACKAGES=(build-essential cmake ninja-build libcli11-dev libspdlog-dev 
 readonly SYSTEM_PYTHON=/usr/bin/python3
 readonly DEMO=build/demo
 
-log() { printf '\n==> %s\n' "$*"; }
+# shellcheck source=scripts/deps.sh
+source scripts/deps.sh
 
 # Prints and runs a command.
 show() {
   printf '\n$ %s\n' "$*"
   "$@"
-}
-
-missing_packages() {
-  local pkg
-  for pkg in "$@"; do
-    dpkg-query -W -f='${Status}\n' "${pkg}" 2>/dev/null | grep -qx 'install ok installed' ||
-      echo "${pkg}"
-  done
-}
-
-install_packages() {
-  local missing
-  mapfile -t missing < <(missing_packages "$@")
-  if ((${#missing[@]} == 0)); then return; fi
-  log "Installing missing Debian packages: ${missing[*]}"
-  local sudo=()
-  if ((EUID != 0)); then sudo=(sudo); fi
-  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update
-  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
-    apt-get install -y --no-install-recommends "${missing[@]}"
 }
 
 show_logs() {

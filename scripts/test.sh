@@ -2,8 +2,9 @@
 # The whole check, as CI runs it, on a fresh Debian 12 (as root) or an already prepared machine:
 #   1. install the Debian packages that are missing (nothing is downloaded otherwise);
 #   2. build/      RelWithDebInfo, warnings as errors; every CTest test (unit, process, e2e, torch);
-#   3. build-asan/ Debug with AddressSanitizer + UBSan; the unit, process and e2e tests.
-# Usage: bash scripts/test.sh [--quick]     (--quick skips step 3)
+#   3. build-asan/ Debug with AddressSanitizer + UBSan; the unit, process and e2e tests;
+#   4. build-fuzz/ clang++ with libFuzzer + ASan + UBSan; 60 s of scripts/fuzz.sh.
+# Usage: bash scripts/test.sh [--quick]     (--quick skips steps 3 and 4)
 # Exits non-zero if any step failed; the last line is a one-line summary.
 set -euo pipefail
 
@@ -11,19 +12,21 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 readonly PACKAGES=(build-essential cmake ninja-build libcli11-dev libspdlog-dev libfmt-dev
                    libboost1.81-dev nlohmann-json3-dev libgtest-dev googletest python3
-                   python3-torch iproute2 procps)
+                   python3-torch iproute2 procps clang libclang-rt-14-dev)
 readonly TEST_TIMEOUT=600  # seconds, for a test without its own TIMEOUT property
+readonly FUZZ_SECONDS=60
 
 quick=0
 for arg in "$@"; do
   case "${arg}" in
     --quick) quick=1 ;;
-    -h | --help) sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "test.sh: unknown argument: ${arg}" >&2; exit 2 ;;
   esac
 done
 
-log() { printf '\n==> %s\n' "$*"; }
+# shellcheck source=scripts/deps.sh
+source scripts/deps.sh
 
 # join <separator> <items...>
 join() {
@@ -34,28 +37,6 @@ join() {
   echo "${out}"
 }
 
-missing_packages() {
-  local pkg
-  for pkg in "$@"; do
-    dpkg-query -W -f='${Status}\n' "${pkg}" 2>/dev/null | grep -qx 'install ok installed' ||
-      echo "${pkg}"
-  done
-}
-
-install_packages() {
-  local missing
-  mapfile -t missing < <(missing_packages "$@")
-  if ((${#missing[@]} == 0)); then
-    log "Debian packages: all $# present"
-    return
-  fi
-  log "Installing missing Debian packages: ${missing[*]}"
-  local sudo=()
-  if ((EUID != 0)); then sudo=(sudo); fi
-  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update
-  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
-    apt-get install -y --no-install-recommends "${missing[@]}"
-}
 
 # build_tree <dir> <cmake args...>: configure and build everything; returns cmake's status.
 build_tree() {
@@ -101,6 +82,20 @@ elif build_tree build-asan -DCMAKE_BUILD_TYPE=Debug -DPDLAUNCH_WARNINGS_AS_ERROR
   fi
 else
   failed+=("build-asan/ build")
+fi
+
+# fuzz.sh prints the reproducer of a finding; status 3 is its build failing.
+if ((quick)); then
+  summary+=("build-fuzz/ skipped (--quick)")
+else
+  log "Fuzzing in build-fuzz/ for ${FUZZ_SECONDS} s"
+  fuzz_status=0
+  bash scripts/fuzz.sh --build --time "${FUZZ_SECONDS}" || fuzz_status=$?
+  case "${fuzz_status}" in
+    0) summary+=("build-fuzz/ ok") ;;
+    3) failed+=("build-fuzz/ build") ;;
+    *) failed+=("build-fuzz/ fuzzing") ;;
+  esac
 fi
 
 elapsed=$((SECONDS - start))

@@ -1,0 +1,29 @@
+# Sourced by scripts/demo.sh and scripts/test.sh: installs the Debian packages that are missing.
+# Nothing is downloaded when everything is present, so reruns are fast.
+
+log() { printf '\n==> %s\n' "$*"; }
+
+# missing_packages <pkg...>: prints the packages dpkg does not have installed.
+missing_packages() {
+  local pkg
+  for pkg in "$@"; do
+    dpkg-query -W -f='${Status}\n' "${pkg}" 2>/dev/null | grep -qx 'install ok installed' ||
+      echo "${pkg}"
+  done
+}
+
+# install_packages <pkg...>: apt-get update + install of the missing ones (sudo when not root).
+install_packages() {
+  local missing
+  mapfile -t missing < <(missing_packages "$@")
+  if ((${#missing[@]} == 0)); then
+    log "Debian packages: all $# present"
+    return
+  fi
+  log "Installing missing Debian packages: ${missing[*]}"
+  local sudo=()
+  if ((EUID != 0)); then sudo=(sudo); fi
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
+    apt-get install -y --no-install-recommends "${missing[@]}"
+}

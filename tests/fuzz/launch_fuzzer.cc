@@ -1,0 +1,476 @@
+// libFuzzer target over the pure core: command-line parsing, mode selection, devices, node
+// identity, collective and PaddleCloud topology, trainer variables, PS planning and the messages
+// built from them (docs/testing.md "Fuzzing"). No processes, sockets or real environment.
+//
+// Input: lines separated by '\n'. A line starting with '@' sets a fake input of the machine,
+// every other line is one argv token (program name excluded):
+//   @gpus=N                 the FakeDeviceProbe's count (0..16)
+//   @local=ADDR             one local interface address (repeatable)
+//   @resolve=NAME=A,B       the resolved addresses of host name NAME in --ips
+//   @NAME=VALUE or @NAME    an environment variable (CUDA_VISIBLE_DEVICES, POD_IP,
+//                           FLAGS_START_PORT, PADDLE_TRAINERS, ...), "" when without '='
+// A LaunchError (UsageError included) is an expected outcome; any other exception, a crash, a
+// sanitizer report, a hang or a violated invariant (__builtin_trap) is a bug.
+
+#include <algorithm>
+#include <charconv>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "pdlaunch/cli.h"
+#include "pdlaunch/cloud.h"
+#include "pdlaunch/devices.h"
+#include "pdlaunch/endpoint.h"
+#include "pdlaunch/errors.h"
+#include "pdlaunch/messages.h"
+#include "pdlaunch/node.h"
+#include "pdlaunch/options.h"
+#include "pdlaunch/ports.h"
+#include "pdlaunch/ps.h"
+#include "pdlaunch/topology.h"
+#include "pdlaunch/trainer_env.h"
+
+// Prints the failed condition and stops the fuzzer at once (a crash with a reproducer).
+#define PDLAUNCH_FUZZ_CHECK(condition)                                                          \
+  do {                                                                                          \
+    if (!(condition)) {                                                                         \
+      std::fprintf(stderr, "invariant violated: %s (%s:%d)\n", #condition, __FILE__, __LINE__); \
+      __builtin_trap();                                                                         \
+    }                                                                                           \
+  } while (false)
+
+namespace pdlaunch {
+namespace {
+
+// Bounds that keep one input fast; inputs above them are skipped, not failed.
+constexpr int kMaxProcesses = 512;         // nproc_per_node, device lists, PS role counts.
+constexpr size_t kMaxWorld = 1024;         // Trainers of the whole job.
+constexpr size_t kMaxChecked = 8;          // Local trainers whose variables are checked.
+constexpr int kFirstFreePort = 20000;      // Where synthesized "free" ports start.
+constexpr int kMultiNodeStartPort = 6070;  // launch.cc's default for several nodes.
+
+// PDLAUNCH_FUZZ_VERBOSE=1 prints every expected refusal: to see how far a reproducer or a seed
+// gets. Read once; the core under test never sees the real environment.
+const bool kVerbose = std::getenv("PDLAUNCH_FUZZ_VERBOSE") != nullptr;
+
+struct FuzzInput {
+  std::vector<std::string> args;
+  EnvMap env;
+  NodeEnv node;
+  int gpu_count = 0;
+};
+
+std::optional<std::string> Get(const EnvMap& env, const std::string& name) {
+  const auto it = env.find(name);
+  if (it == env.end() || it->second.empty()) return std::nullopt;
+  return it->second;
+}
+
+int ToInt(std::string_view text, int fallback) {
+  int value = fallback;
+  std::from_chars(text.data(), text.data() + text.size(), value);
+  return value;
+}
+
+void AddDirective(std::string_view line, FuzzInput& input) {
+  const size_t equals = line.find('=');
+  const std::string name(line.substr(0, equals));
+  const std::string value(equals == std::string_view::npos ? "" : line.substr(equals + 1));
+  if (name == "gpus") {
+    input.gpu_count = std::clamp(ToInt(value, 0), 0, 16);
+  } else if (name == "local") {
+    input.node.local_addresses.push_back(value);
+  } else if (name == "resolve") {
+    const size_t split = value.find('=');
+    const std::string host = value.substr(0, split);
+    const std::string addresses = split == std::string::npos ? "" : value.substr(split + 1);
+    input.node.resolved[host] = SplitAndStrip(addresses, ',');
+  } else {
+    input.env[name] = value;
+  }
+}
+
+FuzzInput Decode(std::string_view data) {
+  FuzzInput input;
+  size_t begin = 0;
+  while (begin <= data.size()) {
+    const size_t end = std::min(data.find('\n', begin), data.size());
+    const std::string_view line = data.substr(begin, end - begin);
+    if (!line.empty() && line.front() == '@') {
+      AddDirective(line.substr(1), input);
+    } else {
+      input.args.emplace_back(line);
+    }
+    begin = end + 1;
+  }
+  if (!input.args.empty() && input.args.back().empty()) input.args.pop_back();
+  input.node.pod_ip = Get(input.env, "POD_IP");
+  return input;
+}
+
+// Runs `body`; a LaunchError is an expected refusal (nullopt) and must carry exit code 1 or 2.
+template <typename Body>
+auto Try(Body body) -> std::optional<decltype(body())> {
+  try {
+    return body();
+  } catch (const LaunchError& error) {
+    if (kVerbose) std::fprintf(stderr, "refused (exit %d): %s\n", error.exit_code(), error.what());
+    PDLAUNCH_FUZZ_CHECK(error.exit_code() == kExitSetupError ||
+                        error.exit_code() == kExitUsageError);
+    PDLAUNCH_FUZZ_CHECK(error.what()[0] != '\0');
+    return std::nullopt;
+  }
+}
+
+size_t CountLines(const std::string& text) {
+  return static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
+}
+
+size_t ItemCount(const std::optional<std::string>& list, char separator) {
+  return list ? SplitAndStrip(*list, separator).size() : 0;
+}
+
+// --- Messages -----------------------------------------------------------------------------------
+
+void CheckConfiguration(const LaunchOptions& options) {
+  const std::string text = FormatConfigurationArguments(options);
+  // Tokens hold no '\n' (the input is split on it) and list items are escaped: one line each.
+  PDLAUNCH_FUZZ_CHECK(CountLines(text) == 30);
+  PDLAUNCH_FUZZ_CHECK(text.rfind("-----------  Configuration Arguments -----------\n", 0) == 0);
+  PDLAUNCH_FUZZ_CHECK(text.ends_with(std::string(48, '-') + "\n"));
+}
+
+// Every line of the table has the same width (the keys and values are one line each).
+void CheckDistributedEnvs(const EnvList& rows) {
+  const std::string table = FormatDistributedEnvs(rows);
+  PDLAUNCH_FUZZ_CHECK(table.starts_with("\n") && table.ends_with("\n"));
+  PDLAUNCH_FUZZ_CHECK(CountLines(table) == rows.size() + 5);
+  size_t width = std::string::npos;
+  size_t begin = 1;
+  while (begin < table.size()) {
+    const size_t end = table.find('\n', begin);
+    if (width == std::string::npos) width = end - begin;
+    PDLAUNCH_FUZZ_CHECK(end - begin == width);
+    begin = end + 1;
+  }
+}
+
+void CheckEndpointsLog(const std::vector<Endpoint>& world) {
+  const std::string log = FormatEndpointsLog(world);
+  PDLAUNCH_FUZZ_CHECK(log.rfind("PADDLE_TRAINER_ENDPOINTS: \n", 0) == 0);
+  PDLAUNCH_FUZZ_CHECK(CountLines(log) == world.size());
+  PDLAUNCH_FUZZ_CHECK(log.substr(27) == JoinEndpoints(world, "\n"));
+}
+
+// --- Collective ---------------------------------------------------------------------------------
+
+void CheckDevices(const DevicePlan& plan, const std::optional<int>& nproc) {
+  PDLAUNCH_FUZZ_CHECK(!plan.devices_per_proc.empty());
+  if (nproc) PDLAUNCH_FUZZ_CHECK(plan.devices_per_proc.size() == static_cast<size_t>(*nproc));
+  const bool gpu = plan.mode == DeviceMode::kGpu;
+  PDLAUNCH_FUZZ_CHECK(plan.backend == (gpu ? "nccl" : "gloo"));
+  PDLAUNCH_FUZZ_CHECK(plan.mode_line ==
+                      (gpu ? "launch train in GPU mode!" : "launch train in CPU mode"));
+  for (const std::vector<int>& ids : plan.devices_per_proc) {
+    PDLAUNCH_FUZZ_CHECK(ids.size() == plan.devices_per_proc.front().size());
+    PDLAUNCH_FUZZ_CHECK(gpu != ids.empty());
+    for (int id : ids) PDLAUNCH_FUZZ_CHECK(id >= 0);
+  }
+}
+
+const EnvList::value_type* Find(const EnvList& env, const std::string& name) {
+  const auto it = std::find_if(env.begin(), env.end(),
+                               [&](const EnvList::value_type& row) { return row.first == name; });
+  return it == env.end() ? nullptr : &*it;
+}
+
+void CheckTrainerVariables(const Cluster& cluster, const Trainer& trainer) {
+  const EnvList table = TrainerTable(cluster, trainer);
+  const std::string world = JoinEndpoints(cluster.world_endpoints());
+  PDLAUNCH_FUZZ_CHECK(table.size() >= 7);
+  PDLAUNCH_FUZZ_CHECK(
+      table[0] == EnvList::value_type("PADDLE_TRAINER_ID", std::to_string(trainer.global_rank)));
+  PDLAUNCH_FUZZ_CHECK(table[1].second == trainer.endpoint.ToString());
+  PDLAUNCH_FUZZ_CHECK(table[2].second == std::to_string(cluster.world_size()));
+  PDLAUNCH_FUZZ_CHECK(table[3].second == world);
+  PDLAUNCH_FUZZ_CHECK(table[4].second == std::to_string(trainer.local_rank));
+  CheckDistributedEnvs(table);
+  const EnvList all = TrainerVariables(cluster, trainer, JobEnv{"/tmp/gloo", "0", "/log"});
+  PDLAUNCH_FUZZ_CHECK(std::equal(table.begin(), table.end(), all.begin()));
+  std::set<std::string> names;
+  for (const auto& row : all) PDLAUNCH_FUZZ_CHECK(names.insert(row.first).second);
+  PDLAUNCH_FUZZ_CHECK(Find(all, "RANK") && Find(all, "RANK")->second == table[0].second);
+  PDLAUNCH_FUZZ_CHECK(Find(all, "MASTER_PORT") &&
+                      Find(all, "MASTER_PORT")->second == std::to_string(cluster.master.port));
+}
+
+// Ranks 0..world-1 exactly once in node-major order; the local trainers are in the world list.
+void CheckCluster(const Cluster& cluster, size_t per_node) {
+  const std::vector<Endpoint> world = cluster.world_endpoints();
+  PDLAUNCH_FUZZ_CHECK(world.size() == cluster.pods.size() * per_node);
+  PDLAUNCH_FUZZ_CHECK(static_cast<size_t>(cluster.world_size()) == world.size());
+  PDLAUNCH_FUZZ_CHECK(cluster.local_index >= 0 &&
+                      static_cast<size_t>(cluster.local_index) < cluster.pods.size());
+  int rank = 0;
+  for (size_t k = 0; k < cluster.pods.size(); ++k) {
+    const Pod& pod = cluster.pods[k];
+    PDLAUNCH_FUZZ_CHECK(pod.node_index == static_cast<int>(k) && pod.trainers.size() == per_node);
+    for (size_t i = 0; i < pod.trainers.size(); ++i) {
+      PDLAUNCH_FUZZ_CHECK(pod.trainers[i].global_rank == rank++);
+      PDLAUNCH_FUZZ_CHECK(pod.trainers[i].local_rank == static_cast<int>(i));
+    }
+  }
+  const std::vector<Trainer>& local = cluster.local_pod().trainers;
+  for (size_t i = 0; i < local.size(); ++i) {
+    PDLAUNCH_FUZZ_CHECK(std::find(world.begin(), world.end(), local[i].endpoint) != world.end());
+    if (i < kMaxChecked || i + 1 == local.size()) CheckTrainerVariables(cluster, local[i]);
+  }
+  CheckEndpointsLog(world);
+  (void)cluster.world_device_ids();
+}
+
+// The ports launch.cc would use: fixed from the start port, else synthesized free ones.
+std::vector<int> CollectivePorts(std::optional<int> start, int count) {
+  std::vector<int> ports;
+  for (int i = 0; i <= count; ++i) ports.push_back(start.value_or(kFirstFreePort) + i);
+  return ports;
+}
+
+std::optional<int> StartPort(const LaunchOptions& options, const EnvMap& env) {
+  return Try([&] {
+           return FixedStartPort(options.start_port, Get(env, "FLAGS_START_PORT"),
+                                 Get(env, "PADDLE_START_PORT"));
+         })
+      .value_or(std::nullopt);
+}
+
+// The names to resolve are entries of --ips that are not IP literals.
+void CheckNamesToResolve(const LaunchOptions& options, const FuzzInput& input) {
+  const auto names =
+      Try([&] { return HostNamesToResolve(options.ips, options.host, input.node.pod_ip); });
+  if (!names) return;
+  const std::vector<std::string> entries = SplitAndStrip(options.ips, ',');
+  for (const std::string& name : *names) {
+    PDLAUNCH_FUZZ_CHECK(!IsIpLiteral(name));
+    PDLAUNCH_FUZZ_CHECK(std::find(entries.begin(), entries.end(), name) != entries.end());
+  }
+}
+
+void CheckDistinct(const std::vector<Endpoint>& endpoints) {
+  std::set<std::string> seen;
+  for (const Endpoint& e : endpoints) PDLAUNCH_FUZZ_CHECK(seen.insert(e.ToString()).second);
+}
+
+void FuzzArgumentCluster(const LaunchOptions& options, const FuzzInput& input,
+                         const DevicePlan& devices, bool cloud) {
+  CheckNamesToResolve(options, input);
+  const std::optional<NodeIdentity> node =
+      Try([&] { return ResolveNode(options.ips, options.host, input.node); });
+  if (!node) return;
+  PDLAUNCH_FUZZ_CHECK(node->node_ips == SplitAndStrip(options.ips, ','));
+  PDLAUNCH_FUZZ_CHECK(node->node_index >= 0 &&
+                      static_cast<size_t>(node->node_index) < node->node_ips.size());
+  const size_t per_node = devices.devices_per_proc.size();
+  if (node->node_ips.size() * per_node > kMaxWorld) return;
+  std::optional<int> start = StartPort(options, input.env);
+  if (!start && (node->node_ips.size() > 1 || cloud)) start = kMultiNodeStartPort;
+  std::vector<int> ports = CollectivePorts(start, static_cast<int>(per_node));
+  const int master_port = ports.back();
+  ports.pop_back();
+  const std::optional<Cluster> cluster =
+      Try([&] { return BuildCollectiveCluster(*node, devices, ports, master_port); });
+  PDLAUNCH_FUZZ_CHECK(cluster.has_value());  // Enough ports and a valid node index: cannot fail.
+  PDLAUNCH_FUZZ_CHECK(cluster->local_index == node->node_index);
+  PDLAUNCH_FUZZ_CHECK(cluster->master == (Endpoint{node->node_ips.front(), master_port}));
+  for (const Pod& pod : cluster->pods) {
+    PDLAUNCH_FUZZ_CHECK(pod.ip == node->node_ips[static_cast<size_t>(pod.node_index)]);
+    for (const Trainer& t : pod.trainers)
+      PDLAUNCH_FUZZ_CHECK(t.endpoint ==
+                          (Endpoint{pod.ip, ports[static_cast<size_t>(t.local_rank)]}));
+  }
+  CheckCluster(*cluster, per_node);
+  CheckDistinct(cluster->world_endpoints());  // Distinct node entries, distinct ports.
+}
+
+void FuzzCloudCluster(const LaunchOptions& options, const CloudEnv& cloud,
+                      const DevicePlan& devices, const EnvMap& env) {
+  const size_t per_node = devices.devices_per_proc.size();
+  if (SplitAndStrip(cloud.trainers, ',').size() * per_node > kMaxWorld) return;
+  const int start = StartPort(options, env).value_or(kDefaultCloudStartPort);
+  const std::optional<CloudCluster> result =
+      Try([&] { return BuildCloudCluster(cloud, options.ips, devices, start); });
+  if (!result) return;
+  const Cluster& cluster = result->cluster;
+  PDLAUNCH_FUZZ_CHECK(cluster.pods.size() == SplitAndStrip(cloud.trainers, ',').size());
+  for (const Pod& pod : cluster.pods) {
+    for (const Trainer& t : pod.trainers) {
+      PDLAUNCH_FUZZ_CHECK(t.endpoint.port >= 1 && t.endpoint.port <= 65535);
+    }
+  }
+  PDLAUNCH_FUZZ_CHECK(cluster.master.port >= 1 && cluster.master.port <= 65535);
+  CheckCluster(cluster, per_node);
+}
+
+void FuzzCollective(const LaunchOptions& options, const FuzzInput& input) {
+  if (options.nproc_per_node && *options.nproc_per_node > kMaxProcesses) return;
+  const std::optional<std::string> visible = Get(input.env, "CUDA_VISIBLE_DEVICES");
+  if (ItemCount(options.gpus, ',') > kMaxProcesses || ItemCount(visible, ',') > kMaxProcesses)
+    return;
+  FakeDeviceProbe probe(input.gpu_count);
+  const std::optional<DevicePlan> devices = Try([&] {
+    return ResolveDevices(options.gpus, options.nproc_per_node, options.backend, DeviceEnv{visible},
+                          probe);
+  });
+  PDLAUNCH_FUZZ_CHECK(probe.calls() <= 1);
+  if (!devices) return;
+  CheckDevices(*devices, options.nproc_per_node);
+  const std::optional<CloudEnv> cloud = DetectCloud(input.env);
+  const std::optional<bool> uses_cloud = Try([&] { return cloud && UsesCloudCluster(*cloud); });
+  if (!uses_cloud) return;
+  if (*uses_cloud) {
+    FuzzCloudCluster(options, *cloud, *devices, input.env);
+  } else {
+    FuzzArgumentCluster(options, input, *devices, cloud.has_value());
+  }
+}
+
+// --- Parameter server ---------------------------------------------------------------------------
+
+bool PsSizesBounded(const LaunchOptions& options) {
+  if (options.server_num.value_or(0) > kMaxProcesses) return false;
+  if (options.worker_num.value_or(0) > kMaxProcesses) return false;
+  long total = 0;
+  for (const std::string& item : SplitAndStrip(options.heter_worker_num.value_or(""), ';')) {
+    total += std::clamp(ToInt(item, 0), 0, 65536);
+  }
+  return total <= kMaxProcesses;
+}
+
+// The role's full list, where PsProcess::global_id points: heter workers of all stages.
+std::vector<Endpoint> RoleList(const PsPlan& plan, PsRole role) {
+  if (role == PsRole::kServer) return plan.servers;
+  if (role == PsRole::kWorker) return plan.workers;
+  std::vector<Endpoint> all;
+  for (const auto& stage : plan.heter_stages) all.insert(all.end(), stage.begin(), stage.end());
+  return all;
+}
+
+void CheckPsPlan(const PsPlan& plan, JobMode mode) {
+  PDLAUNCH_FUZZ_CHECK(plan.mode == mode);
+  PDLAUNCH_FUZZ_CHECK(plan.node.node_index >= 0 &&
+                      static_cast<size_t>(plan.node.node_index) < plan.node.node_ips.size());
+  std::vector<Endpoint> all = plan.servers;
+  all.insert(all.end(), plan.workers.begin(), plan.workers.end());
+  for (const auto& stage : plan.heter_stages) all.insert(all.end(), stage.begin(), stage.end());
+  CheckDistinct(all);
+  int counts[3] = {0, 0, 0};
+  for (const PsProcess& p : plan.processes) {
+    const int role = static_cast<int>(p.role);
+    PDLAUNCH_FUZZ_CHECK(p.local_index == counts[role]++);
+    PDLAUNCH_FUZZ_CHECK(p.stage == 0   ? p.role == PsRole::kServer
+                        : p.stage == 1 ? p.role == PsRole::kWorker
+                                       : p.role == PsRole::kHeterWorker);
+    const std::vector<Endpoint> list = RoleList(plan, p.role);
+    PDLAUNCH_FUZZ_CHECK(p.global_id >= 0 && static_cast<size_t>(p.global_id) < list.size());
+    PDLAUNCH_FUZZ_CHECK(list[static_cast<size_t>(p.global_id)] == p.endpoint);
+    PDLAUNCH_FUZZ_CHECK(p.endpoint.host ==
+                        plan.node.node_ips[static_cast<size_t>(plan.node.node_index)]);
+    PDLAUNCH_FUZZ_CHECK(p.log_name.ends_with("log." + std::to_string(p.local_index)));
+    PDLAUNCH_FUZZ_CHECK(!p.env.empty());
+    CheckDistributedEnvs(p.env);
+  }
+}
+
+void FuzzPs(const LaunchOptions& options, JobMode mode, const FuzzInput& input) {
+  if (!PsSizesBounded(options)) return;
+  const std::optional<int> needed = Try([&] { return PsPortsNeeded(options, mode); });
+  const auto hosts = Try([&] { return PsNodeIps(options, mode); });
+  PDLAUNCH_FUZZ_CHECK(needed.has_value() == hosts.has_value());  // Both throw as PlanPs does.
+  if (!needed) return;
+  PDLAUNCH_FUZZ_CHECK(*needed >= (options.http_port ? 0 : 1));  // The gloo HTTP port unless given.
+  PsInputs inputs;
+  inputs.options = options;
+  inputs.mode = mode;
+  inputs.node = input.node;
+  inputs.cuda_visible_devices = Get(input.env, "CUDA_VISIBLE_DEVICES");
+  if (ItemCount(options.gpus, ',') > kMaxProcesses) return;
+  FakeDeviceProbe probe(input.gpu_count);
+  const auto devices = Try([&] {
+    return ResolveDevices(options.gpus, std::nullopt, "auto",
+                          DeviceEnv{inputs.cuda_visible_devices}, probe);
+  });
+  if (!devices) return;
+  inputs.devices = *devices;
+  inputs.start_port = StartPort(options, input.env);
+  if (!inputs.start_port && hosts->size() > 1) inputs.start_port = kPsDefaultStartPort;
+  if (!inputs.start_port) inputs.free_ports = CollectivePorts(kFirstFreePort, *needed - 1);
+  inputs.job = JobEnv{"/tmp/gloo", Get(input.env, "PADDLE_WITH_GLOO").value_or("0"), ""};
+  const std::optional<PsPlan> plan = Try([&] { return PlanPs(inputs); });
+  if (!plan) return;
+  PDLAUNCH_FUZZ_CHECK(plan->node.node_ips == *hosts);
+  CheckPsPlan(*plan, mode);
+}
+
+// --- Command line -------------------------------------------------------------------------------
+
+// ParseCommandLine is ParseArguments plus the refusal of unsupported modes: it accepts a subset,
+// and refuses with ParseArguments' own message whenever ParseArguments refuses.
+std::optional<CommandLine> FuzzParse(const std::vector<std::string>& args) {
+  std::optional<std::string> strict_error;
+  std::optional<CommandLine> strict;
+  try {
+    strict = ParseCommandLine(args);
+  } catch (const LaunchError& error) {
+    PDLAUNCH_FUZZ_CHECK(error.exit_code() == kExitUsageError);
+    strict_error = error.what();
+  }
+  try {
+    CommandLine all = ParseArguments(args);
+    if (strict) {
+      PDLAUNCH_FUZZ_CHECK(FormatConfigurationArguments(strict->options) ==
+                          FormatConfigurationArguments(all.options));
+      PDLAUNCH_FUZZ_CHECK(strict->exit_text == all.exit_text);
+    }
+    return all;
+  } catch (const LaunchError& error) {
+    PDLAUNCH_FUZZ_CHECK(error.exit_code() == kExitUsageError);
+    PDLAUNCH_FUZZ_CHECK(strict_error == std::string(error.what()));
+    return std::nullopt;
+  }
+}
+
+void FuzzOne(const FuzzInput& input) {
+  const std::optional<CommandLine> command_line = FuzzParse(input.args);
+  if (!command_line) return;
+  if (command_line->exit_text) {
+    PDLAUNCH_FUZZ_CHECK(command_line->exit_text->ends_with("\n"));
+    return;
+  }
+  const LaunchOptions& options = command_line->options;
+  CheckConfiguration(options);
+  const std::optional<JobMode> mode = Try([&] { return SelectMode(options); });
+  if (!mode) return;
+  if (*mode == JobMode::kCollective) {
+    FuzzCollective(options, input);
+  } else {
+    (void)FormatPsModeLine(options, input.gpu_count);
+    FuzzPs(options, *mode, input);
+  }
+}
+
+}  // namespace
+}  // namespace pdlaunch
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const pdlaunch::FuzzInput input =
+      pdlaunch::Decode(std::string_view(reinterpret_cast<const char*>(data), size));
+  pdlaunch::FuzzOne(input);
+  return 0;
+}
