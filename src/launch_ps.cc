@@ -114,6 +114,9 @@ int RunPs(const LaunchOptions& options, JobMode mode, const TrainingCommand& com
       // Paddle's line, only where workers run: a servers-only node completes silently.
       supervisor.primaries_done_message =
           "all workers exit, going to finish parameter server and heter_worker.";
+      supervisor.role_stopped_messages = {
+          {PsRoleName(PsRole::kHeterWorker), "all heter_worker are killed"},
+          {PsRoleName(PsRole::kServer), "all parameter server are killed"}};
       break;
     }
   }

@@ -159,8 +159,9 @@ class EventLoop {
     echo_.Finish();      // Closes our inotify reference while the watchdog still holds one...
     watchdog_.Disarm();  // ...so the expensive last close happens in the watchdog, not here.
     if (primaries_done_ && !options_.primaries_done_message.empty()) {
-      if (HasRole("heter_worker")) PDLOG_INFO("all heter_worker are killed");
-      if (HasRole("server")) PDLOG_INFO("all parameter server are killed");
+      for (const auto& [role, line] : options_.role_stopped_messages) {
+        if (HasRole(role)) PDLOG_INFO("{}", line);
+      }
     }
     if (policy_.exit_code() == 0) PDLOG_INFO("Local processes completed.");
     return policy_.exit_code();

@@ -2,6 +2,7 @@
 
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "pdlaunch/process.h"
@@ -23,10 +24,12 @@ struct SupervisorOptions {
   int world_size = 0;     ///< For the ABORT line.
   std::string echo_path;  ///< Log file to echo to stdout live (local rank 0's); empty: none.
   int tail_lines = 20;    ///< Lines of a failed rank's log shown on failure.
-  /// Logged (INFO) once every primary process has exited 0 — PS: "all workers exit, going to
-  /// finish parameter server and heter_worker." — followed at the end by "all heter_worker are
-  /// killed" / "all parameter server are killed" for the roles present. Empty: nothing.
+  /// Logged (INFO) once every primary process has exited 0 (PS: "all workers exit, going to
+  /// finish parameter server and heter_worker."). Empty: nothing.
   std::string primaries_done_message;
+  /// (role, line) pairs logged (INFO) in this order at the end, after primaries_done_message was,
+  /// for each role that had processes here (PS: "all parameter server are killed").
+  std::vector<std::pair<std::string, std::string>> role_stopped_messages;
   /// Called with each child's pid (= pgid) right after it is spawned.
   std::function<void(pid_t)> on_spawn;
   /// Called once every process is started, with their pids in order.
