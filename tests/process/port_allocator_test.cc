@@ -151,21 +151,38 @@ using PortRecord = std::array<int, kPortsPerLauncher>;
   ::_exit(written == sizeof record && record[0] != -1 ? 0 : 1);
 }
 
-// `count` consecutive ports in the candidate range, each bindable now; fails the test if none.
-std::pair<int, int> FreeWindow(int count) {
-  auto [eph_lo, eph_hi] = EphemeralRange();
-  auto [lo, hi] = CandidatePortRange(eph_lo, eph_hi);
-  for (int first = lo + 1000; first + count - 1 <= hi; first += count) {
-    bool all_free = true;
-    for (int port = first; port < first + count && all_free; ++port) {
-      Fd socket(BoundSocket(port, /*reuse_address=*/false, /*listen=*/false));
-      all_free = socket.get() >= 0;
+/// `count` consecutive ports of the candidate range, bindable now and held in the system-wide
+/// lock file for the life of the object, so that launchers run by concurrent tests (which use
+/// that file) stay out of it while the test drives an allocator with a private lock file.
+class FreeWindow {
+ public:
+  explicit FreeWindow(int count) {
+    auto [eph_lo, eph_hi] = EphemeralRange();
+    auto [lo, hi] = CandidatePortRange(eph_lo, eph_hi);
+    for (int first = lo + 1000; first + count - 1 <= hi; first += count) {
+      try {
+        hold_ = MakeLockingPortAllocator(std::nullopt, {first, first + count - 1})->Reserve(count);
+        first_ = first;
+        last_ = first + count - 1;
+        return;
+      } catch (const LaunchError&) {  // Some port is busy or held: try the next window.
+      }
     }
-    if (all_free) return {first, first + count - 1};
+    ADD_FAILURE() << "no window of " << count << " free ports in " << lo << "-" << hi;
   }
-  ADD_FAILURE() << "no window of " << count << " free ports in " << lo << "-" << hi;
-  return {lo, lo + count - 1};
-}
+  int first() const { return first_; }
+  int last() const { return last_; }
+  std::vector<int> ports() const {
+    std::vector<int> all;
+    for (int port = first_; port <= last_; ++port) all.push_back(port);
+    return all;
+  }
+
+ private:
+  std::unique_ptr<PortReservation> hold_;
+  int first_ = 0;
+  int last_ = -1;
+};
 
 TEST(LockingPortAllocatorTest, ReservesAscendingDistinctPortsOutsideTheEphemeralRange) {
   ScopedLockFile lock;
@@ -198,15 +215,16 @@ TEST(LockingPortAllocatorTest, ReservationsOfOneProcessNeverOverlap) {
 
 TEST(LockingPortAllocatorTest, ReservationsOfOneProcessSplitASmallRange) {
   ScopedLockFile lock;
-  auto [first, last] = FreeWindow(10);
-  std::unique_ptr<PortAllocator> allocator = MakeLockingPortAllocator(lock.path(), {first, last});
+  FreeWindow window(10);
+  std::unique_ptr<PortAllocator> allocator =
+      MakeLockingPortAllocator(lock.path(), {window.first(), window.last()});
   std::unique_ptr<PortReservation> a = allocator->Reserve(5);
   std::unique_ptr<PortReservation> b = allocator->Reserve(5);
   std::set<int> all(a->ports().begin(), a->ports().end());
   all.insert(b->ports().begin(), b->ports().end());
   EXPECT_EQ(all.size(), 10u);
-  EXPECT_EQ(*all.begin(), first);
-  EXPECT_EQ(*all.rbegin(), last);
+  EXPECT_EQ(*all.begin(), window.first());
+  EXPECT_EQ(*all.rbegin(), window.last());
 }
 
 TEST(LockingPortAllocatorTest, ReservedPortsAreBindable) {
@@ -229,12 +247,11 @@ TEST(LockingPortAllocatorTest, DestroyingAReservationReleasesItsLocks) {
 
 TEST(LockingPortAllocatorTest, ExhaustedRangeFailsAndIsReusableAfterRelease) {
   ScopedLockFile lock;
-  auto [first, last] = FreeWindow(8);
+  FreeWindow window(8);
+  const int first = window.first(), last = window.last();
   std::unique_ptr<PortAllocator> allocator = MakeLockingPortAllocator(lock.path(), {first, last});
-  std::vector<int> window;
-  for (int port = first; port <= last; ++port) window.push_back(port);
   std::unique_ptr<PortReservation> all = allocator->Reserve(8);
-  EXPECT_EQ(all->ports(), window);
+  EXPECT_EQ(all->ports(), window.ports());
   try {
     allocator->Reserve(1);
     ADD_FAILURE() << "no LaunchError";
@@ -244,12 +261,13 @@ TEST(LockingPortAllocatorTest, ExhaustedRangeFailsAndIsReusableAfterRelease) {
                                          ": only 0 available");
   }
   all.reset();
-  EXPECT_EQ(allocator->Reserve(8)->ports(), window);
+  EXPECT_EQ(allocator->Reserve(8)->ports(), window.ports());
 }
 
 TEST(LockingPortAllocatorTest, BusyPortInRangeIsSkipped) {
   ScopedLockFile lock;
-  auto [first, last] = FreeWindow(4);
+  FreeWindow window(4);
+  const int first = window.first(), last = window.last();
   Fd busy(BoundSocket(first + 1, /*reuse_address=*/true, /*listen=*/true));
   ASSERT_GE(busy.get(), 0);
   std::unique_ptr<PortAllocator> allocator = MakeLockingPortAllocator(lock.path(), {first, last});
@@ -313,12 +331,10 @@ TEST(LockingPortAllocatorTest, ConcurrentLaunchersNeverShareAPort) {
 
 TEST(LockingPortAllocatorTest, ConcurrentLaunchersShareOutAnExactlyLargeEnoughRange) {
   // Without the locks, random scan starts in a range this small would collide at once.
-  auto [first, last] = FreeWindow(kLaunchers * kPortsPerLauncher);
-  std::vector<int> ports = ReserveConcurrently(std::pair{first, last});
-  std::vector<int> window;
-  for (int port = first; port <= last; ++port) window.push_back(port);
+  FreeWindow window(kLaunchers * kPortsPerLauncher);
+  std::vector<int> ports = ReserveConcurrently(std::pair{window.first(), window.last()});
   std::sort(ports.begin(), ports.end());
-  EXPECT_EQ(ports, window);
+  EXPECT_EQ(ports, window.ports());
 }
 
 TEST(LockingPortAllocatorTest, LocksOfAKilledLauncherAreReleased) {

@@ -143,7 +143,9 @@ TEST(ProcessTest, ParentDeathSignalKillsTheChild) {
   const std::string pid_file = dir.File("child.pid");
   const pid_t middle = ::fork();
   if (middle == 0) {
-    Process p = Process::Spawn(Shell("sleep 30"));
+    // sleep itself, not a shell that would fork it: the parent-death signal reaches the direct
+    // child only (the watchdog covers the rest of the group; see watchdog_test.cc).
+    Process p = Process::Spawn(ProcessSpec{"/bin/sleep", {"sleep", "30"}, {}, -1});
     FILE* f = std::fopen(pid_file.c_str(), "w");
     std::fprintf(f, "%d", p.pid());
     std::fclose(f);
