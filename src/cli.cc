@@ -142,7 +142,6 @@ constexpr std::string_view kPsGroup = "Parameter-Server Parameters";
 constexpr std::string_view kElasticGroup = "Elastic Parameters";
 constexpr std::string_view kOwnGroup = "pdlaunch Parameters";
 
-constexpr std::string_view kElasticMode = "elastic mode";
 constexpr std::string_view kXpu = "XPU devices";
 
 using LO = LaunchOptions;
@@ -199,21 +198,21 @@ const std::array<FlagSpec, 30> kFlags = {{
     {"--http_port", "http_port", Kind::kValue, true, &StoreInt<&LO::http_port>, kPsGroup,
      "Gloo http Port", ""},
     {"--elastic_server", "elastic_server", Kind::kValue, true, &StoreText<&LO::elastic_server>,
-     kElasticGroup, "etcd server host:port", kElasticMode},
+     kElasticGroup, "etcd server host:port", ""},
     {"--job_id", "job_id", Kind::kValue, true, &StoreText<&LO::job_id>, kElasticGroup,
-     "job unique id", kElasticMode},
+     "job unique id", ""},
     {"--np", "np", Kind::kValue, true, &StoreText<&LO::np>, kElasticGroup, "job pod/node number",
-     kElasticMode},
+     ""},
     {"--scale", "scale", Kind::kValue, true, &StoreInt<&LO::scale>, kElasticGroup, "scale np",
-     kElasticMode},
+     ""},
     {"--host", "host", Kind::kValue, true, &StoreText<&LO::host>, kElasticGroup,
      "bind host, default to POD_IP env", ""},
     {"--force", "force", Kind::kOptionalBool, true, &StoreForce, kElasticGroup, "update np force",
-     kElasticMode},
+     ""},
     {"--elastic_pre_hook", "elastic_pre_hook", Kind::kValue, true,
-     &StoreText<&LO::elastic_pre_hook>, kElasticGroup, "elastic pre_hook shell cmd", kElasticMode},
+     &StoreText<&LO::elastic_pre_hook>, kElasticGroup, "elastic pre_hook shell cmd", ""},
     {"--max_restart", "max_restart", Kind::kValue, true, &StoreInt<&LO::max_restart>, kElasticGroup,
-     "restart budget of the elastic controller", kElasticMode},
+     "restart budget of the elastic controller", ""},
     {"--start_port", "start_port", Kind::kValue, false, &StoreStartPort, kOwnGroup,
      "First port of the trainers' fixed ports; takes precedence over env FLAGS_START_PORT, "
      "which takes precedence over env PADDLE_START_PORT.",
@@ -440,8 +439,8 @@ const std::array<GroupInfo, 6> kGroups = {{
     {kCollectiveGroup, ""},
     {kPsGroup, "Parameter-server jobs: servers, workers and heter workers (docs/ps.md)."},
     {kElasticGroup,
-     "pdlaunch does not implement elastic mode yet: these options are refused, except --host, "
-     "which collective mode uses to find this node in --ips."},
+     "Elastic and fault-tolerant jobs coordinated through etcd (docs/elastic.md). --host also "
+     "selects this node in --ips in collective mode."},
     {kOwnGroup, "Options of pdlaunch that Paddle's launcher does not have."},
 }};
 

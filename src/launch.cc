@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 #include <signal.h>
-#include <stdlib.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -13,6 +12,7 @@
 #include "launch_support.h"
 #include "pdlaunch/cli.h"
 #include "pdlaunch/cloud.h"
+#include "pdlaunch/elastic.h"
 #include "pdlaunch/errors.h"
 #include "pdlaunch/logging.h"
 #include "pdlaunch/messages.h"
@@ -184,6 +184,14 @@ int Run(const LaunchOptions& options) {
       options.training_script, options.training_script_args, GetEnv("PADDLE_LAUNCH_PYTHON"),
       GetEnv("PATH").value_or("/bin:/usr/bin"));
   if (mode != JobMode::kCollective) return internal::RunPs(options, mode, command);
+  const ElasticDecision elastic = ResolveElasticConfig(options, EnvironmentMap());
+  if (!elastic.info.empty()) PDLOG_INFO("{}", elastic.info);
+  if (elastic.config) {
+    if (options.WasGiven("ips")) {
+      PDLOG_WARN("--ips is ignored in elastic mode: the nodes come from etcd");
+    }
+    return internal::RunElastic(options, *elastic.config, command);
+  }
   CollectivePlan plan = PlanCollective(options);
   LogDevicePlan(plan.devices);
   const fs::path log_dir = PrepareLogDir(options.log_dir);

@@ -1,13 +1,14 @@
 #pragma once
 
 // Pieces shared by the run paths of the launcher (launch.cc: collective, launch_ps.cc: parameter
-// server). Internal to src/.
+// server, launch_elastic.cc: elastic). Internal to src/.
 
 #include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "pdlaunch/elastic.h"
 #include "pdlaunch/node.h"
 #include "pdlaunch/options.h"
 #include "pdlaunch/ps.h"
@@ -60,5 +61,10 @@ class LogFiles {
 
 /// Runs a parameter-server job (launch_ps.cc); returns the launcher's exit code.
 int RunPs(const LaunchOptions& options, JobMode mode, const TrainingCommand& command);
+
+/// Runs this node of an elastic collective job (launch_elastic.cc, docs/elastic.md); returns the
+/// launcher's exit code: 0 completed, 101 or 3 failed for good, 128+signal.
+int RunElastic(const LaunchOptions& options, const ElasticConfig& config,
+               const TrainingCommand& command);
 
 }  // namespace pdlaunch::internal

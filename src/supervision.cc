@@ -82,6 +82,12 @@ Supervision::Commands Supervision::OnGraceExpired() {
   return SignalGroups(SIGKILL);
 }
 
+Supervision::Commands Supervision::OnStopRequest() {
+  if (stopping_) return {};
+  stop_requested_ = true;
+  return BeginTeardown(SIGTERM);
+}
+
 Supervision::Commands Supervision::BeginTeardown(int signal) {
   if (stopping_) return {};
   stopping_ = true;

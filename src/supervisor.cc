@@ -145,17 +145,24 @@ class EventLoop {
       : options_(options),
         signals_(io_, SIGINT, SIGTERM, SIGHUP),
         grace_timer_(io_),
+        tick_timer_(io_),
+        external_event_(io_),
         policy_(Primaries(processes)),
         echo_(io_, options.echo_path),
         watchdog_(echo_.SharedDescriptors()) {
     pending_ = std::move(processes);
+    idle_ = pending_.empty() && options_.external != nullptr;
     for (int signal : {SIGQUIT, SIGUSR1, SIGUSR2}) signals_.add(signal);
   }
 
-  int Run() {
+  SupervisorResult Run() {
     WaitForSignal();
     StartAll();
-    if (!policy_.all_exited()) io_.run();
+    if (options_.external) {
+      WaitForExternal();
+      ArmTick();
+    }
+    if (!policy_.all_exited() || idle_) io_.run();
     echo_.Finish();      // Closes our inotify reference while the watchdog still holds one...
     watchdog_.Disarm();  // ...so the expensive last close happens in the watchdog, not here.
     if (primaries_done_ && !options_.primaries_done_message.empty()) {
@@ -163,8 +170,12 @@ class EventLoop {
         if (HasRole(role)) PDLOG_INFO("{}", line);
       }
     }
-    if (policy_.exit_code() == 0) PDLOG_INFO("Local processes completed.");
-    return policy_.exit_code();
+    if (policy_.exit_code() == 0 && !idle_ && !policy_.stop_requested() &&
+        !policy_.received_signal()) {
+      PDLOG_INFO("Local processes completed.");
+    }
+    return SupervisorResult{policy_.exit_code(), policy_.received_signal(),
+                            !policy_.failed().empty(), policy_.stop_requested()};
   }
 
  private:
@@ -225,7 +236,48 @@ class EventLoop {
       }
     }
     Execute(commands);
-    if (!commands.newly_failed.empty()) ReportFailures(commands.newly_failed);
+    if (!commands.newly_failed.empty()) {
+      if (options_.on_first_failure && policy_.failed().size() == commands.newly_failed.size()) {
+        const Child& first = children_[static_cast<size_t>(commands.newly_failed.front())];
+        options_.on_first_failure(first.info, *first.process.status());
+      }
+      ReportFailures(commands.newly_failed);
+    }
+    MaybeFinish();
+  }
+
+  // The external descriptor is dup'ed afresh after every callback: the owner may have replaced
+  // (and closed) it, and a stale duplicate of a dead socket would stay readable forever.
+  void WaitForExternal() {
+    boost::system::error_code ignored;
+    external_event_.close(ignored);
+    if (finished_) return;
+    const int fd = options_.external->fd();
+    if (fd < 0) return;
+    external_event_.assign(::fcntl(fd, F_DUPFD_CLOEXEC, 0));
+    external_event_.async_wait(StreamDescriptor::wait_read, [this](boost::system::error_code ec) {
+      if (ec || finished_) return;
+      if (options_.external->OnReadable()) RequestStop();
+      WaitForExternal();
+    });
+  }
+
+  void ArmTick() {
+    const double seconds = options_.external->tick_seconds();
+    if (seconds <= 0 || finished_) return;
+    tick_timer_.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+        std::chrono::duration<double>(seconds)));
+    tick_timer_.async_wait([this](boost::system::error_code ec) {
+      if (ec || finished_) return;
+      if (options_.external->OnTick()) RequestStop();
+      WaitForExternal();
+      ArmTick();
+    });
+  }
+
+  void RequestStop() {
+    if (policy_.stopping()) return;
+    Execute(policy_.OnStopRequest());
     MaybeFinish();
   }
 
@@ -275,6 +327,7 @@ class EventLoop {
   // (grandchildren) are watched through pidfds of their own, so even this wait is event-driven.
   void MaybeFinish() {
     if (!policy_.all_exited()) return;
+    if (idle_ && !policy_.stopping()) return;  // Waiting with no processes: until told to stop.
     std::vector<pid_t> groups;  // Groups that still exist; usually none, which spares a /proc scan.
     for (const Child& child : children_) {
       if (::kill(-child.process.pid(), 0) == 0 || errno == EPERM)
@@ -318,8 +371,12 @@ class EventLoop {
   }
 
   void Finish() {
+    finished_ = true;
     grace_timer_.cancel();
+    tick_timer_.cancel();
     signals_.cancel();
+    boost::system::error_code ignored;
+    external_event_.close(ignored);
     io_.stop();
   }
 
@@ -363,6 +420,8 @@ class EventLoop {
   asio::io_context io_;
   asio::signal_set signals_;
   asio::steady_timer grace_timer_;
+  asio::steady_timer tick_timer_;
+  StreamDescriptor external_event_;
   Supervision policy_;
   ConsoleEcho echo_;
   Watchdog watchdog_;  // Declared before children_: it is disarmed only after they are gone.
@@ -374,13 +433,20 @@ class EventLoop {
   bool grace_expired_ = false;
   bool straggler_cleanup_ = false;
   bool primaries_done_ = false;
+  bool idle_ = false;  // No processes, only external events: run until a stop.
+  bool finished_ = false;
 };
 
 }  // namespace
 
-int RunSupervised(std::vector<SupervisedProcess> processes, const SupervisorOptions& options) {
+SupervisorResult Supervise(std::vector<SupervisedProcess> processes,
+                           const SupervisorOptions& options) {
   EventLoop loop(std::move(processes), options);
   return loop.Run();
+}
+
+int RunSupervised(std::vector<SupervisedProcess> processes, const SupervisorOptions& options) {
+  return Supervise(std::move(processes), options).exit_code;
 }
 
 }  // namespace pdlaunch

@@ -42,10 +42,15 @@ class Supervision {
   Commands OnExit(int index, ExitStatus status) { return OnExits({{index, status}}); }
   Commands OnSignal(int signal);
   Commands OnGraceExpired();
+  /// Something outside the processes ends the run: the same teardown as a failure (SIGTERM, shared
+  /// grace), but nothing failed and the exit code stays as it is.
+  Commands OnStopRequest();
 
   /// True once every process has been reaped.
   bool all_exited() const { return running_ == 0; }
   bool stopping() const { return stopping_; }
+  /// True once OnStopRequest began a teardown.
+  bool stop_requested() const { return stop_requested_; }
   /// True once the completion teardown began (see the class comment).
   bool completing() const { return completing_; }
   /// True when every primary process has exited 0 (whether or not others remain).
@@ -74,6 +79,7 @@ class Supervision {
   bool completing_ = false;
   bool stopping_ = false;
   bool killed_ = false;
+  bool stop_requested_ = false;
   std::optional<int> signal_;
 };
 

@@ -1,10 +1,12 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "pdlaunch/exit_status.h"
 #include "pdlaunch/process.h"
 
 namespace pdlaunch {
@@ -17,6 +19,22 @@ struct SupervisedProcess {
   std::string role = "trainer";  ///< "trainer"; PS: "server", "worker", "heter_worker".
   int role_size = 0;             ///< Processes of this role in the whole job (ABORT line).
   bool primary = true;           ///< Its clean exit completes the job (see Supervision).
+};
+
+/// Something besides the processes that can end a run early: the elastic controller's etcd watch
+/// and lease keep-alive. Both hooks run on the event loop, between its other events.
+class ExternalEvents {
+ public:
+  virtual ~ExternalEvents() = default;
+  /// The descriptor to wait for readability on, or -1 for none at the moment. Asked again after
+  /// every OnReadable and OnTick (it may change, e.g. after a reconnect).
+  virtual int fd() = 0;
+  /// fd() is readable. Returns true to stop the run (SIGTERM to every group, shared grace).
+  virtual bool OnReadable() = 0;
+  /// Seconds between OnTick calls; 0: no ticks.
+  virtual double tick_seconds() const = 0;
+  /// The periodic tick. Returns true to stop the run.
+  virtual bool OnTick() = 0;
 };
 
 struct SupervisorOptions {
@@ -34,6 +52,20 @@ struct SupervisorOptions {
   std::function<void(pid_t)> on_spawn;
   /// Called once every process is started, with their pids in order.
   std::function<void(const std::vector<pid_t>&)> on_started;
+  /// Called once, for the first process seen failing (the root cause), right after its siblings
+  /// were sent SIGTERM and before the ABORT line.
+  std::function<void(const SupervisedProcess&, const ExitStatus&)> on_first_failure;
+  /// Not owned; may be null. With no processes at all, the loop runs until it asks to stop or a
+  /// termination signal arrives (the elastic controller waits for its peers this way).
+  ExternalEvents* external = nullptr;
+};
+
+/// How a supervised run ended.
+struct SupervisorResult {
+  int exit_code = 0;          ///< As RunSupervised returns it.
+  std::optional<int> signal;  ///< The termination signal the launcher received, if any.
+  bool failed = false;        ///< A process failed (the ABORT line named it).
+  bool stopped = false;       ///< ExternalEvents asked for the stop.
 };
 
 /// Runs the processes to the end under one event loop (Boost.Asio, single-threaded): exits come
@@ -43,5 +75,9 @@ struct SupervisorOptions {
 /// launcher's exit code (see Supervision). Spawning errors throw; teardown of what was already
 /// started happens first.
 int RunSupervised(std::vector<SupervisedProcess> processes, const SupervisorOptions& options);
+
+/// RunSupervised, telling how the run ended.
+SupervisorResult Supervise(std::vector<SupervisedProcess> processes,
+                           const SupervisorOptions& options);
 
 }  // namespace pdlaunch

@@ -43,10 +43,10 @@ class UsageErrorTest(LaunchTestCase):
         self.assertIn("--nproc_per_node", line)
         self.assertIn("--np", line)
 
-    def test_elastic_flag_is_not_supported_yet(self):
+    def test_incomplete_elastic_flags(self):
         line = self.check_usage_error(["--elastic_server", "127.0.0.1:2379"] + self.rank_args(),
-                                      "--elastic_server")
-        self.assertIn("--elastic_server is not supported yet", line)
+                                      "--job_id")
+        self.assertIn("elastic mode needs --elastic_server, --job_id and --np", line)
 
     def test_mixing_collective_and_parameter_server_flags(self):
         line = self.check_usage_error(["--ips", "127.0.0.1", "--server_num", "1"]

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <thread>
 
 #include "../support/test_util.h"
 #include "pdlaunch/logging.h"
@@ -38,15 +39,21 @@ class SupervisorTest : public ::testing::Test {
     processes_.push_back(std::move(p));
   }
 
-  int Run(double grace = 5.0) {
+  int Run(double grace = 5.0) { return Supervise(grace).exit_code; }
+
+  SupervisorResult Supervise(double grace = 5.0, ExternalEvents* external = nullptr) {
     SupervisorOptions options;
+    options.external = external;
+    options.on_first_failure = [this](const SupervisedProcess& p, const ExitStatus& status) {
+      first_failures_.emplace_back(p.rank, status);
+    };
     options.grace_seconds = grace;
     for (SupervisedProcess& p : processes_) p.role_size = static_cast<int>(processes_.size());
     options.on_spawn = [this](pid_t pid) { pids_.push_back(pid); };
     const auto start = Clock::now();
-    const int code = RunSupervised(std::move(processes_), options);
+    const SupervisorResult result = pdlaunch::Supervise(std::move(processes_), options);
     elapsed_ = Clock::now() - start;
-    return code;
+    return result;
   }
 
   double elapsed_seconds() const { return std::chrono::duration<double>(elapsed_).count(); }
@@ -55,7 +62,43 @@ class SupervisorTest : public ::testing::Test {
   std::vector<SupervisedProcess> processes_;
   std::vector<int> fds_;
   std::vector<pid_t> pids_;
+  std::vector<std::pair<int, ExitStatus>> first_failures_;
   Clock::duration elapsed_{};
+};
+
+/// External events from a pipe: a byte written to it is one event; stops on the byte 's' or once
+/// `stop_after_ticks` ticks have happened.
+class PipeEvents : public ExternalEvents {
+ public:
+  explicit PipeEvents(double tick_seconds = 0, int stop_after_ticks = -1)
+      : tick_seconds_(tick_seconds), stop_after_ticks_(stop_after_ticks) {
+    if (::pipe2(fds_, O_CLOEXEC | O_NONBLOCK) != 0) ADD_FAILURE() << "pipe2";
+  }
+  ~PipeEvents() override {
+    ::close(fds_[0]);
+    ::close(fds_[1]);
+  }
+  void Send(char byte) { EXPECT_EQ(::write(fds_[1], &byte, 1), 1); }
+  int fd() override { return fds_[0]; }
+  bool OnReadable() override {
+    char byte = 0;
+    bool stop = false;
+    while (::read(fds_[0], &byte, 1) == 1) {
+      ++events;
+      stop = stop || byte == 's';
+    }
+    return stop;
+  }
+  double tick_seconds() const override { return tick_seconds_; }
+  bool OnTick() override { return ++ticks == stop_after_ticks_; }
+
+  int events = 0;
+  int ticks = 0;
+
+ private:
+  int fds_[2] = {-1, -1};
+  double tick_seconds_;
+  int stop_after_ticks_;
 };
 
 TEST_F(SupervisorTest, AllSucceedGivesZero) {
@@ -141,6 +184,69 @@ TEST_F(SupervisorTest, FailedRankLogTailIsShown) {
   EXPECT_NE(err.find("line30\n"), std::string::npos);
   EXPECT_NE(err.find("line11\n"), std::string::npos);
   EXPECT_EQ(err.find("line10\n"), std::string::npos);  // Only the last 20 lines.
+}
+
+TEST_F(SupervisorTest, FirstFailureIsReportedOnceWithItsStatus) {
+  AddRank("sleep 60");
+  AddRank("exit 7");
+  AddRank("sleep 0.2; exit 9");
+  EXPECT_EQ(Run(), 7);
+  ASSERT_EQ(first_failures_.size(), 1u);
+  EXPECT_EQ(first_failures_[0].first, 1);
+  EXPECT_EQ(first_failures_[0].second, ExitStatus::Exited(7));
+}
+
+TEST_F(SupervisorTest, ExternalStopTearsTheRanksDown) {
+  PipeEvents events;
+  AddRank("sleep 60");
+  AddRank("sleep 60");
+  std::thread sender([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    events.Send('x');
+    events.Send('s');
+  });
+  const SupervisorResult result = Supervise(5.0, &events);
+  sender.join();
+  EXPECT_EQ(result.exit_code, 0);
+  EXPECT_TRUE(result.stopped);
+  EXPECT_FALSE(result.failed);
+  EXPECT_FALSE(result.signal);
+  EXPECT_EQ(events.events, 2);
+  EXPECT_LT(elapsed_seconds(), 4.0);  // sleep honours SIGTERM: no grace wait.
+  for (pid_t pid : pids_) EXPECT_FALSE(ProcessAlive(pid));
+  EXPECT_TRUE(first_failures_.empty());
+}
+
+TEST_F(SupervisorTest, IdleLoopRunsUntilTheExternalSideStops) {
+  PipeEvents events(/*tick_seconds=*/0.05, /*stop_after_ticks=*/3);
+  const SupervisorResult result = Supervise(5.0, &events);
+  EXPECT_TRUE(result.stopped);
+  EXPECT_EQ(result.exit_code, 0);
+  EXPECT_EQ(events.ticks, 3);
+  EXPECT_GE(elapsed_seconds(), 0.14);
+}
+
+TEST_F(SupervisorTest, IdleLoopEndsOnATerminationSignal) {
+  PipeEvents events(/*tick_seconds=*/0.05);
+  std::thread sender([] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    ::kill(::getpid(), SIGTERM);
+  });
+  const SupervisorResult result = Supervise(5.0, &events);
+  sender.join();
+  EXPECT_EQ(result.exit_code, 143);
+  EXPECT_EQ(result.signal, SIGTERM);
+  EXPECT_FALSE(result.stopped);
+  EXPECT_GE(events.ticks, 2);
+}
+
+TEST_F(SupervisorTest, RanksFinishingEndTheRunDespiteExternalEvents) {
+  PipeEvents events(/*tick_seconds=*/0.05);
+  AddRank("sleep 0.3; exit 0");
+  const SupervisorResult result = Supervise(5.0, &events);
+  EXPECT_EQ(result.exit_code, 0);
+  EXPECT_FALSE(result.stopped);
+  EXPECT_GE(events.ticks, 2);
 }
 
 }  // namespace

@@ -155,7 +155,9 @@ TEST(CliTest, AmbiguousPrefixNamesCandidates) {
 
 TEST(CliTest, ExactNameBeatsLongerNameItPrefixes) {
   // "--np" is also a prefix of "--nproc_per_node"; the exact elastic flag is meant.
-  EXPECT_EQ(ErrorOf({"--np", "2", "t.py"}), "--np is not supported yet (elastic mode)");
+  const LaunchOptions o = Options({"--np", "2", "t.py"});
+  EXPECT_EQ(o.np, "2");
+  EXPECT_EQ(o.nproc_per_node, std::nullopt);
   EXPECT_EQ(ArgumentsErrorOf({"--np", "2"}),
             "the following arguments are required: training_script, training_script_args");
   EXPECT_EQ(ParseArguments({"--np", "2", "t.py"}).options.np, "2");
@@ -304,11 +306,23 @@ TEST(CliTest, ParameterServerFlagsAreAccepted) {
   }
 }
 
-TEST(CliTest, ElasticFlagsAreRefused) {
-  for (const std::string flag : {"--elastic_server", "--job_id", "--np", "--scale", "--force",
-                                 "--elastic_pre_hook", "--max_restart"}) {
-    EXPECT_EQ(ErrorOf({flag + "=1", "t.py"}), flag + " is not supported yet (elastic mode)");
+TEST(CliTest, ElasticFlagsAreAccepted) {
+  const LaunchOptions o =
+      Options({"--elastic_server", "127.0.0.1:2379", "--job_id", "job1", "--np", "2:4", "--scale",
+               "1", "--force", "--elastic_pre_hook", "echo hi", "--max_restart", "5", "t.py"});
+  EXPECT_EQ(o.elastic_server, "127.0.0.1:2379");
+  EXPECT_EQ(o.job_id, "job1");
+  EXPECT_EQ(o.np, "2:4");
+  EXPECT_EQ(o.scale, 1);
+  EXPECT_TRUE(o.force);
+  EXPECT_EQ(o.elastic_pre_hook, "echo hi");
+  EXPECT_EQ(o.max_restart, 5);
+  for (const char* dest : {"elastic_server", "job_id", "np", "scale", "force", "elastic_pre_hook",
+                           "max_restart"}) {
+    EXPECT_TRUE(o.WasGiven(dest)) << dest;
   }
+  EXPECT_EQ(ErrorOf({"--max_restart", "x", "t.py"}),
+            "argument --max_restart: invalid int value: 'x'");
 }
 
 TEST(CliTest, HostIsAcceptedForCollective) {
@@ -351,9 +365,9 @@ TEST(CliTest, ParserIgnoresBackendEnvironment) {
 
 TEST(CliTest, RejectUnsupportedOptionsLooksAtGivenOnly) {
   LaunchOptions options;
-  options.scale = 3;  // Not given: a default is never refused.
+  options.xpus = "0";  // Not given: a default is never refused.
   EXPECT_NO_THROW(RejectUnsupportedOptions(options));
-  options.given.insert("scale");
+  options.given.insert("xpus");
   EXPECT_THROW(RejectUnsupportedOptions(options), UsageError);
 }
 

@@ -1,0 +1,476 @@
+// The elastic controller: one node of a job coordinated through etcd (docs/elastic.md). It
+// registers under a lease, waits for a world to form, runs its ranks in it, and re-forms the
+// world when nodes come, go or fail. Decisions come from elastic_policy.h (pure); this file
+// carries them out. All waiting happens in the supervisor's event loop, driven by the etcd watch
+// and a tick for the lease keep-alive.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <thread>
+
+#include "launch_support.h"
+#include "pdlaunch/elastic.h"
+#include "pdlaunch/elastic_policy.h"
+#include "pdlaunch/errors.h"
+#include "pdlaunch/kv_store.h"
+#include "pdlaunch/logging.h"
+#include "pdlaunch/messages.h"
+#include "pdlaunch/node.h"
+#include "pdlaunch/ports.h"
+#include "pdlaunch/process.h"
+#include "pdlaunch/supervisor.h"
+#include "pdlaunch/trainer_env.h"
+
+namespace pdlaunch::internal {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+/// Default first port of an elastic node (contract §10.4).
+constexpr int kElasticStartPort = 6170;
+/// How long one etcd request may take.
+constexpr std::chrono::milliseconds kRequestTimeout{3000};
+/// Seconds between two "not ready" lines while waiting.
+constexpr double kStatusInterval = 5.0;
+
+double SecondsSince(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+/// Paddle's node id shape: six random lowercase letters and the unix time.
+std::string NewNodeId() {
+  std::random_device device;
+  std::mt19937 random(device());
+  std::uniform_int_distribution<int> letter('a', 'z');
+  std::string id;
+  for (int i = 0; i < 6; ++i) id += static_cast<char>(letter(random));
+  const auto now = std::chrono::system_clock::now().time_since_epoch();
+  return id + fmt::format("{:.6f}", std::chrono::duration<double>(now).count());
+}
+
+/// --host, else POD_IP, else the first non-loopback IPv4 address of this host, else 127.0.0.1.
+std::string ThisHost(const LaunchOptions& options) {
+  if (options.host && !options.host->empty()) return *options.host;
+  if (auto pod_ip = GetEnv("POD_IP")) return *pod_ip;
+  for (const std::string& address : LocalInterfaceAddresses()) {
+    if (address.find(':') == std::string::npos && address.rfind("127.", 0) != 0) return address;
+  }
+  return "127.0.0.1";
+}
+
+void WriteFile(const fs::path& path, const std::string& content) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << content;
+  if (!out.flush()) throw LaunchError(fmt::format("cannot write '{}'", path.string()));
+}
+
+class ElasticNodeAgent : public ExternalEvents {
+ public:
+  ElasticNodeAgent(const LaunchOptions& options, const ElasticConfig& config,
+                   const TrainingCommand& command)
+      : options_(options),
+        config_(config),
+        command_(command),
+        keys_(config.job_id),
+        id_(NewNodeId()),
+        store_(MakeEtcdStore(config.server, kRequestTimeout)) {}
+
+  int Run();
+
+  // ExternalEvents: the etcd watch and the keep-alive tick.
+  int fd() override { return watch_ ? watch_->fd() : -1; }
+  bool OnReadable() override;
+  double tick_seconds() const override {
+    return std::min(1.0, std::max(0.1, config_.ttl_seconds / 3.0));
+  }
+  bool OnTick() override;
+
+ private:
+  void PlanNode();
+  void Connect();
+  void Register();
+  void CheckNp();
+  void Refresh();
+  bool Evaluate();
+  void KeepAlive();
+  void Rewatch();
+  int RunWorld(const WorldRecord& world);
+  void PutDone(int64_t generation);
+  void PublishFailure(const SupervisedProcess& process, const ExitStatus& status);
+  void Leave();
+  void Complete();
+  SupervisorOptions LoopOptions();
+
+  const LaunchOptions& options_;
+  ElasticConfig config_;
+  const TrainingCommand& command_;
+  ElasticKeys keys_;
+  std::string id_;
+  std::unique_ptr<KvStore> store_;
+  std::unique_ptr<KvWatch> watch_;
+  NodeRecord record_;
+  DevicePlan devices_;
+  std::unique_ptr<PortReservation> ports_;
+  int64_t lease_ = 0;
+  int64_t revision_ = 0;  // Of the last snapshot: a new watch starts after it.
+  JobState state_;
+  Clock::time_point wait_start_ = Clock::now();
+  Clock::time_point last_keepalive_ = Clock::now();
+  Clock::time_point last_status_time_{};
+  std::string last_status_;
+  bool etcd_lost_ = false;
+  int64_t ran_generation_ = 0;
+  std::optional<WorldRecord> running_;
+  std::optional<std::string> stop_reason_;
+  std::optional<ElasticStep> next_;
+  fs::path log_dir_;
+  bool first_launch_ = true;
+};
+
+void ElasticNodeAgent::PlanNode() {
+  auto probe = MakeSystemDeviceProbe();
+  devices_ = ResolveDevices(options_.gpus, options_.nproc_per_node, options_.backend,
+                            DeviceEnv{GetEnv("CUDA_VISIBLE_DEVICES")}, *probe);
+  for (const std::string& line : devices_.warnings) PDLOG_WARN("{}", line);
+  const int num_local = static_cast<int>(devices_.devices_per_proc.size());
+  record_.host = ThisHost(options_);
+  record_.pid = static_cast<int>(::getpid());
+  if (std::optional<int> start = GivenStartPort(options_)) {
+    for (int i = 0; i < num_local; ++i) record_.ports.push_back(*start + i);
+    record_.master_port = *start + num_local;
+    std::vector<int> all = record_.ports;
+    all.push_back(record_.master_port);
+    CheckPortsFree(all);
+  } else {
+    // Free ports, locked for the launcher's life: nodes sharing a machine never collide.
+    ports_ = MakeLockingPortAllocator()->Reserve(num_local + 1);
+    record_.ports.assign(ports_->ports().begin(), ports_->ports().end() - 1);
+    record_.master_port = ports_->ports().back();
+  }
+  log_dir_ = PrepareLogDir(options_.log_dir);
+}
+
+// The first request retries until PADDLE_ELASTIC_TIMEOUT: etcd may be starting with the job.
+void ElasticNodeAgent::Connect() {
+  const auto deadline = Clock::now() + std::chrono::seconds(config_.timeout_seconds);
+  for (bool warned = false;;) {
+    try {
+      lease_ = store_->GrantLease(config_.ttl_seconds);
+      return;
+    } catch (const KvUnavailable& e) {
+      if (Clock::now() >= deadline) {
+        throw LaunchError(fmt::format("cannot reach etcd at {} within {} s "
+                                      "(PADDLE_ELASTIC_TIMEOUT): {}",
+                                      config_.server, config_.timeout_seconds, e.what()));
+      }
+      if (!warned) PDLOG_WARN("waiting for etcd at {}: {}", config_.server, e.what());
+      warned = true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    }
+  }
+}
+
+// Paddle's np rule (contract §10.2), applied only while other nodes of the job are alive: a
+// finished or crashed earlier run of the same job id does not pin np.
+void ElasticNodeAgent::CheckNp() {
+  const std::string wanted = std::to_string(config_.np_max);
+  if (state_.np && *state_.np != config_.np_max && !state_.nodes.empty() && !config_.force) {
+    throw LaunchError(fmt::format("np {} is not consistent with np in etcd {} (--force replaces it)",
+                                  config_.np_max, *state_.np));
+  }
+  if (!state_.np || *state_.np != config_.np_max) store_->Put(keys_.np(), wanted);
+}
+
+void ElasticNodeAgent::Register() {
+  Connect();
+  Refresh();
+  CheckNp();
+  store_->Put(keys_.status(), "0");
+  store_->Put(keys_.node(id_), EncodeNodeRecord(record_), lease_);
+  last_keepalive_ = Clock::now();
+  PDLOG_INFO("elastic job {} at etcd {}: this node is {} ({}), np {}{}", config_.job_id,
+             config_.server, record_.host, id_, config_.np_min,
+             config_.elastic_level() ? fmt::format(":{}", config_.np_max) : "");
+  Rewatch();
+}
+
+void ElasticNodeAgent::Refresh() {
+  KvStore::Range range = store_->GetPrefix(keys_.status());
+  revision_ = range.revision;
+  state_ = ParseJobState(keys_, range.kvs);
+}
+
+void ElasticNodeAgent::Rewatch() {
+  try {
+    Refresh();
+    watch_ = store_->Watch(keys_.prefix(), revision_ + 1);
+    if (etcd_lost_) PDLOG_INFO("reconnected to etcd at {}", config_.server);
+    etcd_lost_ = false;
+  } catch (const KvUnavailable& e) {
+    watch_.reset();
+    if (!etcd_lost_) PDLOG_WARN("lost etcd at {}: {}; retrying", config_.server, e.what());
+    etcd_lost_ = true;
+  }
+}
+
+void ElasticNodeAgent::KeepAlive() {
+  if (SecondsSince(last_keepalive_) < config_.ttl_seconds / 3.0) return;
+  try {
+    if (store_->KeepAlive(lease_) == 0) {
+      // The lease expired (etcd was away longer than the TTL): register again.
+      PDLOG_WARN("register host again {}", record_.host);
+      lease_ = store_->GrantLease(config_.ttl_seconds);
+      store_->Put(keys_.node(id_), EncodeNodeRecord(record_), lease_);
+    }
+    last_keepalive_ = Clock::now();
+  } catch (const KvUnavailable& e) {
+    if (!etcd_lost_) PDLOG_WARN("lost etcd at {}: {}; retrying", config_.server, e.what());
+    etcd_lost_ = true;
+    watch_.reset();
+  }
+}
+
+bool ElasticNodeAgent::OnReadable() {
+  try {
+    watch_->Read();  // The events only say "something changed": the snapshot says what.
+    Refresh();
+  } catch (const KvUnavailable& e) {
+    if (!etcd_lost_) PDLOG_WARN("lost etcd at {}: {}; retrying", config_.server, e.what());
+    etcd_lost_ = true;
+    watch_.reset();
+    return false;
+  }
+  return Evaluate();
+}
+
+bool ElasticNodeAgent::OnTick() {
+  KeepAlive();
+  if (!watch_) {
+    Rewatch();
+    if (!watch_) return false;
+  }
+  if (running_) return Evaluate();
+  try {
+    Refresh();  // Time matters while waiting (timeouts, status lines); the state may not change.
+  } catch (const KvUnavailable&) {
+    return false;
+  }
+  return Evaluate();
+}
+
+// Running: whether to stop the ranks. Waiting: whether a step other than waiting is due.
+bool ElasticNodeAgent::Evaluate() {
+  if (running_) {
+    if (stop_reason_) return true;
+    stop_reason_ = ReasonToStop(state_, *running_, config_);
+    return stop_reason_.has_value();
+  }
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    const bool waited = SecondsSince(wait_start_) >= config_.timeout_seconds;
+    ElasticStep step = DecideElasticStep(state_, id_, ran_generation_, config_, waited);
+    if (step.kind == ElasticStep::Kind::kWait) {
+      if (step.status != last_status_ || SecondsSince(last_status_time_) >= kStatusInterval) {
+        PDLOG_INFO("{}", step.status);
+        last_status_ = step.status;
+        last_status_time_ = Clock::now();
+      }
+      return false;
+    }
+    if (step.kind != ElasticStep::Kind::kPropose) {
+      next_ = std::move(step);
+      return true;
+    }
+    try {
+      store_->PutIf(keys_.world(), state_.world_mod_revision, EncodeWorldRecord(step.world));
+      Refresh();  // Whoever won, the world is in the store now.
+    } catch (const KvUnavailable&) {
+      return false;
+    }
+  }
+  return false;
+}
+
+SupervisorOptions ElasticNodeAgent::LoopOptions() {
+  SupervisorOptions loop;
+  loop.grace_seconds = options_.grace;
+  loop.external = this;
+  return loop;
+}
+
+void ElasticNodeAgent::PublishFailure(const SupervisedProcess& process, const ExitStatus& status) {
+  FailureRecord failure;
+  failure.generation = running_->generation;
+  failure.node = id_;
+  failure.host = record_.host;
+  failure.rank = process.rank;
+  if (status.signaled) {
+    failure.signal = status.value;
+  } else {
+    failure.exit_code = status.value;
+  }
+  try {
+    // First writer wins: the root cause of the generation is the first failure published.
+    store_->PutIf(keys_.failure(failure.generation), 0, EncodeFailureRecord(failure));
+  } catch (const KvUnavailable& e) {
+    PDLOG_ERROR("cannot publish the failure to etcd: {}", e.what());
+  }
+}
+
+int ElasticNodeAgent::RunWorld(const WorldRecord& world) {
+  const Cluster cluster = BuildElasticCluster(world, id_, devices_);
+  PDLOG_INFO("ready with hosts [{}]", fmt::join(
+                                           [&] {
+                                             std::vector<std::string> hosts;
+                                             for (const NodeRecord& n : world.nodes)
+                                               hosts.push_back(n.host);
+                                             return hosts;
+                                           }(),
+                                           ", "));
+  if (config_.pre_hook) {
+    Process hook = Process::Spawn(ProcessSpec{"/bin/sh", {"sh", "-c", *config_.pre_hook},
+                                              ParentEnvironment(), -1});
+    if (ExitStatus status = hook.Wait(); !status.success()) {
+      PDLOG_WARN("--elastic_pre_hook ended with {}", status.Describe());
+    }
+  }
+  TempDir gloo_dir;
+  const JobEnv job{gloo_dir.path(), GetEnv("PADDLE_WITH_GLOO").value_or("0"), log_dir_.string()};
+  LogFiles logs;
+  const std::vector<std::string> parent_env = ParentEnvironment();
+  std::vector<SupervisedProcess> processes;
+  for (const Trainer& trainer : cluster.local_pod().trainers) {
+    SupervisedProcess p;
+    p.rank = trainer.global_rank;
+    p.role_size = cluster.world_size();
+    p.log_path = (log_dir_ / fmt::format("workerlog.{}", trainer.local_rank)).string();
+    EnvList vars = TrainerVariables(cluster, trainer, job);
+    for (auto& var : ElasticVariables(world, cluster, config_.job_id)) vars.push_back(var);
+    p.spec = ProcessSpec{command_.executable, command_.argv, ComposeEnvironment(parent_env, vars),
+                         logs.Open(p.log_path, options_.log_overwrite && first_launch_)};
+    processes.push_back(std::move(p));
+  }
+  first_launch_ = false;
+  WriteFile(log_dir_ / "endpoints.log", FormatEndpointsLog(cluster.world_endpoints()));
+  if (cluster.local_index == 0) {
+    try {
+      store_->Put(keys_.endpoints(), FormatEndpointsValue(cluster));
+    } catch (const KvUnavailable& e) {
+      PDLOG_WARN("cannot write {}: {}", keys_.endpoints(), e.what());
+    }
+  }
+  PDLOG_INFO("collective launch generation {} (restarts {}/{}): node rank {} of {}, ranks {}-{}",
+             world.generation, world.restarts, config_.max_restart, cluster.local_index,
+             world.members.size(), processes.front().rank, processes.back().rank);
+
+  running_ = world;
+  stop_reason_.reset();
+  SupervisorOptions loop = LoopOptions();
+  loop.echo_path = processes.front().log_path;
+  loop.on_started = [](const std::vector<pid_t>& pids) {
+    for (size_t i = 0; i < pids.size(); ++i) fmt::print("launch proc_id:{} idx:{}\n", pids[i], i);
+  };
+  loop.on_first_failure = [this](const SupervisedProcess& p, const ExitStatus& s) {
+    PublishFailure(p, s);
+  };
+  const SupervisorResult result = Supervise(std::move(processes), loop);
+  running_.reset();
+  ran_generation_ = world.generation;
+  if (result.signal) return result.exit_code;
+  if (result.stopped && stop_reason_) PDLOG_WARN("stopped the local ranks: {}", *stop_reason_);
+  if (result.failed || result.stopped) {
+    Rewatch();  // Fresh state, so that the root cause below is the stored one.
+    if (auto failure = state_.failures.find(world.generation); failure != state_.failures.end()) {
+      PDLOG_ERROR("job failed in generation {}: {}", world.generation,
+                  DescribeFailure(failure->second));
+    }
+  } else {
+    PutDone(world.generation);
+  }
+  return -1;
+}
+
+// Without this key the job cannot complete, so it is retried while etcd is away.
+void ElasticNodeAgent::PutDone(int64_t generation) {
+  const auto deadline = Clock::now() + std::chrono::seconds(config_.timeout_seconds);
+  for (;;) {
+    try {
+      store_->Put(keys_.done(generation, id_), "1");
+      return;
+    } catch (const KvUnavailable& e) {
+      if (Clock::now() >= deadline) throw;
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    }
+  }
+}
+
+void ElasticNodeAgent::Leave() {
+  try {
+    store_->RevokeLease(lease_);
+  } catch (const KvUnavailable& e) {
+    PDLOG_WARN("cannot deregister from etcd: {}", e.what());
+  }
+}
+
+// Every member finished: the job is complete. The last node to leave removes the job's keys.
+void ElasticNodeAgent::Complete() {
+  try {
+    store_->Put(keys_.status(), "1");
+    store_->RevokeLease(lease_);
+    if (store_->GetPrefix(keys_.nodes()).kvs.empty()) {
+      store_->DeletePrefix(keys_.prefix());
+      store_->Delete(keys_.status());
+    }
+  } catch (const KvUnavailable& e) {
+    PDLOG_WARN("cannot clean up the job's keys in etcd: {}", e.what());
+  }
+  PDLOG_INFO("job {} completed", config_.job_id);
+}
+
+int ElasticNodeAgent::Run() {
+  PlanNode();
+  Register();
+  for (;;) {
+    next_.reset();
+    if (!Evaluate()) {
+      const SupervisorResult waited = Supervise({}, LoopOptions());
+      if (waited.signal) {
+        Leave();
+        return waited.exit_code;
+      }
+    }
+    if (!next_) continue;
+    switch (next_->kind) {
+      case ElasticStep::Kind::kRun:
+        if (const int code = RunWorld(next_->world); code >= 0) {
+          Leave();
+          return code;
+        }
+        break;
+      case ElasticStep::Kind::kComplete:
+        Complete();
+        return 0;
+      case ElasticStep::Kind::kFail:
+        PDLOG_ERROR("job failed after {} restarts (--max_restart {}): {}", next_->world.restarts,
+                    config_.max_restart, DescribeFailure(*next_->failure));
+        Leave();
+        return next_->exit_code;
+      default:
+        break;
+    }
+  }
+}
+
+}  // namespace
+
+int RunElastic(const LaunchOptions& options, const ElasticConfig& config,
+               const TrainingCommand& command) {
+  ElasticNodeAgent agent(options, config, command);
+  return agent.Run();
+}
+
+}  // namespace pdlaunch::internal

@@ -1,0 +1,207 @@
+"""Elastic jobs through a real etcd (issue #5): nodes are launchers on one machine with distinct
+--host loopback addresses, coordinated by Debian's etcd on a free loopback port."""
+import json
+import os
+import signal
+import time
+
+from etcd import EtcdServer
+from harness import LaunchTestCase, RANK_PY, SYSTEM_PYTHON, pid_alive
+
+JOB = "job1"
+HOSTS = {"a": "127.0.0.2", "b": "127.0.0.3", "c": "127.0.0.4", "d": "127.0.0.5"}
+
+
+class ElasticTestCase(LaunchTestCase):
+    def setUp(self):
+        super().setUp()
+        self.etcd = EtcdServer(self.dir / "etcd.log")
+        self.addCleanup(self.etcd.close)
+        self.etcd.start()
+
+    def node(self, name, np, *script, ttl=3, timeout=None, extra=(), env=None):
+        """Starts node `name` (launcher stdout/stderr in self.dir/<name>.std*)."""
+        node_env = self.env(PADDLE_ELASTIC_TTL=str(ttl), **(env or {}))
+        if timeout is not None:
+            node_env["PADDLE_ELASTIC_TIMEOUT"] = str(timeout)
+        args = ["--elastic_server", self.etcd.endpoint, "--job_id", JOB, "--np", np,
+                "--host", HOSTS[name], "--log_dir", f"log_{name}", "--grace", "2", *extra,
+                *script]
+        return self.start_launch(args, env=node_env, name=name)
+
+    def stderr(self, name):
+        return (self.dir / f"{name}.stderr").read_text(errors="replace")
+
+    def stdout(self, name):
+        return (self.dir / f"{name}.stdout").read_text(errors="replace")
+
+    def wait_for_text(self, name, text, timeout=60, proc=None):
+        def seen():
+            if proc is not None and proc.poll() is not None and text not in self.stderr(name):
+                self.fail(f"{name} exited early:\n{self._result(proc, proc.returncode)!r}")
+            return text in self.stderr(name)
+        self.wait_until(seen, f"{text!r} in {name}'s stderr", timeout)
+
+    def env_of(self, rank):
+        return json.loads((self.rec / f"env.{rank}.json").read_text())
+
+    def job_keys(self):
+        return {k: v for k, v in self.etcd.keys("/paddle/").items()
+                if k == f"/paddle/{JOB}" or k.startswith(f"/paddle/{JOB}/")}
+
+
+class ElasticTest(ElasticTestCase):
+    def test_lone_node_waits_and_says_so(self):
+        a = self.node("a", "2", *self.rank_args("--ready", self.rec))
+        self.wait_for_text("a", "not ready for np 2 with hosts [127.0.0.2]", proc=a)
+        time.sleep(1)
+        self.assertEqual(self.recorded_pids("pid"), {}, "a rank started without a world")
+        self.assertEqual(len([k for k in self.job_keys() if "/nodes/" in k]), 1)
+        a.send_signal(signal.SIGTERM)
+        self.assertEqual(self.finish(a, timeout=30).code, 128 + signal.SIGTERM)
+        # Deregistered at once (lease revoked), not after the TTL.
+        self.assertEqual([k for k in self.job_keys() if "/nodes/" in k], [])
+
+    def test_two_nodes_start_together_and_complete(self):
+        a = self.node("a", "2", *self.rank_args("--sleep", "1"))
+        self.wait_for_text("a", "not ready for np 2", proc=a)
+        b = self.node("b", "2", *self.rank_args("--sleep", "1"))
+        ra, rb = self.finish(a, 60), self.finish(b, 60)
+        self.assertEqual((ra.code, rb.code), (0, 0), f"{ra!r}\n{rb!r}")
+        envs = self.recorded_envs(2)
+        self.assertEqual([e["PADDLE_TRAINER_ID"] for e in envs], ["0", "1"])
+        self.assertEqual(envs[0]["PADDLE_TRAINERS"], "127.0.0.2,127.0.0.3")
+        self.assertEqual(envs[0]["PADDLE_TRAINER_ENDPOINTS"], envs[1]["PADDLE_TRAINER_ENDPOINTS"])
+        self.assertEqual(envs[0]["DISTRIBUTED_TRAINER_ENDPOINTS"],
+                         envs[0]["PADDLE_TRAINER_ENDPOINTS"])
+        eps = envs[0]["PADDLE_TRAINER_ENDPOINTS"].split(",")
+        self.assertEqual([e.split(":")[0] for e in eps], ["127.0.0.2", "127.0.0.3"])
+        self.assertEqual(envs[1]["PADDLE_CURRENT_ENDPOINT"], eps[1])
+        self.assertEqual(envs[0]["PADDLE_TRAINERS_NUM"], "2")
+        self.assertIn("ready with hosts [127.0.0.2, 127.0.0.3]", self.stderr("a"))
+        self.assertIn("job job1 completed", self.stderr("b"))
+        self.assertEqual(self.job_keys(), {}, "keys left after completion")
+
+    def test_killed_node_is_replaced_and_the_survivor_keeps_its_rank(self):
+        a = self.node("a", "2", *self.rank_args("--ready", self.rec, "--sleep", "600"))
+        self.wait_for_text("a", "not ready for np 2", proc=a)  # a joins first: rank 0.
+        b = self.node("b", "2", *self.rank_args("--ready", self.rec, "--sleep", "600"))
+        self.wait_ready(2, proc=a)
+        first = self.recorded_pids("pid")
+        b.kill()  # SIGKILL: only the lease's expiry tells the others.
+        b.wait()
+        killed = time.monotonic()
+        self.assert_all_gone([first[1]], timeout=10)  # b's rank: the watchdog kills it.
+        self.wait_until(lambda: not pid_alive(first[0]), "a's rank to be stopped", timeout=20)
+        self.assertLess(time.monotonic() - killed, 3 + 8, "TTL 3 s + a few seconds")
+        self.wait_for_text("a", "node 127.0.0.3 left the job", timeout=5)
+        for path in self.rec.glob("ready.*"):
+            path.unlink()
+        c = self.node("c", "2", *self.rank_args("--ready", self.rec, "--sleep", "600"))
+        self.wait_ready(2, proc=c)
+        envs = [self.env_of(0), self.env_of(1)]
+        self.assertEqual(envs[0]["PADDLE_TRAINERS"], "127.0.0.2,127.0.0.4")
+        self.assertEqual(envs[1]["PADDLE_TRAINERS"], "127.0.0.2,127.0.0.4")
+        self.assertTrue(envs[0]["PADDLE_CURRENT_ENDPOINT"].startswith("127.0.0.2:"))
+        self.assertTrue(envs[1]["PADDLE_CURRENT_ENDPOINT"].startswith("127.0.0.4:"))
+        self.assertEqual(envs[0]["PADDLE_ELASTIC_GENERATION"], "2")
+        self.assertEqual(envs[0]["TORCHELASTIC_RESTART_COUNT"], "0")
+        for proc in (a, c):
+            proc.send_signal(signal.SIGTERM)
+        self.assertEqual(self.finish(a, 30).code, 143)
+        self.assertEqual(self.finish(c, 30).code, 143)
+        self.assert_all_gone(self.recorded_pids("pid").values())
+
+    def test_np_range_starts_with_three_of_four_after_the_timeout(self):
+        procs = [self.node(n, "2:4", *self.rank_args("--sleep", "1"), timeout=4)
+                 for n in ("a", "b", "c")]
+        results = [self.finish(p, 90) for p in procs]
+        self.assertEqual([r.code for r in results], [0, 0, 0], "\n".join(map(repr, results)))
+        envs = self.recorded_envs(3)
+        self.assertEqual(envs[0]["PADDLE_TRAINERS_NUM"], "3")
+        self.assertEqual(sorted(envs[0]["PADDLE_TRAINERS"].split(",")),
+                         ["127.0.0.2", "127.0.0.3", "127.0.0.4"])
+        self.assertIn("not ready for np 2:4", self.stderr("a"))
+
+    def test_rank_failure_on_one_node_stops_the_other_within_a_second(self):
+        a = self.node("a", "2", *self.rank_args("--ready", self.rec, "--sleep", "600"),
+                      extra=["--max_restart", "0"])
+        self.wait_for_text("a", "not ready for np 2", proc=a)  # a joins first: rank 0.
+        b = self.node("b", "2", *self.rank_args("--ready", self.rec, "--exit", "1:7",
+                                                "--delay", "2", "--sleep", "600"),
+                      extra=["--max_restart", "0"])
+        self.wait_ready(2, proc=a)
+        pids = self.recorded_pids("pid")
+        self.wait_until(lambda: not pid_alive(pids[1]), "rank 1 to exit 7", timeout=30)
+        failed = time.monotonic()
+        self.wait_until(lambda: not pid_alive(pids[0]), "rank 0 to be stopped", timeout=10)
+        self.assertLess(time.monotonic() - failed, 1.0, "cross-node fail-fast")
+        ra, rb = self.finish(a, 30), self.finish(b, 30)
+        # Fault-tolerance level (np N) with the restart budget spent: Paddle's 101.
+        self.assertEqual((ra.code, rb.code), (101, 101), f"{ra!r}\n{rb!r}")
+        cause = "rank 1 on node 127.0.0.3"
+        for name in ("a", "b"):
+            self.assertIn(cause, self.stderr(name))
+            self.assertIn("exited with code 7", self.stderr(name))
+        self.assertIn("ABORT!!! Out of all 2 trainers, the trainer process with rank=[1] was "
+                      "aborted. Please check its log.", self.stderr("b"))
+
+    def test_failure_restarts_the_whole_job_once_per_budget(self):
+        script = self.dir / "fail_once.py"
+        script.write_text(
+            "import os, sys, subprocess\n"
+            f"marker = {str(self.dir / 'failed-once')!r}\n"
+            "if os.environ['PADDLE_TRAINER_ID'] == '1' and not os.path.exists(marker):\n"
+            "    open(marker, 'w').close()\n"
+            "    sys.exit(7)\n"
+            f"sys.exit(subprocess.call([{SYSTEM_PYTHON!r}, {str(RANK_PY)!r}, '--record', "
+            f"{str(self.rec)!r}, '--sleep', '1']))\n")
+        a = self.node("a", "2", script, extra=["--max_restart", "1"])
+        b = self.node("b", "2", script, extra=["--max_restart", "1"])
+        ra, rb = self.finish(a, 90), self.finish(b, 90)
+        self.assertEqual((ra.code, rb.code), (0, 0), f"{ra!r}\n{rb!r}")
+        envs = self.recorded_envs(2)
+        self.assertEqual([e["TORCHELASTIC_RESTART_COUNT"] for e in envs], ["1", "1"])
+        self.assertEqual([e["PADDLE_ELASTIC_GENERATION"] for e in envs], ["2", "2"])
+        self.assertIn("exited with code 7", self.stderr("a"))
+        self.assertEqual(self.job_keys(), {})
+
+    def test_job_survives_an_etcd_restart(self):
+        a = self.node("a", "2", *self.rank_args("--ready", self.rec, "--sleep", "6"))
+        b = self.node("b", "2", *self.rank_args("--ready", self.rec, "--sleep", "6"))
+        self.wait_ready(2, proc=a)
+        self.etcd.stop()
+        time.sleep(2)
+        self.etcd.start()
+        ra, rb = self.finish(a, 60), self.finish(b, 60)
+        self.assertEqual((ra.code, rb.code), (0, 0), f"{ra!r}\n{rb!r}")
+        self.assertEqual(ra.stdout.count("launch proc_id:"), 1, "a relaunched its rank")
+        self.assertEqual(rb.stdout.count("launch proc_id:"), 1, "b relaunched its rank")
+        self.assertIn("lost etcd at", self.stderr("a"))
+        self.assertIn("reconnected to etcd", self.stderr("a"))
+        self.assertEqual(self.job_keys(), {})
+
+
+class ElasticUsageTest(LaunchTestCase):
+    def test_unreachable_etcd_is_a_clear_error_after_the_timeout(self):
+        port = 1  # Nothing listens on port 1 of loopback.
+        env = self.env(PADDLE_ELASTIC_TIMEOUT="2")
+        r = self.run_launch(["--elastic_server", f"127.0.0.1:{port}", "--job_id", JOB, "--np",
+                             "2", *self.rank_args()], env=env, timeout=30)
+        self.assertEqual(r.code, 1, repr(r))
+        self.assertIn(f"launch: error: cannot reach etcd at 127.0.0.1:{port} within 2 s", r.stderr)
+        self.assertGreaterEqual(r.elapsed, 2.0)
+        self.assertEqual(self.recorded_pids("pid"), {})
+
+    def test_incomplete_elastic_flags_are_a_usage_error(self):
+        r = self.run_launch(["--elastic_server", "127.0.0.1:2379", "--np", "2",
+                             *self.rank_args()], timeout=30)
+        self.assertEqual(r.code, 2, repr(r))
+        self.assertIn("elastic mode needs --elastic_server, --job_id and --np: --job_id is "
+                      "missing", r.stderr)
+
+    def test_bad_np_is_a_usage_error(self):
+        r = self.run_launch(["--elastic_server", "127.0.0.1:2379", "--job_id", JOB, "--np",
+                             "3:2", *self.rank_args()], timeout=30)
+        self.assertEqual(r.code, 2, repr(r))
+        self.assertIn("'3:2'", r.stderr)
