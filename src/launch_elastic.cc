@@ -89,6 +89,8 @@ class ElasticNodeAgent : public ExternalEvents {
     return std::min(1.0, std::max(0.1, config_.ttl_seconds / 3.0));
   }
   bool OnTick() override;
+  /// Revokes this node's lease (its key goes at once); never throws.
+  void Leave();
 
  private:
   void PlanNode();
@@ -102,7 +104,6 @@ class ElasticNodeAgent : public ExternalEvents {
   int RunWorld(const WorldRecord& world);
   void PutDone(int64_t generation);
   void PublishFailure(const SupervisedProcess& process, const ExitStatus& status);
-  void Leave();
   void Complete();
   SupervisorOptions LoopOptions();
 
@@ -409,9 +410,11 @@ void ElasticNodeAgent::PutDone(int64_t generation) {
 }
 
 void ElasticNodeAgent::Leave() {
+  if (lease_ == 0) return;
   try {
     store_->RevokeLease(lease_);
-  } catch (const KvUnavailable& e) {
+    lease_ = 0;
+  } catch (const std::exception& e) {
     PDLOG_WARN("cannot deregister from etcd: {}", e.what());
   }
 }
@@ -421,6 +424,7 @@ void ElasticNodeAgent::Complete() {
   try {
     store_->Put(keys_.status(), "1");
     store_->RevokeLease(lease_);
+    lease_ = 0;
     if (store_->GetPrefix(keys_.nodes()).kvs.empty()) {
       store_->DeletePrefix(keys_.prefix());
       store_->Delete(keys_.status());
@@ -470,7 +474,12 @@ int ElasticNodeAgent::Run() {
 int RunElastic(const LaunchOptions& options, const ElasticConfig& config,
                const TrainingCommand& command) {
   ElasticNodeAgent agent(options, config, command);
-  return agent.Run();
+  try {
+    return agent.Run();
+  } catch (...) {
+    agent.Leave();  // Deregister now rather than after the TTL; then report the error.
+    throw;
+  }
 }
 
 }  // namespace pdlaunch::internal

@@ -27,7 +27,10 @@
 #include "pdlaunch/cli.h"
 #include "pdlaunch/cloud.h"
 #include "pdlaunch/devices.h"
+#include "pdlaunch/elastic.h"
+#include "pdlaunch/elastic_policy.h"
 #include "pdlaunch/endpoint.h"
+#include "pdlaunch/etcd_protocol.h"
 #include "pdlaunch/errors.h"
 #include "pdlaunch/messages.h"
 #include "pdlaunch/node.h"
@@ -446,6 +449,56 @@ std::optional<CommandLine> FuzzParse(const std::vector<std::string>& args) {
   }
 }
 
+// The elastic settings of the command line and environment, and the decoders of what other
+// nodes and etcd send: every token is also a JSON record, an etcd response and watch stream
+// bytes. Decoded records must survive a round trip; the policy must decide on any job state.
+void FuzzElastic(const LaunchOptions& options, const FuzzInput& input) {
+  const std::optional<ElasticDecision> decision =
+      Try([&] { return ResolveElasticConfig(options, input.env); });
+  if (decision && decision->config) {
+    const ElasticConfig& config = *decision->config;
+    PDLAUNCH_FUZZ_CHECK(1 <= config.np_min && config.np_min <= config.np_max);
+    PDLAUNCH_FUZZ_CHECK(config.ttl_seconds >= 1 && config.timeout_seconds >= 1);
+    PDLAUNCH_FUZZ_CHECK(config.max_restart >= 0 && !config.job_id.empty());
+  }
+  const ElasticKeys keys("job");
+  std::vector<KeyValue> kvs;
+  etcd::WatchStreamDecoder stream;
+  int64_t revision = 1;
+  for (const std::string& token : input.args) {
+    if (auto node = DecodeNodeRecord(token)) {
+      PDLAUNCH_FUZZ_CHECK(DecodeNodeRecord(EncodeNodeRecord(*node)) == node);
+      kvs.push_back({keys.node(std::to_string(revision)), token, revision, revision, 0});
+    }
+    if (auto world = DecodeWorldRecord(token)) {
+      PDLAUNCH_FUZZ_CHECK(DecodeWorldRecord(EncodeWorldRecord(*world)) == world);
+      kvs.push_back({keys.world(), token, revision, revision, 0});
+    }
+    if (auto failure = DecodeFailureRecord(token)) {
+      PDLAUNCH_FUZZ_CHECK(DecodeFailureRecord(EncodeFailureRecord(*failure)) == failure);
+      (void)DescribeFailure(*failure, 7);
+      kvs.push_back({keys.failure(failure->generation), token, revision, revision, 0});
+    }
+    ++revision;
+    (void)Try([&] { return etcd::ParseRangeResponse(token); });
+    (void)Try([&] { return etcd::ParseTxnResponse(token); });
+    (void)Try([&] { return etcd::ParseKeepAliveResponse(token); });
+    (void)stream.Feed(token + "\r\n");
+  }
+  const JobState state = ParseJobState(keys, kvs);
+  ElasticConfig config;
+  config.np_min = 1;
+  config.np_max = 3;
+  for (const ElasticNode& node : state.nodes) {
+    const ElasticStep step = DecideElasticStep(state, node.id, 0, config, true);
+    if (step.kind == ElasticStep::Kind::kPropose) {
+      PDLAUNCH_FUZZ_CHECK(!step.world.members.empty() &&
+                          step.world.members.size() <= static_cast<size_t>(config.np_max));
+    }
+    if (state.world) (void)ReasonToStop(state, *state.world, config);
+  }
+}
+
 void FuzzOne(const FuzzInput& input) {
   const std::optional<CommandLine> command_line = FuzzParse(input.args);
   if (!command_line) return;
@@ -458,6 +511,7 @@ void FuzzOne(const FuzzInput& input) {
   const std::optional<JobMode> mode = Try([&] { return SelectMode(options); });
   if (!mode) return;
   if (*mode == JobMode::kCollective) {
+    FuzzElastic(options, input);
     FuzzCollective(options, input);
   } else {
     (void)FormatPsModeLine(options, input.gpu_count);
