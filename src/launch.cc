@@ -216,6 +216,7 @@ int Run(const LaunchOptions& options) {
   supervisor.grace_seconds = options.grace;
   supervisor.echo_path = processes.front().log_path;
   supervisor.on_started = PrintStarted;
+  supervisor.remove_if_killed = {gloo_dir.path()};
   return RunSupervised(std::move(processes), supervisor);
 }
 

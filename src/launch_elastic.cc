@@ -372,6 +372,7 @@ int ElasticNodeAgent::RunWorld(const WorldRecord& world) {
   stop_reason_.reset();
   SupervisorOptions loop = LoopOptions();
   loop.echo_path = processes.front().log_path;
+  loop.remove_if_killed = {gloo_dir.path()};
   loop.on_started = [](const std::vector<pid_t>& pids) {
     for (size_t i = 0; i < pids.size(); ++i) fmt::print("launch proc_id:{} idx:{}\n", pids[i], i);
   };

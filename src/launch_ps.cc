@@ -108,6 +108,7 @@ int RunPs(const LaunchOptions& options, JobMode mode, const TrainingCommand& com
 
   SupervisorOptions supervisor;
   supervisor.grace_seconds = options.grace;
+  supervisor.remove_if_killed = {gloo_dir.path()};
   for (const SupervisedProcess& p : processes) {
     if (p.role == "worker") {
       supervisor.echo_path = p.log_path;  // The first local worker's output, live.

@@ -149,7 +149,7 @@ class EventLoop {
         external_event_(io_),
         policy_(Primaries(processes)),
         echo_(io_, options.echo_path),
-        watchdog_(echo_.SharedDescriptors()) {
+        watchdog_(echo_.SharedDescriptors(), options.remove_if_killed) {
     pending_ = std::move(processes);
     idle_ = pending_.empty() && options_.external != nullptr;
     for (int signal : {SIGQUIT, SIGUSR1, SIGUSR2}) signals_.add(signal);

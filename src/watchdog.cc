@@ -9,6 +9,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <filesystem>
+#include <string>
 #include <vector>
 
 #include "pdlaunch/errors.h"
@@ -67,7 +69,8 @@ void DetachFromLauncher(int read_fd, const std::vector<int>& inherit_fds) {
   CloseAllExcept(std::move(keep));
 }
 
-[[noreturn]] void WatchdogMain(int read_fd, const std::vector<int>& inherit_fds) {
+[[noreturn]] void WatchdogMain(int read_fd, const std::vector<int>& inherit_fds,
+                               const std::vector<std::string>& remove_if_killed) {
   DetachFromLauncher(read_fd, inherit_fds);
   std::vector<pid_t> groups;
   Message message{};
@@ -77,16 +80,21 @@ void DetachFromLauncher(int read_fd, const std::vector<int>& inherit_fds) {
   }
   // EOF without 'Q': the launcher died without tearing down. Nothing else will stop these.
   for (pid_t pgid : groups) ::kill(-pgid, SIGKILL);
+  for (const std::string& path : remove_if_killed) {
+    std::error_code ignored;
+    std::filesystem::remove_all(path, ignored);
+  }
   ::_exit(0);
 }
 
 }  // namespace
 
-Watchdog::Watchdog(const std::vector<int>& inherit_fds) {
+Watchdog::Watchdog(const std::vector<int>& inherit_fds,
+                   std::vector<std::string> remove_if_killed) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) ThrowSystemError(errno, "pipe2 for the watchdog");
   pid_ = ::fork();
-  if (pid_ == 0) WatchdogMain(fds[0], inherit_fds);
+  if (pid_ == 0) WatchdogMain(fds[0], inherit_fds, remove_if_killed);
   const int fork_errno = errno;
   ::close(fds[0]);
   if (pid_ < 0) {

@@ -55,6 +55,9 @@ struct SupervisorOptions {
   /// Called once, for the first process seen failing (the root cause), right after its siblings
   /// were sent SIGTERM and before the ABORT line.
   std::function<void(const SupervisedProcess&, const ExitStatus&)> on_first_failure;
+  /// Directories the watchdog removes if the launcher dies without cleaning up (the gloo
+  /// temporary directory): SIGKILL of the launcher must not leave them behind.
+  std::vector<std::string> remove_if_killed;
   /// Not owned; may be null. With no processes at all, the loop runs until it asks to stop or a
   /// termination signal arrives (the elastic controller waits for its peers this way).
   ExternalEvents* external = nullptr;

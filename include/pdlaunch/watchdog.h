@@ -2,6 +2,7 @@
 
 #include <sys/types.h>
 
+#include <string>
 #include <vector>
 
 namespace pdlaunch {
@@ -18,8 +19,10 @@ class Watchdog {
   /// Starts the helper. It keeps `inherit_fds` open until it exits (see ConsoleEcho: closing the
   /// last reference to an inotify instance blocks for an SRCU grace period, 5-25 ms, which the
   /// helper pays instead of the launcher's exit) and closes every other descriptor. Throws
-  /// std::system_error on failure.
-  explicit Watchdog(const std::vector<int>& inherit_fds = {});
+  /// std::system_error on failure. `remove_if_killed`: directories (the launcher's temporary
+  /// ones) the helper removes, with their contents, after killing the groups.
+  explicit Watchdog(const std::vector<int>& inherit_fds = {},
+                    std::vector<std::string> remove_if_killed = {});
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;
   /// Disarms the helper. Never throws, never waits.

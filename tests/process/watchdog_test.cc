@@ -5,6 +5,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
 #include "../support/test_util.h"
 
 namespace pdlaunch {
@@ -18,10 +23,11 @@ using testutil::WaitFor;
 /// Forks a stand-in launcher that starts `sh -c script` in its own process group, without a
 /// parent-death signal (so only the watchdog can stop it), registers it with a watchdog, writes
 /// "<child pid> <watchdog pid>" to `pid_file`, then waits to be killed (or disarms and exits).
-pid_t FakeLauncher(const std::string& script, const std::string& pid_file, bool disarm) {
+pid_t FakeLauncher(const std::string& script, const std::string& pid_file, bool disarm,
+                   std::vector<std::string> remove_if_killed = {}) {
   const pid_t launcher = ::fork();
   if (launcher != 0) return launcher;
-  Watchdog watchdog;
+  Watchdog watchdog({}, std::move(remove_if_killed));
   const pid_t child = ::fork();
   if (child == 0) {
     ::setpgid(0, 0);
@@ -54,6 +60,20 @@ TEST(WatchdogTest, KillsRegisteredGroupsWhenTheLauncherIsKilled) {
   ::waitpid(launcher, nullptr, 0);
   EXPECT_TRUE(WaitFor([&] { return !ProcessAlive(grandchild) && !ProcessAlive(child); }));
   EXPECT_TRUE(WaitFor([&] { return !ProcessAlive(watchdog); }));
+}
+
+TEST(WatchdogTest, RemovesTheLaunchersTemporaryDirectoriesWhenItIsKilled) {
+  ScopedTempDir dir;
+  const std::string pids = dir.File("pids");
+  const std::string gloo = dir.File("gloo");
+  std::filesystem::create_directories(gloo + "/sub");
+  std::ofstream(gloo + "/sub/file") << "x";
+  const pid_t launcher = FakeLauncher("exec sleep 60", pids, false, {gloo});
+  ASSERT_TRUE(WaitFor([&] { return !ReadFile(pids).empty(); }));
+  EXPECT_TRUE(std::filesystem::exists(gloo));
+  ::kill(launcher, SIGKILL);
+  ::waitpid(launcher, nullptr, 0);
+  EXPECT_TRUE(WaitFor([&] { return !std::filesystem::exists(gloo); }));
 }
 
 TEST(WatchdogTest, DisarmedWatchdogKillsNothing) {

@@ -1,0 +1,151 @@
+"""Reliability R1-R4: how fast and how completely a job is torn down (docs/reliability.md).
+
+Bounds are generous (2 busy cores, sanitizer builds); the tight targets are in bench/.
+"""
+import os
+import signal
+import time
+
+import harness
+from harness import abort_line
+from relcase import RelTestCase
+
+TREE = "fork,shell,double,stubborn"
+
+
+class SiblingAbortTest(RelTestCase):
+    """R1: 8 ranks; SIGKILL rank 5. Survivors get SIGTERM at once; the launcher exits at once."""
+
+    SIGTERM_BOUND = 1.0  # target 0.02 s
+    EXIT_BOUND = 2.0  # target: grace + 0.1 s; the survivors die on SIGTERM, so far less
+
+    def test_sigkill_of_one_rank_sigterms_the_survivors_at_once(self):
+        proc = self.start_timed(["--nproc_per_node", 8] + self.rel_args(
+            "--on", "TERM:die", "--ready", "--sleep", 600))
+        self.wait_ready_files(8, [proc])
+        victim = self.recorded_pids("pid")[5]
+        killed_at = time.monotonic()
+        os.kill(victim, signal.SIGKILL)
+        exited_at = self.exit_time(proc)
+        result = self.finish(proc)
+        self.assertEqual(result.code, 137, result)
+        self.assert_logged(result.stderr, "ERROR", abort_line(8, [5]))
+        survivors = [r for r in range(8) if r != 5]
+        self.assertEqual(self.stamp_names(survivors), {r: ["TERM"] for r in survivors})
+        latency = max(self.stamps(r)[0][1] for r in survivors) - killed_at
+        self.measure("R1", "SIGTERM to the last of 7 survivors after kill -9", latency * 1000,
+                     "ms", f"< {self.SIGTERM_BOUND * 1000:.0f} ms")
+        self.measure("R1", "launcher exit after kill -9", (exited_at - killed_at) * 1000, "ms",
+                     f"< {self.EXIT_BOUND * 1000:.0f} ms")
+        self.assertLess(latency, self.SIGTERM_BOUND)
+        self.assertLess(exited_at - killed_at, self.EXIT_BOUND)
+
+
+class BoundedTeardownTest(RelTestCase):
+    """R2: 8 ranks all ignore SIGTERM. All get it together; SIGKILL at one shared deadline."""
+
+    GRACE = 1.0
+    SPREAD_BOUND = 0.5  # between the first and the last rank's SIGTERM
+    SLACK = 2.0  # total must stay under grace + SLACK (target grace + 0.2 s), never 8 x grace
+
+    def test_ranks_ignoring_sigterm_share_one_grace_period(self):
+        proc = self.start_timed(["--grace", self.GRACE, "--nproc_per_node", 8] + self.rel_args(
+            "--on", "TERM:stay", "--ready", "--sleep", 600))
+        self.wait_ready_files(8, [proc])
+        pids = self.recorded_pids("pid")
+        sent_at = time.monotonic()
+        os.kill(proc.pid, signal.SIGTERM)
+        exited_at = self.exit_time(proc)
+        result = self.finish(proc)
+        self.assertEqual(result.code, 143, result)
+        self.assertEqual(self.stamp_names(range(8)), {r: ["TERM"] for r in range(8)})
+        times = [self.stamps(r)[0][1] for r in range(8)]
+        kills = [m for m in harness.log_messages(result.stderr, "INFO")
+                 if m.startswith("kill process group gid:")]
+        self.assertEqual(sorted(kills), sorted(f"kill process group gid:{p}"
+                                               for p in pids.values()))
+        total = exited_at - sent_at
+        self.measure("R2", "spread of SIGTERM over 8 ranks", (max(times) - min(times)) * 1000,
+                     "ms", f"< {self.SPREAD_BOUND * 1000:.0f} ms")
+        self.measure("R2", "SIGTERM to launcher exit, grace 1 s", total * 1000, "ms",
+                     f"{self.GRACE:.0f} s <= t < {self.GRACE + self.SLACK:.0f} s")
+        self.assertLess(max(times) - min(times), self.SPREAD_BOUND)
+        self.assertGreaterEqual(total, self.GRACE)
+        self.assertLess(total, self.GRACE + self.SLACK)
+        self.assert_all_gone(pids.values())
+
+
+class ProcessTreeTest(RelTestCase):
+    """R3: each rank starts a forked worker, `sh -c` waiting for a `sleep`, a double-forked
+    orphan and a child that ignores SIGTERM. After any teardown nothing of the job remains (the
+    R26 audit checks every process carrying the test's tag; these tests check the recorded
+    pids too)."""
+
+    GRACE = 1.0
+
+    def run_tree_job(self, *flags):
+        args = ["--grace", self.GRACE, "--nproc_per_node", 2] + self.rel_args(
+            "--tree", TREE, "--ready", *flags)
+        return self.start_timed(args)
+
+    def check_tree_gone(self):
+        tree = self.tree_pids()
+        kinds = TREE.split(",") + ["shell-sleep"]
+        self.assertEqual(sorted((rank, kind) for rank, kind, _ in tree),
+                         sorted((rank, kind) for rank in (0, 1) for kind in kinds))
+        self.assert_all_gone(pid for _, _, pid in tree)
+
+    def test_failure_teardown_stops_the_whole_tree(self):
+        proc = self.run_tree_job("--barrier", 2, "--exit", "1:3", "--sleep", 600)
+        result = self.finish(proc)
+        self.assertEqual(result.code, 3, result)
+        self.assert_logged(result.stderr, "ERROR", abort_line(2, [1]))
+        self.check_tree_gone()
+
+    def test_signal_teardown_stops_the_whole_tree(self):
+        proc = self.run_tree_job("--sleep", 600)
+        self.wait_ready_files(2, [proc])
+        os.kill(proc.pid, signal.SIGINT)
+        result = self.finish(proc)
+        self.assertEqual(result.code, 130, result)
+        self.check_tree_gone()
+
+    def test_descendants_left_by_ranks_exiting_zero_are_stopped(self):
+        proc = self.run_tree_job("--barrier", 2)
+        result = self.finish(proc)
+        self.assertEqual(result.code, 0, result)
+        # Per rank: the forked worker, sh and its sleep, the orphan, the stubborn child.
+        self.assert_logged(result.stderr, "WARNING", "all ranks exited but 10 processes they "
+                                                     "started are still running; stopping them")
+        self.check_tree_gone()
+
+
+class LauncherKillTest(RelTestCase):
+    """R4: `kill -9` of the launcher mid-run: every rank and descendant is gone quickly."""
+
+    GONE_BOUND = 5.0  # target 1 s
+
+    def test_sigkill_of_the_launcher_leaves_nothing(self):
+        proc = self.start_timed(["--nproc_per_node", 4] + self.rel_args(
+            "--tree", TREE, "--on", "TERM:stay", "--ready", "--sleep", 600))
+        self.wait_ready_files(4, [proc])
+        tree = [pid for _, _, pid in self.tree_pids()]
+        ranks = list(self.recorded_pids("pid").values())
+        self.assertEqual((len(ranks), len(tree)), (4, 20))
+        killed_at = time.monotonic()
+        os.kill(proc.pid, signal.SIGKILL)
+        self.exit_time(proc)
+        alive = ranks + tree
+        while alive and time.monotonic() - killed_at < harness.GONE_TIMEOUT:
+            alive = [pid for pid in alive if harness.pid_alive(pid)]
+            time.sleep(0.002)
+        gone_after = time.monotonic() - killed_at
+        self.assertEqual(alive, [])
+        self.measure("R4", "kill -9 launcher to last of 4 ranks + 20 descendants gone",
+                     gone_after * 1000, "ms", f"< {self.GONE_BOUND * 1000:.0f} ms")
+        self.assertLess(gone_after, self.GONE_BOUND)
+        self.assertEqual(self.finish(proc).code, -signal.SIGKILL)
+
+
+if __name__ == "__main__":
+    harness.main()
