@@ -59,8 +59,26 @@ ElasticStep Wait(std::string status) {
   return step;
 }
 
-std::string NotReady(const JobState& state, const ElasticConfig& config) {
-  return fmt::format("not ready for np {} with hosts {}", FormatNp(config), FormatHosts(state));
+// Paddle's line, then how many are missing and, after a world broke, which of its members.
+std::string NotReady(const JobState& state, const ElasticConfig& config,
+                     const WorldRecord* broken = nullptr) {
+  const int registered = static_cast<int>(state.nodes.size());
+  const int wanted = registered < config.np_min ? config.np_min : config.np_max;
+  std::string line =
+      fmt::format("not ready for np {} with hosts {}: {} registered, waiting for {} more",
+                  FormatNp(config), FormatHosts(state), registered, wanted - registered);
+  if (config.np_min < config.np_max && registered >= config.np_min) {
+    line +=
+        fmt::format(" (or {} s in all, then starting with {})", config.timeout_seconds, registered);
+  }
+  std::vector<std::string> gone;
+  if (broken) {
+    for (size_t i = 0; i < broken->members.size() && i < broken->nodes.size(); ++i) {
+      if (!state.HasNode(broken->members[i])) gone.push_back(broken->nodes[i].host);
+    }
+  }
+  if (!gone.empty()) line += fmt::format("; gone: {}", fmt::join(gone, ", "));
+  return line;
 }
 
 // Generation `generation` with `members` (FormWorld's order) and their current records.
@@ -79,7 +97,7 @@ ElasticStep ProposeNext(const JobState& state, const WorldRecord& world,
                         const ElasticConfig& config, int restarts) {
   const std::optional<std::vector<std::string>> members =
       FormWorld(world.members, LiveIds(state), config.np_min, config.np_max, /*waited=*/true);
-  if (!members) return Wait(NotReady(state, config));
+  if (!members) return Wait(NotReady(state, config, &world));
   return Propose(state, *members, world.generation + 1, restarts);
 }
 

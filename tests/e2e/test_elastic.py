@@ -95,6 +95,8 @@ class ElasticTest(ElasticTestCase):
         self.wait_until(lambda: not pid_alive(first[0]), "a's rank to be stopped", timeout=20)
         self.assertLess(time.monotonic() - killed, 3 + 8, "TTL 3 s + a few seconds")
         self.wait_for_text("a", "node 127.0.0.3 left the job", timeout=5)
+        self.wait_for_text("a", "not ready for np 2 with hosts [127.0.0.2]: 1 registered, "
+                           "waiting for 1 more; gone: 127.0.0.3", timeout=5)
         for path in self.rec.glob("ready.*"):
             path.unlink()
         c = self.node("c", "2", *self.rank_args("--ready", self.rec, "--sleep", "600"))

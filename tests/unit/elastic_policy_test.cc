@@ -59,14 +59,19 @@ FailureRecord Failure(int64_t generation, const std::string& node, int rank, int
 TEST(ElasticPolicyTest, LoneNodeWaitsWithPaddlesLine) {
   const ElasticStep step = DecideElasticStep(Live({"a"}), "a", 0, Config(2, 2), false);
   EXPECT_EQ(step.kind, Kind::kWait);
-  EXPECT_EQ(step.status, "not ready for np 2 with hosts [10.0.0.1]");
+  EXPECT_EQ(step.status,
+            "not ready for np 2 with hosts [10.0.0.1]: 1 registered, waiting for 1 more");
 }
 
 TEST(ElasticPolicyTest, RangeJobWaitsForTheMaximumUntilTheTimeout) {
   const JobState state = Live({"a", "b", "c"});
   const ElasticStep early = DecideElasticStep(state, "a", 0, Config(2, 4), false);
   EXPECT_EQ(early.kind, Kind::kWait);
-  EXPECT_EQ(early.status, "not ready for np 2:4 with hosts [10.0.0.1, 10.0.0.2, 10.0.0.3]");
+  EXPECT_EQ(early.status,
+            "not ready for np 2:4 with hosts [10.0.0.1, 10.0.0.2, 10.0.0.3]: 3 registered, "
+            "waiting for 1 more (or 120 s in all, then starting with 3)");
+  EXPECT_EQ(DecideElasticStep(Live({"a"}), "a", 0, Config(2, 4), false).status,
+            "not ready for np 2:4 with hosts [10.0.0.1]: 1 registered, waiting for 1 more");
   const ElasticStep late = DecideElasticStep(state, "a", 0, Config(2, 4), true);
   EXPECT_EQ(late.kind, Kind::kPropose);
   EXPECT_EQ(late.world, World(1, {"a", "b", "c"}));
@@ -139,7 +144,9 @@ TEST(ElasticPolicyTest, SurvivorWaitsWhileTooFewNodesAreLeft) {
   const JobState state = WithWorld(Live({"a"}), World(1, {"a", "b"}));
   const ElasticStep step = DecideElasticStep(state, "a", 1, Config(2, 2), false);
   EXPECT_EQ(step.kind, Kind::kWait);
-  EXPECT_EQ(step.status, "not ready for np 2 with hosts [10.0.0.1]");
+  EXPECT_EQ(step.status,
+            "not ready for np 2 with hosts [10.0.0.1]: 1 registered, waiting for 1 more; gone: "
+            "10.0.0.2");
 }
 
 TEST(ElasticPolicyTest, NodeBeyondAFullWorldWaitsAsASpare) {
@@ -181,8 +188,7 @@ TEST(ElasticPolicyTest, ReasonsToStopName) {
             "the job formed a new world (generation 2)");
   JobState failed = WithWorld(Live({"a", "b"}), running);
   failed.failures[1] = Failure(1, "b", 1, 7);
-  EXPECT_EQ(ReasonToStop(failed, running, Config(2, 2)),
-            DescribeFailure(Failure(1, "b", 1, 7)));
+  EXPECT_EQ(ReasonToStop(failed, running, Config(2, 2)), DescribeFailure(Failure(1, "b", 1, 7)));
   EXPECT_EQ(ReasonToStop(WithWorld(Live({"a"}), running), running, Config(2, 2)),
             "node 10.0.0.2 left the job");
   EXPECT_EQ(ReasonToStop(WithWorld(Live({"a", "b", "c"}), running), running, Config(1, 3)),
