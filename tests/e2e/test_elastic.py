@@ -148,6 +148,28 @@ class ElasticTest(ElasticTestCase):
         self.assertIn("ABORT!!! Out of all 2 trainers, the trainer process with rank=[1] was "
                       "aborted. Please check its log.", self.stderr("b"))
 
+    def test_sigkilled_rank_of_a_two_rank_node_stops_every_rank_of_the_other(self):
+        """R17: 2 nodes x 2 ranks; rank 3 (node b) dies by SIGKILL."""
+        args = ["--nproc_per_node", "2", "--max_restart", "0"]
+        a = self.node("a", "2:2", *self.rank_args("--ready", self.rec, "--sleep", "600"),
+                      extra=args)
+        self.wait_for_text("a", "not ready for np 2", proc=a)
+        b = self.node("b", "2:2", *self.rank_args("--ready", self.rec, "--signal", "3:KILL",
+                                                  "--delay", "2", "--sleep", "600"), extra=args)
+        self.wait_ready(4, proc=a)
+        pids = self.recorded_pids("pid")
+        self.wait_until(lambda: not pid_alive(pids[3]), "rank 3 to die", timeout=30)
+        failed = time.monotonic()
+        self.wait_until(lambda: not pid_alive(pids[0]) and not pid_alive(pids[1]),
+                        "node a's ranks to be stopped", timeout=10)
+        self.assertLess(time.monotonic() - failed, 1.0, "cross-node fail-fast")
+        ra, rb = self.finish(a, 30), self.finish(b, 30)
+        self.assertEqual((ra.code, rb.code), (101, 101), f"{ra!r}\n{rb!r}")
+        for name in ("a", "b"):
+            self.assertIn("rank 3 on node 127.0.0.3 was killed by signal 9 (SIGKILL)",
+                          self.stderr(name))
+        self.assert_all_gone(pids.values())
+
     def test_failure_restarts_the_whole_job_once_per_budget(self):
         script = self.dir / "fail_once.py"
         script.write_text(
