@@ -5,7 +5,6 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <string_view>
 #include <system_error>
 
@@ -30,6 +29,7 @@ namespace pdlaunch {
 namespace {
 
 namespace fs = std::filesystem;
+using internal::BuildTrainerProcesses;
 using internal::GatherNodeEnv;
 using internal::GetEnv;
 using internal::GivenStartPort;
@@ -37,15 +37,10 @@ using internal::LogFiles;
 using internal::ParentEnvironment;
 using internal::PrepareLogDir;
 using internal::TempDir;
+using internal::WriteTextFile;
 
 /// Paddle's default start port for multi-node jobs (contract §3.4).
 constexpr int kDefaultMultiNodeStartPort = 6070;
-
-void WriteFile(const fs::path& path, const std::string& content) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << content;
-  if (!out.flush()) throw LaunchError(fmt::format("cannot write '{}'", path.string()));
-}
 
 /// Ports of the local trainers, plus MASTER_PORT as the last entry.
 struct PortPlan {
@@ -152,26 +147,6 @@ CollectivePlan PlanCollective(const LaunchOptions& options) {
   return plan;
 }
 
-std::vector<SupervisedProcess> BuildProcesses(const Cluster& cluster,
-                                              const TrainingCommand& command, const JobEnv& job,
-                                              const fs::path& log_dir, bool overwrite,
-                                              LogFiles& logs) {
-  const std::vector<std::string> parent_env = ParentEnvironment();
-  std::vector<SupervisedProcess> processes;
-  for (const Trainer& trainer : cluster.local_pod().trainers) {
-    SupervisedProcess p;
-    p.rank = trainer.global_rank;
-    p.role_size = cluster.world_size();
-    p.log_path = (log_dir / fmt::format("workerlog.{}", trainer.local_rank)).string();
-    p.spec.executable = command.executable;
-    p.spec.argv = command.argv;
-    p.spec.env = ComposeEnvironment(parent_env, TrainerVariables(cluster, trainer, job));
-    p.spec.output_fd = logs.Open(p.log_path, overwrite);
-    processes.push_back(std::move(p));
-  }
-  return processes;
-}
-
 void PrintStarted(const std::vector<pid_t>& pids) {
   for (size_t i = 0; i < pids.size(); ++i) fmt::print("launch proc_id:{} idx:{}\n", pids[i], i);
 }
@@ -199,8 +174,8 @@ int Run(const LaunchOptions& options) {
   const JobEnv job{gloo_dir.path(), GetEnv("PADDLE_WITH_GLOO").value_or("0"), log_dir.string()};
   LogFiles logs;
   std::vector<SupervisedProcess> processes =
-      BuildProcesses(plan.cluster, command, job, log_dir, options.log_overwrite, logs);
-  WriteFile(log_dir / "endpoints.log", FormatEndpointsLog(plan.cluster.world_endpoints()));
+      BuildTrainerProcesses(plan.cluster, command, job, log_dir, options.log_overwrite, logs);
+  WriteTextFile(log_dir / "endpoints.log", FormatEndpointsLog(plan.cluster.world_endpoints()));
 
   const Cluster& cluster = plan.cluster;
   PDLOG_INFO(

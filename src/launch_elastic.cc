@@ -8,7 +8,6 @@
 
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <random>
 #include <thread>
 
@@ -61,12 +60,6 @@ std::string ThisHost(const LaunchOptions& options) {
     if (address.find(':') == std::string::npos && address.rfind("127.", 0) != 0) return address;
   }
   return "127.0.0.1";
-}
-
-void WriteFile(const fs::path& path, const std::string& content) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << content;
-  if (!out.flush()) throw LaunchError(fmt::format("cannot write '{}'", path.string()));
 }
 
 class ElasticNodeAgent : public ExternalEvents {
@@ -165,9 +158,10 @@ void ElasticNodeAgent::Connect() {
       return;
     } catch (const KvUnavailable& e) {
       if (Clock::now() >= deadline) {
-        throw LaunchError(fmt::format("cannot reach etcd at {} within {} s "
-                                      "(PADDLE_ELASTIC_TIMEOUT): {}",
-                                      config_.server, config_.timeout_seconds, e.what()));
+        throw LaunchError(
+            fmt::format("cannot reach etcd at {} within {} s "
+                        "(PADDLE_ELASTIC_TIMEOUT): {}",
+                        config_.server, config_.timeout_seconds, e.what()));
       }
       if (!warned) PDLOG_WARN("waiting for etcd at {}: {}", config_.server, e.what());
       warned = true;
@@ -181,8 +175,9 @@ void ElasticNodeAgent::Connect() {
 void ElasticNodeAgent::CheckNp() {
   const std::string wanted = std::to_string(config_.np_max);
   if (state_.np && *state_.np != config_.np_max && !state_.nodes.empty() && !config_.force) {
-    throw LaunchError(fmt::format("np {} is not consistent with np in etcd {} (--force replaces it)",
-                                  config_.np_max, *state_.np));
+    throw LaunchError(
+        fmt::format("np {} is not consistent with np in etcd {} (--force replaces it)",
+                    config_.np_max, *state_.np));
   }
   if (!state_.np || *state_.np != config_.np_max) store_->Put(keys_.np(), wanted);
 }
@@ -324,17 +319,12 @@ void ElasticNodeAgent::PublishFailure(const SupervisedProcess& process, const Ex
 
 int ElasticNodeAgent::RunWorld(const WorldRecord& world) {
   const Cluster cluster = BuildElasticCluster(world, id_, devices_);
-  PDLOG_INFO("ready with hosts [{}]", fmt::join(
-                                           [&] {
-                                             std::vector<std::string> hosts;
-                                             for (const NodeRecord& n : world.nodes)
-                                               hosts.push_back(n.host);
-                                             return hosts;
-                                           }(),
-                                           ", "));
+  std::vector<std::string> hosts;
+  for (const Pod& pod : cluster.pods) hosts.push_back(pod.ip);
+  PDLOG_INFO("ready with hosts [{}]", fmt::join(hosts, ", "));
   if (config_.pre_hook) {
-    Process hook = Process::Spawn(ProcessSpec{"/bin/sh", {"sh", "-c", *config_.pre_hook},
-                                              ParentEnvironment(), -1});
+    Process hook = Process::Spawn(
+        ProcessSpec{"/bin/sh", {"sh", "-c", *config_.pre_hook}, ParentEnvironment(), -1});
     if (ExitStatus status = hook.Wait(); !status.success()) {
       PDLOG_WARN("--elastic_pre_hook ended with {}", status.Describe());
     }
@@ -342,21 +332,11 @@ int ElasticNodeAgent::RunWorld(const WorldRecord& world) {
   TempDir gloo_dir;
   const JobEnv job{gloo_dir.path(), GetEnv("PADDLE_WITH_GLOO").value_or("0"), log_dir_.string()};
   LogFiles logs;
-  const std::vector<std::string> parent_env = ParentEnvironment();
-  std::vector<SupervisedProcess> processes;
-  for (const Trainer& trainer : cluster.local_pod().trainers) {
-    SupervisedProcess p;
-    p.rank = trainer.global_rank;
-    p.role_size = cluster.world_size();
-    p.log_path = (log_dir_ / fmt::format("workerlog.{}", trainer.local_rank)).string();
-    EnvList vars = TrainerVariables(cluster, trainer, job);
-    for (auto& var : ElasticVariables(world, cluster, config_.job_id)) vars.push_back(var);
-    p.spec = ProcessSpec{command_.executable, command_.argv, ComposeEnvironment(parent_env, vars),
-                         logs.Open(p.log_path, options_.log_overwrite && first_launch_)};
-    processes.push_back(std::move(p));
-  }
+  std::vector<SupervisedProcess> processes = BuildTrainerProcesses(
+      cluster, command_, job, log_dir_, options_.log_overwrite && first_launch_, logs,
+      ElasticVariables(world, cluster, config_.job_id));
   first_launch_ = false;
-  WriteFile(log_dir_ / "endpoints.log", FormatEndpointsLog(cluster.world_endpoints()));
+  WriteTextFile(log_dir_ / "endpoints.log", FormatEndpointsLog(cluster.world_endpoints()));
   if (cluster.local_index == 0) {
     try {
       store_->Put(keys_.endpoints(), FormatEndpointsValue(cluster));

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <fstream>
 #include <system_error>
 
 #include "pdlaunch/errors.h"
@@ -73,6 +74,31 @@ int LogFiles::Open(const std::string& path, bool truncate) {
   if (fd < 0) ThrowSystemError(errno, fmt::format("cannot open log file '{}'", path));
   fds_.push_back(fd);
   return fd;
+}
+
+void WriteTextFile(const std::filesystem::path& path, const std::string& content) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << content;
+  if (!out.flush()) throw LaunchError(fmt::format("cannot write '{}'", path.string()));
+}
+
+std::vector<SupervisedProcess> BuildTrainerProcesses(
+    const Cluster& cluster, const TrainingCommand& command, const JobEnv& job,
+    const std::filesystem::path& log_dir, bool truncate, LogFiles& logs, const EnvList& extra) {
+  const std::vector<std::string> parent_env = ParentEnvironment();
+  std::vector<SupervisedProcess> processes;
+  for (const Trainer& trainer : cluster.local_pod().trainers) {
+    SupervisedProcess p;
+    p.rank = trainer.global_rank;
+    p.role_size = cluster.world_size();
+    p.log_path = (log_dir / fmt::format("workerlog.{}", trainer.local_rank)).string();
+    EnvList vars = TrainerVariables(cluster, trainer, job);
+    vars.insert(vars.end(), extra.begin(), extra.end());
+    p.spec = ProcessSpec{command.executable, command.argv, ComposeEnvironment(parent_env, vars),
+                         logs.Open(p.log_path, truncate)};
+    processes.push_back(std::move(p));
+  }
+  return processes;
 }
 
 }  // namespace pdlaunch::internal

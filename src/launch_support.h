@@ -12,6 +12,9 @@
 #include "pdlaunch/node.h"
 #include "pdlaunch/options.h"
 #include "pdlaunch/ps.h"
+#include "pdlaunch/supervisor.h"
+#include "pdlaunch/topology.h"
+#include "pdlaunch/trainer_env.h"
 #include "pdlaunch/training_command.h"
 
 namespace pdlaunch::internal {
@@ -58,6 +61,16 @@ class LogFiles {
  private:
   std::vector<int> fds_;
 };
+
+/// Writes `content` to `path`, replacing it. Throws LaunchError naming the file.
+void WriteTextFile(const std::filesystem::path& path, const std::string& content);
+
+/// The local trainers of `cluster` as processes to supervise: `command` with the parent's
+/// environment, TrainerVariables and then `extra` (elastic), output to
+/// `log_dir`/workerlog.<local rank> opened through `logs` (truncated when `truncate`).
+std::vector<SupervisedProcess> BuildTrainerProcesses(
+    const Cluster& cluster, const TrainingCommand& command, const JobEnv& job,
+    const std::filesystem::path& log_dir, bool truncate, LogFiles& logs, const EnvList& extra = {});
 
 /// Runs a parameter-server job (launch_ps.cc); returns the launcher's exit code.
 int RunPs(const LaunchOptions& options, JobMode mode, const TrainingCommand& command);

@@ -39,10 +39,11 @@ import json
 import os
 import resource
 import signal
-import socket
 import subprocess
 import sys
 import time
+
+from rank import bind_endpoints, write_file  # noqa: E402 (rank.py sits next to this file)
 
 RANK = int(os.environ.get("PADDLE_TRAINER_ID", "-1"))
 WAIT_LIMIT = 120
@@ -69,13 +70,6 @@ def console_mix(rank, mib):
     pieces += [(block, 0)] * mib
     pieces.append((f"rank {rank} last line without newline".encode(), 0))
     return pieces
-
-
-def write_file(path, text):
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.rename(tmp, path)
 
 
 def append_line(path, text):
@@ -222,25 +216,6 @@ def start_tree(directory, kinds):
             sys.exit(f"rel_rank.py: unknown --tree kind {kind}")
         lines.append(f"{kind} {pid}")
     write_file(os.path.join(directory, f"tree.{RANK}"), "\n".join(lines) + "\n")
-
-
-def listen(host, port, sockets):
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        s.bind((host, port))
-        s.listen()
-    except OSError as e:
-        print(f"bind {host}:{port} failed: {e}", file=sys.stderr, flush=True)
-        os._exit(98)
-    sockets.append(s)
-
-
-def bind_endpoints(sockets):
-    host, _, port = os.environ["PADDLE_CURRENT_ENDPOINT"].rpartition(":")
-    listen(host, int(port), sockets)
-    if RANK == 0:
-        listen(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), sockets)
 
 
 def write_console_mix(mib):
