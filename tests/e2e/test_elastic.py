@@ -198,10 +198,14 @@ class ElasticTest(ElasticTestCase):
             "    sys.exit(7)\n"
             f"sys.exit(subprocess.call([{SYSTEM_PYTHON!r}, {str(RANK_PY)!r}, '--record', "
             f"{str(self.rec)!r}, '--sleep', '1']))\n")
-        a = self.node("a", "2", script, extra=["--max_restart", "1"])
-        b = self.node("b", "2", script, extra=["--max_restart", "1"])
+        hooks = self.dir / "hooks"
+        extra = ["--max_restart", "1", "--elastic_pre_hook", f"echo $POD_IP >> {hooks}"]
+        a = self.node("a", "2", script, extra=extra, env={"POD_IP": "a"})
+        b = self.node("b", "2", script, extra=extra, env={"POD_IP": "b"})
         ra, rb = self.finish(a, 90), self.finish(b, 90)
         self.assertEqual((ra.code, rb.code), (0, 0), f"{ra!r}\n{rb!r}")
+        # The pre-hook ran before every launch: twice on each node.
+        self.assertEqual(sorted(hooks.read_text().split()), ["a", "a", "b", "b"])
         envs = self.recorded_envs(2)
         self.assertEqual([e["TORCHELASTIC_RESTART_COUNT"] for e in envs], ["1", "1"])
         self.assertEqual([e["PADDLE_ELASTIC_GENERATION"] for e in envs], ["2", "2"])
