@@ -7,6 +7,7 @@ Prints Markdown tables and writes a JSON file with every number and how it was m
 """
 
 import argparse
+import contextlib
 import datetime
 import json
 import math
@@ -279,7 +280,9 @@ def measure_paired(commands, n, cfg):
 
 def measure_overhead(name, cmd, n, cfg):
     slow = name.startswith("torchrun")
-    runs, warmup = (cfg.slow_runs, 1) if slow else (cfg.overhead_runs, 3)
+    # torchrun takes seconds per run whatever N; at 256 ranks its runs are capped further.
+    slow_runs = min(cfg.slow_runs, cfg.slow_runs_large) if n >= 256 else cfg.slow_runs
+    runs, warmup = (slow_runs, 1) if slow else (cfg.overhead_runs, 3)
     wait_for_quiet()
     with tempfile.TemporaryDirectory(prefix="pdlaunch-bench-") as workdir:
         # mpirun hangs now and then in this container: only the loop can kill a hung run.
@@ -606,13 +609,314 @@ def bench_echo(tools, cfg):
 
 
 # ---------------------------------------------------------------------------------------------
+# 6. Scale: 512 servers + 512 workers on one host
+
+
+def read_first(path):
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def system_limits():
+    """The limits that bound how many processes and descriptors one job may have."""
+    import resource
+
+    def rlimit(which):
+        return ["unlimited" if v == resource.RLIM_INFINITY else v
+                for v in resource.getrlimit(which)]
+
+    pids_max = read_first("/sys/fs/cgroup/pids.max") or read_first(
+        "/sys/fs/cgroup/pids/pids.max")
+    with open("/proc/meminfo") as f:
+        mem_kib = int(f.readline().split()[1])
+    return {"nofile_soft_hard": rlimit(resource.RLIMIT_NOFILE),
+            "nproc_soft_hard": rlimit(resource.RLIMIT_NPROC),
+            "pid_max": int(read_first("/proc/sys/kernel/pid_max")),
+            "threads_max": int(read_first("/proc/sys/kernel/threads-max")),
+            "cgroup_pids_max": pids_max or "no pids controller limit",
+            "mem_total_mib": mem_kib // 1024, "euid": os.geteuid()}
+
+
+def session_members(sid):
+    """(pid, exe) of the live processes of session `sid` (the launcher's: start_new_session)."""
+    members = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            if int(fields[3]) == sid and fields[0] != "Z":
+                members.append((int(entry), os.readlink(f"/proc/{entry}/exe")))
+        except (OSError, IndexError, ValueError):
+            continue
+    return members
+
+
+def wait_session_empty(sid, limit_s=2.0):
+    """Processes of the session at once and the ms until none is left (None: still some after
+    `limit_s`; those are killed so that the next run starts clean)."""
+    start = time.monotonic_ns()
+    at_exit = session_members(sid)
+    members = at_exit
+    while members and time.monotonic_ns() - start < limit_s * 1e9:
+        time.sleep(0.005)
+        members = session_members(sid)
+    kill_all(pid for pid, _ in members)
+    empty_ms = 0.0 if not at_exit else (
+        None if members else round((time.monotonic_ns() - start) / 1e6, 1))
+    return {"left_at_exit": len(at_exit), "left_at_exit_exes": sorted({e for _, e in at_exit}),
+            "ms_until_none_left": empty_ms, "left_after_limit": len(members)}
+
+
+def parse_reports(path):
+    """bench_rank report lines → ([(role, endpoint, trainer id, pid, ns)], LISTS fields)."""
+    processes, lists = [], None
+    try:
+        with open(path) as f:
+            lines = f.read().splitlines()
+    except FileNotFoundError:
+        lines = []
+    for line in lines:
+        fields = line.split(" ")
+        if fields[0] == "LISTS":
+            lists = fields[1:]
+        else:
+            role, endpoint, trainer_id, pid, ns = fields
+            processes.append((role, endpoint, trainer_id, int(pid), int(ns)))
+    return processes, lists
+
+
+def check_endpoints(processes, lists, servers, workers):
+    """Every process reported once, endpoints distinct and equal to the lists in the env."""
+    by_role = {}
+    for role, endpoint, trainer_id, _, _ in processes:
+        by_role.setdefault(role, []).append((endpoint, trainer_id))
+    endpoints = [p[1] for p in processes]
+    ports = [e.rsplit(":", 1)[1] for e in endpoints]
+    check = {"reported": len(processes), "servers": len(by_role.get("PSERVER", [])),
+             "workers": len(by_role.get("TRAINER", [])),
+             "distinct_endpoints": len(set(endpoints)), "distinct_ports": len(set(ports)),
+             "pids_distinct": len({p[3] for p in processes}) == len(processes)}
+    if lists:
+        server_list, trainer_list, http = lists[0].split(","), lists[1].split(","), lists[2]
+        check["server_list_matches"] = sorted(server_list) == sorted(
+            e for e, _ in by_role.get("PSERVER", []))
+        check["trainer_ids_match_list"] = len(trainer_list) == workers and all(
+            trainer_list[int(i)] == e for e, i in by_role.get("TRAINER", []))
+        check["gloo_http_endpoint_distinct"] = http not in endpoints
+    check["ok"] = (check["reported"] == servers + workers and check["servers"] == servers and
+                   check["distinct_endpoints"] == servers + workers and
+                   check["distinct_ports"] == servers + workers and check["pids_distinct"] and
+                   bool(lists) and check["server_list_matches"] and
+                   check["trainer_ids_match_list"] and check["gloo_http_endpoint_distinct"])
+    return check
+
+
+def scale_timing(processes, started_ns, exited_ns):
+    """ms after the launcher's start: first and last report per role, the last report (every
+    process ran), teardown (last worker's report, just before its exit, to launcher exit)."""
+    def ms(ns):
+        return round((ns - started_ns) / 1e6, 3)
+
+    timing = {"total_ms": ms(exited_ns)}
+    for role, key in (("PSERVER", "server"), ("TRAINER", "worker"), ("-", "process")):
+        stamps = [p[4] for p in processes if p[0] == role]
+        if stamps:
+            timing[f"first_{key}_ms"], timing[f"last_{key}_ms"] = ms(min(stamps)), ms(max(stamps))
+    if processes:
+        timing["all_reported_ms"] = ms(max(p[4] for p in processes))
+        last_worker = max((p[4] for p in processes if p[0] != "PSERVER"), default=None)
+        if last_worker is not None:
+            timing["teardown_ms"] = round((exited_ns - last_worker) / 1e6, 3)
+    return timing
+
+
+def run_scale_once(cmd, workdir, timeout, sampler=None):
+    """One job whose ranks run `bench_rank report`; `cmd` maps the report file to the command.
+    `sampler(proc, report, deadline_ns)`, if given, runs on a thread until the job is a zombie
+    (or the deadline); the job is reaped after it returns."""
+    report = os.path.join(workdir, "report")
+    started = time.monotonic_ns()
+    proc = start_job(cmd(report), workdir)
+    if sampler:
+        thread = threading.Thread(target=sampler,
+                                  args=(proc, report, started + int(timeout * 1e9)))
+        thread.start()
+        thread.join()
+    code, exited = wait_job(proc, timeout)
+    leftovers = wait_session_empty(proc.pid)
+    processes, lists = parse_reports(report)
+    timing = scale_timing(processes, started, exited)
+    # When each process reported, ms after start, for the plot (bench/scale.png).
+    timing["curve_ms"] = sorted(round((p[4] - started) / 1e6, 1) for p in processes)
+    return code, processes, lists, timing, leftovers
+
+
+def scale_launch_cmd(tools, cfg, hold_ms=0):
+    return lambda report: [tools.launch, "--server_num", str(cfg.scale_servers), "--worker_num",
+                           str(cfg.scale_workers), tools.rank, "report", report, str(hold_ms)]
+
+
+def measure_scale_launch(tools, cfg, name="launch", root=None):
+    """`cfg.scale_runs` runs, each in a new directory under `root` (None: the default temporary
+    directory), where the launcher writes its 1024 logs. The directories are deleted only after
+    the last run: ext4 skips inodes deleted less than 30 s ago (dirty_expire_centisecs) when it
+    allocates new ones, so deleting each run's logs before the next made every run slower than
+    the one before (`recently_deleted` in the kernel profile)."""
+    runs = []
+    with contextlib.ExitStack() as keep:
+        for _ in range(cfg.scale_runs):
+            wait_for_quiet()
+            workdir = keep.enter_context(
+                tempfile.TemporaryDirectory(prefix="pdlaunch-bench-", dir=root))
+            code, processes, lists, timing, leftovers = run_scale_once(
+                scale_launch_cmd(tools, cfg), workdir, cfg.scale_timeout)
+            check = check_endpoints(processes, lists, cfg.scale_servers, cfg.scale_workers)
+            runs.append({"exit_code": code, **timing, "check": check, "session": leftovers})
+            progress(f"scale {name}: exit {code}, all reported {timing.get('all_reported_ms')} "
+                     f"ms, total {timing['total_ms']} ms, endpoints ok {check['ok']}, "
+                     f"left {leftovers['left_at_exit']}")
+    return scale_row(name, runs)
+
+
+def measure_scale_bare(tools, cfg):
+    """The same number of reporting processes from the bare loop (no roles: none sleeps)."""
+    total = cfg.scale_servers + cfg.scale_workers
+    runs = []
+    for _ in range(cfg.scale_runs):
+        wait_for_quiet()
+        with tempfile.TemporaryDirectory(prefix="pdlaunch-bench-") as workdir:
+            code, processes, _, timing, leftovers = run_scale_once(
+                lambda report: [tools.bare, str(total), tools.rank, "report", report],
+                workdir, cfg.scale_timeout)
+            runs.append({"exit_code": code, **timing, "reported": len(processes),
+                         "session": leftovers})
+    return scale_row("bare fork/exec", runs)
+
+
+def median_run(runs):
+    """The run with the median total time (the upper one of the two middle runs)."""
+    return sorted(runs, key=lambda r: r["total_ms"])[len(runs) // 2]
+
+
+def scale_row(name, runs):
+    def med(key):
+        values = [r[key] for r in runs if r.get(key) is not None]
+        return round(statistics.median(values), 3) if values else None
+
+    def worst(key):
+        values = [r[key] for r in runs if r.get(key) is not None]
+        return max(values) if values else None
+
+    row = {"tool": name, "runs": len(runs), "exit_codes": sorted({r["exit_code"] for r in runs},
+                                                                  key=str),
+           "all_reported_median_ms": med("all_reported_ms"),
+           "all_reported_max_ms": worst("all_reported_ms"),
+           "teardown_median_ms": med("teardown_ms"), "teardown_max_ms": worst("teardown_ms"),
+           "total_median_ms": med("total_ms"), "total_max_ms": worst("total_ms"),
+           "first_process_median_ms": med("first_server_ms") or med("first_process_ms"),
+           "runs_leaving_processes": sum(r["session"]["left_after_limit"] > 0 for r in runs),
+           "curve_ms_of_median_run": median_run(runs).pop("curve_ms", []),
+           "samples": runs}
+    for run in runs:
+        run.pop("curve_ms", None)
+    if name.startswith("launch"):
+        row["all_checks_ok"] = all(r["check"]["ok"] for r in runs)
+    progress(f"scale {name}: all reported {row['all_reported_median_ms']} ms, teardown "
+             f"{row['teardown_median_ms']} ms, total {row['total_median_ms']} ms")
+    return row
+
+
+def count_fds(pid):
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def count_lines(path):
+    try:
+        with open(path, "rb") as f:
+            return f.read().count(b"\n")
+    except FileNotFoundError:
+        return 0
+
+
+def observe_scale(tools, cfg):
+    """One run whose workers stay 2 s after reporting, so that all 1024 processes are alive
+    at once: the launcher's descriptors, memory and children are sampled every 50 ms."""
+    samples = []
+
+    def sampler(proc, report, deadline_ns):
+        launch_exe = os.path.realpath(tools.launch)
+        while time.monotonic_ns() < deadline_ns:
+            try:
+                if os.readlink(f"/proc/{proc.pid}/exe") != launch_exe:
+                    time.sleep(0.001)  # Still the harness's fork before exec.
+                    continue
+                sample = read_proc(proc.pid)
+                if sample["vm_rss_kib"] == 0:
+                    return
+                sample["fds"] = count_fds(proc.pid)
+                sample["children"] = len(children_of(proc.pid))
+                sample["reported"] = count_lines(report)
+            except (OSError, KeyError, ValueError):
+                return
+            samples.append(sample)
+            time.sleep(0.05)
+
+    wait_for_quiet()
+    with tempfile.TemporaryDirectory(prefix="pdlaunch-bench-") as workdir:
+        code, processes, lists, timing, leftovers = run_scale_once(
+            scale_launch_cmd(tools, cfg, cfg.scale_hold_ms), workdir, cfg.scale_timeout, sampler)
+    # Its workers exit `hold_ms` after their report, not right after it: no teardown figure.
+    timing.pop("teardown_ms", None)
+    timing.pop("curve_ms", None)
+    return observe_row(code, samples, timing, leftovers, cfg)
+
+
+def observe_row(code, samples, timing, leftovers, cfg):
+    total = cfg.scale_servers + cfg.scale_workers
+    # All processes alive: every one reported (the LISTS line is one more) and still a child.
+    alive = [s for s in samples if s["reported"] > total and s["children"] >= total]
+    row = {"exit_code": code, "hold_ms": cfg.scale_hold_ms, "samples": len(samples),
+           "fds_first_sample": samples[0]["fds"] if samples else None,
+           "fds_peak": max((s["fds"] for s in samples), default=None),
+           "fds_all_running": alive[-1]["fds"] if alive else None,
+           "children_all_running": alive[-1]["children"] if alive else None,
+           "fds_last_sample": samples[-1]["fds"] if samples else None,
+           "children_last_sample": samples[-1]["children"] if samples else None,
+           "vm_hwm_kib": samples[-1]["vm_hwm_kib"] if samples else None,
+           "threads": samples[-1]["threads"] if samples else None,
+           "cpu_total_ms": round(samples[-1]["oncpu_ns"] / 1e6, 2) if samples else None,
+           "timing": timing, "session": leftovers,
+           "trace": [{k: s[k] for k in ("t_ns", "fds", "children", "reported")}
+                     for s in samples]}
+    progress(f"scale observed: fds while all run {row['fds_all_running']}, peak "
+             f"{row['fds_peak']}, VmHWM {row['vm_hwm_kib']} KiB, left "
+             f"{leftovers['left_at_exit']}")
+    return row
+
+
+def bench_scale(tools, cfg):
+    limits = system_limits()
+    progress(f"scale limits: {limits}")
+    return {"servers": cfg.scale_servers, "workers": cfg.scale_workers, "limits": limits,
+            "rows": [measure_scale_launch(tools, cfg),
+                     measure_scale_launch(tools, cfg, "launch, logs on tmpfs", "/dev/shm"),
+                     measure_scale_bare(tools, cfg)],
+            "observed": observe_scale(tools, cfg)}
+
+
+# ---------------------------------------------------------------------------------------------
 # Report
 
 
 def targets(results):
     out = []
-    if "overhead" in results:
-        ratio = results["overhead_ratio_launch_over_bare"].get("8")
+    if "8" in results.get("overhead_ratio_launch_over_bare", {}):
+        ratio = results["overhead_ratio_launch_over_bare"]["8"]
         out.append({"target": "launch <= 1.5x bare loop, 8 ranks", "measured": f"{ratio}x",
                     "met": ratio is not None and ratio <= 1.5})
     if "abort" in results:
@@ -636,12 +940,20 @@ def targets(results):
         out.append({"target": "echo >= 500 MB/s, byte-exact", "measured":
                     f"{row['mb_per_s']} MB/s, byte-exact: {row.get('all_byte_exact')}",
                     "met": row["mb_per_s"] >= 500 and row.get("all_byte_exact", False)})
+    if "scale" in results:
+        row = results["scale"]["rows"][0]
+        n = results["scale"]["servers"] + results["scale"]["workers"]
+        total = row["total_median_ms"]
+        out.append({"target": f"{n} PS processes started and torn down <= 3 s", "measured":
+                    f"{total} ms median, max {row['total_max_ms']} ms, checks ok: "
+                    f"{row.get('all_checks_ok')}",
+                    "met": total is not None and total <= 3000 and row.get("all_checks_ok")})
     return out
 
 
 def table(headers, rows):
     lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    lines += ["| " + " | ".join("–" if c is None else str(c) for c in row) + " |" for row in rows]
     return "\n".join(lines)
 
 
@@ -675,10 +987,50 @@ def report(results):
             ["what", "runs", "median ms", "MB/s", "launcher CPU ms", "byte-exact"],
             [[r["tool"], r["runs"], r["median_ms"], r["mb_per_s"], r.get("own_cpu_median_ms", ""),
               r.get("all_byte_exact", "")] for r in results["echo"]]))
+    if "scale" in results:
+        parts += scale_report(results["scale"])
     parts.append("### Targets\n\n" + table(
         ["target", "measured", "met"],
         [[t["target"], t["measured"], "yes" if t["met"] else "NO"] for t in results["targets"]]))
     return "\n\n".join(parts) + "\n"
+
+
+def scale_check_cells(row):
+    checks = [run["check"] for run in row["samples"]]
+    sessions = [run["session"] for run in row["samples"]]
+    return [row["tool"], len(checks), sorted({c["reported"] for c in checks}),
+            sorted({c["distinct_endpoints"] for c in checks}),
+            sorted({c["distinct_ports"] for c in checks}),
+            all(c.get("server_list_matches") and c.get("trainer_ids_match_list") for c in checks),
+            row.get("all_checks_ok"), sorted({x["left_at_exit"] for x in sessions}),
+            sum(x["left_after_limit"] for x in sessions)]
+
+
+def scale_report(scale):
+    title = f"Scale: {scale['servers']} servers + {scale['workers']} workers, one host"
+    rows = scale["rows"]
+    parts = [f"### {title} (ms after start)\n\n" + table(
+        ["tool", "runs", "first process", "all reported median", "all reported max",
+         "teardown median", "teardown max", "total median", "total max", "exit codes",
+         "runs leaving processes"],
+        [[r["tool"], r["runs"], r["first_process_median_ms"], r["all_reported_median_ms"],
+          r["all_reported_max_ms"], r["teardown_median_ms"], r["teardown_max_ms"],
+          r["total_median_ms"], r["total_max_ms"], r["exit_codes"], r["runs_leaving_processes"]]
+         for r in rows])]
+    parts.append("### Scale: endpoints and leftovers (every run)\n\n" + table(
+        ["tool", "runs", "reported", "distinct endpoints", "distinct ports", "lists match env",
+         "all checks ok", "left at exit", "left after 2 s"],
+        [scale_check_cells(r) for r in rows if r["tool"].startswith("launch")]))
+    o = scale["observed"]
+    parts.append(f"### Scale: the launcher while all run (workers hold {o['hold_ms']} ms)\n\n" +
+                 table(["fds first sample", "fds all running", "fds peak", "fds last sample",
+                        "children all running", "VmHWM KiB", "threads", "CPU total ms",
+                        "left at exit"],
+                       [[o["fds_first_sample"], o["fds_all_running"], o["fds_peak"],
+                         o["fds_last_sample"], o["children_all_running"], o["vm_hwm_kib"],
+                         o["threads"], o["cpu_total_ms"], o["session"]["left_at_exit"]]]))
+    parts.append("Limits: " + json.dumps(scale["limits"]))
+    return parts
 
 
 def machine_info():
@@ -712,7 +1064,7 @@ def progress(message):
 
 
 SECTIONS = {"overhead": bench_overhead, "abort": bench_abort, "teardown": bench_teardown,
-            "resources": bench_resources, "echo": bench_echo}
+            "resources": bench_resources, "echo": bench_echo, "scale": bench_scale}
 
 
 def parse_args():
@@ -722,6 +1074,9 @@ def parse_args():
     p.add_argument("--rank", required=True, help="the bench_rank binary")
     p.add_argument("--out", default=os.path.join(HERE, "results.json"))
     p.add_argument("--sections", default=",".join(SECTIONS))
+    p.add_argument("--ranks", default="1,8,64,256", help="rank counts of the overhead section")
+    p.add_argument("--merge", action="store_true",
+                   help="keep what --out holds and replace only what this run measures")
     p.add_argument("--quick", action="store_true", help="fewer runs (a smoke test)")
     p.add_argument("--no-mpirun", action="store_true")
     p.add_argument("--no-torchrun", action="store_true")
@@ -731,12 +1086,38 @@ def parse_args():
 def config(args):
     full = not args.quick
     return argparse.Namespace(
-        ranks=[1, 8, 64], overhead_runs=50 if full else 10, rounds=10 if full else 2,
-        slow_runs=5 if full else 2,
+        ranks=[int(n) for n in args.ranks.split(",")], overhead_runs=50 if full else 10,
+        rounds=10 if full else 2, slow_runs=5 if full else 2, slow_runs_large=3,
         abort_runs=100 if full else 30, other_abort_runs=30 if full else 3,
         teardown_runs=10 if full else 3, teardown_others=full, resources_others=full,
         sleep_seconds=10, echo_runs=5 if full else 2, timeout=30,
-        hang_timeout=10)
+        hang_timeout=10, scale_servers=512, scale_workers=512, scale_runs=10 if full else 3,
+        scale_hold_ms=2000, scale_timeout=60)
+
+
+def merge_rows(old_rows, new_rows):
+    """Overhead rows: the re-measured (tool, N) replace the old ones, in N order."""
+    fresh = {(r["tool"], r["ranks"]): r for r in new_rows}
+    rows = [fresh.pop((r["tool"], r["ranks"]), r) for r in old_rows]
+    return sorted(rows + list(fresh.values()), key=lambda r: r["ranks"])
+
+
+def merge_results(old, new, sections):
+    """`old` (a previous results.json) with this run's sections in place of its own; this
+    run's machine and tools are kept in "runs", and its new rows point there with "run"."""
+    merged = dict(old)
+    merged.setdefault("runs", [])
+    index = len(merged["runs"])
+    merged["runs"].append({"sections": sections, "machine": new["machine"],
+                           "tools": new["tools"]})
+    for section in sections:
+        rows = new[section]
+        for row in rows if isinstance(rows, list) else [rows]:
+            row["run"] = index
+        if section == "overhead" and "overhead" in old:
+            rows = merge_rows(old["overhead"], rows)
+        merged[section] = rows
+    return merged
 
 
 def main():
@@ -746,12 +1127,16 @@ def main():
     results = {"machine": machine_info(),
                "tools": {"launch": tools.launch, "mpirun": tools.mpirun,
                          "torchrun_python": tools.torch_python, **tools.versions()}}
-    for section in args.sections.split(","):
+    sections = args.sections.split(",")
+    for section in sections:
         results[section] = SECTIONS[section](tools, cfg)
-        if section == "overhead":
-            results["overhead_ratio_launch_over_bare"] = overhead_ratios(results[section])
     results["machine"]["loadavg_after"] = loadavg()
     results["machine"]["waited_for_quiet"] = QUIET
+    if args.merge and os.path.exists(args.out):
+        with open(args.out) as f:
+            results = merge_results(json.load(f), results, sections)
+    if "overhead" in results:
+        results["overhead_ratio_launch_over_bare"] = overhead_ratios(results["overhead"])
     results["targets"] = targets(results)
     with open(args.out, "w") as f:
         json.dump(results, f, indent=1)

@@ -1,21 +1,27 @@
 #!/usr/bin/env bash
 # Benchmarks pdlaunch's `launch` against a bare fork/exec loop, mpirun and torchrun: launch
-# overhead, abort latency, teardown, the launcher's own RSS/CPU and console echo throughput.
+# overhead, abort latency, teardown, the launcher's own RSS/CPU, console echo throughput and a
+# 512-server + 512-worker parameter-server job.
 # Prints Markdown tables, writes bench/results.json and a PNG of the overhead comparison.
 # See bench/README.md and docs/performance.md.
 set -euo pipefail
 
 usage() {
   cat <<'EOF'
-usage: bench/run.sh [--bin PATH] [--no-install] [--quick] [--sections LIST] [--out JSON]
-                    [--plot PNG] [--no-mpirun] [--no-torchrun]
+usage: bench/run.sh [--bin PATH] [--no-install] [--quick] [--sections LIST] [--ranks LIST]
+                    [--merge] [--new] [--out JSON] [--plot PNG] [--scale-plot PNG]
+                    [--no-mpirun] [--no-torchrun]
 
   --bin PATH       measure this launch binary instead of building build-bench/launch (Release)
   --no-install     do not apt-get install missing tools; the missing ones are skipped
   --quick          fewer runs (a smoke test; the numbers are not for docs/performance.md)
-  --sections LIST  comma-separated subset of overhead,abort,teardown,resources,echo
+  --sections LIST  comma-separated subset of overhead,abort,teardown,resources,echo,scale
+  --ranks LIST     rank counts of the overhead section (default 1,8,64,256)
+  --merge          keep what JSON holds; replace only the sections and overhead rows measured
+  --new            only what issue #6 added: --sections overhead,scale --ranks 256 --merge
   --out JSON       where to write the results (default bench/results.json)
   --plot PNG       where to draw the overhead plot (default bench/overhead.png)
+  --scale-plot PNG where to draw the scale section's plot (default bench/scale.png)
   --no-mpirun, --no-torchrun   leave that launcher out
 EOF
 }
@@ -26,6 +32,7 @@ BIN=""
 INSTALL=1
 OUT="$ROOT/bench/results.json"
 PLOT="$ROOT/bench/overhead.png"
+SCALE_PLOT="$ROOT/bench/scale.png"
 BENCH_ARGS=()
 
 while (($#)); do
@@ -33,9 +40,12 @@ while (($#)); do
     --bin) BIN="$(realpath "$2")"; shift ;;
     --no-install) INSTALL=0 ;;
     --quick | --no-mpirun | --no-torchrun) BENCH_ARGS+=("$1") ;;
-    --sections) BENCH_ARGS+=("--sections" "$2"); shift ;;
+    --sections | --ranks) BENCH_ARGS+=("$1" "$2"); shift ;;
+    --merge) BENCH_ARGS+=("--merge") ;;
+    --new) BENCH_ARGS+=("--sections" "overhead,scale" "--ranks" "256" "--merge") ;;
     --out) OUT="$(realpath -m "$2")"; shift ;;
     --plot) PLOT="$(realpath -m "$2")"; shift ;;
+    --scale-plot) SCALE_PLOT="$(realpath -m "$2")"; shift ;;
     -h | --help) usage; exit 0 ;;
     *) echo "run.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
   esac
@@ -94,9 +104,10 @@ log "launch binary: $BIN"
 "$SYSTEM_PYTHON" "$ROOT/bench/bench.py" --launch "$BIN" --bare "$BUILD/bare_spawn" \
   --rank "$BUILD/bench_rank" --out "$OUT" "${BENCH_ARGS[@]}"
 log "results: $OUT"
-has_overhead() {
-  "$SYSTEM_PYTHON" -c 'import json, sys; sys.exit("overhead" not in json.load(open(sys.argv[1])))' "$1"
+has_plots() {
+  "$SYSTEM_PYTHON" -c 'import json, sys; r = json.load(open(sys.argv[1]))
+sys.exit("overhead" not in r and "scale" not in r)' "$1"
 }
-if have_plotter && has_overhead "$OUT"; then
-  "$SYSTEM_PYTHON" "$ROOT/bench/plot.py" "$OUT" "$PLOT" >&2
+if have_plotter && has_plots "$OUT"; then
+  "$SYSTEM_PYTHON" "$ROOT/bench/plot.py" "$OUT" "$PLOT" "$SCALE_PLOT" >&2
 fi

@@ -17,6 +17,7 @@
 #include "pdlaunch/messages.h"
 #include "pdlaunch/node.h"
 #include "pdlaunch/ports.h"
+#include "pdlaunch/process.h"
 #include "pdlaunch/ps.h"
 #include "pdlaunch/supervisor.h"
 #include "pdlaunch/topology.h"
@@ -200,6 +201,7 @@ int Main(int argc, char** argv) {
   ::signal(SIGPIPE, SIG_IGN);
   // An inherited SIG_IGN would make the kernel reap our children before we see their status.
   ::signal(SIGCHLD, SIG_DFL);
+  RaiseOpenFileLimit();
   SetupLogging();
   try {
     const CommandLine command_line =

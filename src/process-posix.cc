@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -22,6 +23,11 @@
 
 namespace pdlaunch {
 namespace {
+
+// The soft RLIMIT_NOFILE the launcher started with, given back to every child (see
+// RaiseOpenFileLimit). Written once before any child exists; read in forked children.
+struct rlimit g_child_file_limit {};
+bool g_restore_file_limit = false;
 
 /// Owns a file descriptor; closes it on destruction.
 class Fd {
@@ -79,6 +85,7 @@ class ScopedBlockAllSignals {
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  if (g_restore_file_limit) ::setrlimit(RLIMIT_NOFILE, &g_child_file_limit);
   if (::dup2(devnull, STDIN_FILENO) < 0) goto fail;
   if (output_fd >= 0) {
     if (::dup2(output_fd, STDOUT_FILENO) < 0 || ::dup2(output_fd, STDERR_FILENO) < 0) goto fail;
@@ -106,6 +113,16 @@ int ReadChildError(int fd) {
 }
 
 }  // namespace
+
+void RaiseOpenFileLimit() noexcept {
+  struct rlimit limit {};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= limit.rlim_max) return;
+  const struct rlimit original = limit;
+  limit.rlim_cur = limit.rlim_max;
+  if (::setrlimit(RLIMIT_NOFILE, &limit) != 0) return;
+  g_child_file_limit = original;
+  g_restore_file_limit = true;
+}
 
 Process Process::Spawn(const ProcessSpec& spec) {
   Process process = Start(spec);

@@ -70,6 +70,13 @@ class Process {
   std::optional<ExitStatus> status_;
 };
 
+/// Raises the launcher's soft RLIMIT_NOFILE to the hard limit: a job holds about four
+/// descriptors per local process (log file, pidfds, port lock), so the common soft limit of 1024
+/// would cap it near 250 processes. Processes started afterwards get the original soft limit
+/// back before exec (select()-based programs rely on it). Never throws; a failure leaves the
+/// limit as it was.
+void RaiseOpenFileLimit() noexcept;
+
 /// Processes of the given process groups that can still run (zombies excluded: kill() succeeds
 /// for them, and a PID 1 that does not reap, common in containers, keeps them forever). Scans
 /// /proc once. Never throws; an unreadable /proc gives an empty list.

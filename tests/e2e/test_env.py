@@ -1,6 +1,8 @@
 """Issue #2: every rank starts with the right environment, command line and endpoints."""
 import os
+import resource
 import stat
+import subprocess
 
 import harness
 from harness import LaunchTestCase
@@ -140,6 +142,20 @@ class DeviceEnvTest(LaunchTestCase):
 
 class CommandLineTest(LaunchTestCase):
     """How each rank's program is started and what it inherits."""
+
+    def test_open_file_limit_does_not_cap_the_job_and_ranks_keep_theirs(self):
+        # About four descriptors per rank: 120 ranks under a soft limit of 256 need the raise.
+        def low_limit():
+            _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+            resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard))
+        proc = subprocess.Popen([harness.BIN, "--nproc_per_node", "120", "/bin/sh", "-c",
+                                 "ulimit -n"], cwd=self.dir, env=self.env(),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                preexec_fn=low_limit)
+        out, err = proc.communicate(timeout=120)
+        self.assertEqual(proc.returncode, 0, err.decode(errors="replace")[-2000:])
+        for n in (0, 119):
+            self.assertEqual((self.dir / "log" / f"workerlog.{n}").read_text(), "256\n")
 
     def test_script_arguments_pass_through_verbatim(self):
         extra = ["--nproc_per_node", "3", "--lr=0.1", "-x", "", "two words"]

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -157,6 +158,26 @@ TEST(ProcessTest, ParentDeathSignalKillsTheChild) {
   ::kill(middle, SIGKILL);
   ::waitpid(middle, nullptr, 0);
   EXPECT_TRUE(WaitFor([&] { return !ProcessAlive(child); }));
+}
+
+TEST(ProcessTest, OpenFileLimitIsRaisedForTheLauncherOnly) {
+  struct rlimit limit {};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &limit), 0);
+  if (limit.rlim_max < 512) GTEST_SKIP() << "hard RLIMIT_NOFILE below 512";
+  limit.rlim_cur = 256;
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &limit), 0);
+  RaiseOpenFileLimit();
+  struct rlimit raised {};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &raised), 0);
+  EXPECT_EQ(raised.rlim_cur, limit.rlim_max);
+  ScopedTempDir dir;
+  const std::string out = dir.File("out");
+  const int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  ASSERT_GE(fd, 0);
+  Process p = Process::Spawn(Shell("ulimit -n", fd));
+  ::close(fd);
+  EXPECT_EQ(p.Wait(), ExitStatus::Exited(0));
+  EXPECT_EQ(ReadFile(out), "256\n");
 }
 
 }  // namespace
