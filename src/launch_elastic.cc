@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <random>
@@ -96,6 +97,7 @@ class ElasticNodeAgent : public ExternalEvents {
   void Rewatch();
   int RunWorld(const WorldRecord& world);
   void PutDone(int64_t generation);
+  void ReportFailure();
   void PublishFailure(const SupervisedProcess& process, const ExitStatus& status);
   void Complete();
   SupervisorOptions LoopOptions();
@@ -119,6 +121,7 @@ class ElasticNodeAgent : public ExternalEvents {
   std::string last_status_;
   bool etcd_lost_ = false;
   int64_t ran_generation_ = 0;
+  int64_t reported_failure_ = 0;  // Generation whose root cause was printed.
   std::optional<WorldRecord> running_;
   std::optional<std::string> stop_reason_;
   std::optional<ElasticStep> next_;
@@ -259,6 +262,21 @@ bool ElasticNodeAgent::OnTick() {
   return Evaluate();
 }
 
+// The root cause of the current world's failure, once per generation, on every node.
+void ElasticNodeAgent::ReportFailure() {
+  if (!state_.world || state_.world->generation <= reported_failure_) return;
+  const auto failure = state_.failures.find(state_.world->generation);
+  if (failure == state_.failures.end()) return;
+  const std::vector<std::string>& members = state_.world->members;
+  if (std::none_of(members.begin(), members.end(),
+                   [&](const std::string& id) { return state_.HasNode(id); })) {
+    return;  // A world of an earlier run of this job id: history, not this job's failure.
+  }
+  reported_failure_ = state_.world->generation;
+  PDLOG_ERROR("job failed in generation {}: {}", reported_failure_,
+              DescribeFailure(failure->second));
+}
+
 // Running: whether to stop the ranks. Waiting: whether a step other than waiting is due.
 bool ElasticNodeAgent::Evaluate() {
   if (running_) {
@@ -266,6 +284,7 @@ bool ElasticNodeAgent::Evaluate() {
     stop_reason_ = ReasonToStop(state_, *running_, config_);
     return stop_reason_.has_value();
   }
+  ReportFailure();  // Also for a failed world this node never got to run.
   for (int attempt = 0; attempt < 3; ++attempt) {
     const bool waited = SecondsSince(wait_start_) >= config_.timeout_seconds;
     ElasticStep step = DecideElasticStep(state_, id_, ran_generation_, config_, waited);
@@ -366,10 +385,7 @@ int ElasticNodeAgent::RunWorld(const WorldRecord& world) {
   if (result.stopped && stop_reason_) PDLOG_WARN("stopped the local ranks: {}", *stop_reason_);
   if (result.failed || result.stopped) {
     Rewatch();  // Fresh state, so that the root cause below is the stored one.
-    if (auto failure = state_.failures.find(world.generation); failure != state_.failures.end()) {
-      PDLOG_ERROR("job failed in generation {}: {}", world.generation,
-                  DescribeFailure(failure->second));
-    }
+    ReportFailure();
   } else {
     PutDone(world.generation);
   }

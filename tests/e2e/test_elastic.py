@@ -204,8 +204,13 @@ class ElasticTest(ElasticTestCase):
         b = self.node("b", "2", script, extra=extra, env={"POD_IP": "b"})
         ra, rb = self.finish(a, 90), self.finish(b, 90)
         self.assertEqual((ra.code, rb.code), (0, 0), f"{ra!r}\n{rb!r}")
-        # The pre-hook ran before every launch: twice on each node.
-        self.assertEqual(sorted(hooks.read_text().split()), ["a", "a", "b", "b"])
+        # The pre-hook ran before every launch of each node. (A node may skip generation 1 when
+        # the failure is published before it gets to start it: then it launches once.)
+        hooks_run = hooks.read_text().split()
+        for name in ("a", "b"):
+            launches = self.stderr(name).count("collective launch generation")
+            self.assertGreaterEqual(launches, 1)
+            self.assertEqual(hooks_run.count(name), launches, name)
         envs = self.recorded_envs(2)
         self.assertEqual([e["TORCHELASTIC_RESTART_COUNT"] for e in envs], ["1", "1"])
         self.assertEqual([e["PADDLE_ELASTIC_GENERATION"] for e in envs], ["2", "2"])
