@@ -2,11 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include "../support/device_plans.h"
 #include "pdlaunch/errors.h"
 #include "pdlaunch/trainer_env.h"
 
 namespace pdlaunch {
 namespace {
+
+using testutil::GpuPlan;
 
 using Strings = std::vector<std::string>;
 
@@ -31,19 +34,11 @@ EnvMap AbortTestEnv() {
           {"TRAINER_PORTS_NUM", "2"}};
 }
 
-DevicePlan Gpus(int count) {
-  DevicePlan plan;
-  plan.mode = DeviceMode::kGpu;
-  plan.backend = "nccl";
-  for (int i = 0; i < count; ++i) plan.devices_per_proc.push_back({i});
-  return plan;
-}
-
 CloudCluster Build(const EnvMap& env, const std::string& ips = "127.0.0.1,127.0.0.2", int gpus = 2,
                    int start_port = kDefaultCloudStartPort) {
   const std::optional<CloudEnv> cloud = DetectCloud(env);
   if (!cloud) throw std::logic_error("cloud not detected");
-  return BuildCloudCluster(*cloud, ips, Gpus(gpus), start_port);
+  return BuildCloudCluster(*cloud, ips, GpuPlan(gpus), start_port);
 }
 
 // The line Paddle's multi_process.py helper prints, from the variables the trainer receives.

@@ -1,29 +1,17 @@
 #include <gtest/gtest.h>
 
+#include "../support/device_plans.h"
 #include "pdlaunch/elastic.h"
 #include "pdlaunch/errors.h"
 
 namespace pdlaunch {
 namespace {
 
+using testutil::CpuPlan;
+using testutil::GpuPlan;
+
 using Ids = std::vector<std::string>;
 using World = std::optional<Ids>;
-
-DevicePlan Cpus(int count) {
-  DevicePlan plan;
-  plan.mode = DeviceMode::kCpu;
-  plan.backend = "gloo";
-  plan.devices_per_proc.resize(static_cast<size_t>(count));
-  return plan;
-}
-
-DevicePlan Gpus(int count) {
-  DevicePlan plan;
-  plan.mode = DeviceMode::kGpu;
-  plan.backend = "nccl";
-  for (int i = 0; i < count; ++i) plan.devices_per_proc.push_back({i});
-  return plan;
-}
 
 WorldRecord TwoNodeWorld() {
   return WorldRecord{3,
@@ -83,7 +71,7 @@ TEST(ElasticWorldTest, MembersBeyondNewSizeFillGapsLowestFirst) {
 }
 
 TEST(ElasticWorldTest, BuildElasticClusterUsesPublishedPorts) {
-  const Cluster cluster = BuildElasticCluster(TwoNodeWorld(), "b", Gpus(2));
+  const Cluster cluster = BuildElasticCluster(TwoNodeWorld(), "b", GpuPlan(2));
   EXPECT_EQ(cluster.local_index, 1);
   EXPECT_EQ(cluster.mode, DeviceMode::kGpu);
   EXPECT_EQ(cluster.backend, "nccl");
@@ -100,7 +88,7 @@ TEST(ElasticWorldTest, BuildElasticClusterUsesPublishedPorts) {
 
 TEST(ElasticWorldTest, BuildElasticClusterRefusesTooFewPorts) {
   try {
-    BuildElasticCluster(TwoNodeWorld(), "a", Cpus(3));
+    BuildElasticCluster(TwoNodeWorld(), "a", CpuPlan(3));
     FAIL() << "no error";
   } catch (const LaunchError& error) {
     EXPECT_STREQ(error.what(), "node 10.0.0.2 offers 2 ports for 3 processes");
@@ -110,7 +98,7 @@ TEST(ElasticWorldTest, BuildElasticClusterRefusesTooFewPorts) {
 
 TEST(ElasticWorldTest, BuildElasticClusterRefusesNonMember) {
   try {
-    BuildElasticCluster(TwoNodeWorld(), "z", Cpus(1));
+    BuildElasticCluster(TwoNodeWorld(), "z", CpuPlan(1));
     FAIL() << "no error";
   } catch (const LaunchError& error) {
     EXPECT_STREQ(error.what(), "node z is not a member of world 3");
@@ -119,7 +107,7 @@ TEST(ElasticWorldTest, BuildElasticClusterRefusesNonMember) {
 
 TEST(ElasticWorldTest, ElasticVariablesDescribeWorld) {
   const WorldRecord world = TwoNodeWorld();
-  const Cluster cluster = BuildElasticCluster(world, "a", Cpus(2));
+  const Cluster cluster = BuildElasticCluster(world, "a", CpuPlan(2));
   const EnvList expected = {
       {"PADDLE_TRAINERS", "10.0.0.1,10.0.0.2"},
       {"DISTRIBUTED_TRAINER_ENDPOINTS", "10.0.0.1:6170,10.0.0.1:6171,10.0.0.2:7000,10.0.0.2:7001"},
@@ -131,7 +119,7 @@ TEST(ElasticWorldTest, ElasticVariablesDescribeWorld) {
 }
 
 TEST(ElasticWorldTest, EndpointsValueJoinsEndpointsAndHosts) {
-  const Cluster cluster = BuildElasticCluster(TwoNodeWorld(), "a", Cpus(1));
+  const Cluster cluster = BuildElasticCluster(TwoNodeWorld(), "a", CpuPlan(1));
   EXPECT_EQ(FormatEndpointsValue(cluster), "10.0.0.1:6170,10.0.0.2:7000|10.0.0.1,10.0.0.2");
 }
 
