@@ -121,7 +121,7 @@ class ElasticNodeAgent : public ExternalEvents {
   std::string last_status_;
   bool etcd_lost_ = false;
   int64_t ran_generation_ = 0;
-  int64_t reported_failure_ = 0;  // Generation whose root cause was printed.
+  int64_t reported_failure_ = 0;  // Last generation whose root cause was printed.
   std::optional<WorldRecord> running_;
   std::optional<std::string> stop_reason_;
   std::optional<ElasticStep> next_;
@@ -188,6 +188,9 @@ void ElasticNodeAgent::CheckNp() {
 void ElasticNodeAgent::Register() {
   Connect();
   Refresh();
+  // Failures recorded before this node came are an earlier run's (a world that formed since has
+  // a higher generation than any of them), or of a world this node cannot be part of.
+  if (!state_.failures.empty()) reported_failure_ = state_.failures.rbegin()->first;
   CheckNp();
   store_->Put(keys_.status(), "0");
   store_->Put(keys_.node(id_), EncodeNodeRecord(record_), lease_);
@@ -262,19 +265,14 @@ bool ElasticNodeAgent::OnTick() {
   return Evaluate();
 }
 
-// The root cause of the current world's failure, once per generation, on every node.
+// The root cause of every failed generation of this run of the job, once, on every node: also
+// of a world this node never got to run (it was replaced before this node looked).
 void ElasticNodeAgent::ReportFailure() {
-  if (!state_.world || state_.world->generation <= reported_failure_) return;
-  const auto failure = state_.failures.find(state_.world->generation);
-  if (failure == state_.failures.end()) return;
-  const std::vector<std::string>& members = state_.world->members;
-  if (std::none_of(members.begin(), members.end(),
-                   [&](const std::string& id) { return state_.HasNode(id); })) {
-    return;  // A world of an earlier run of this job id: history, not this job's failure.
+  for (const auto& [generation, failure] : state_.failures) {
+    if (generation <= reported_failure_) continue;
+    reported_failure_ = generation;
+    PDLOG_ERROR("job failed in generation {}: {}", generation, DescribeFailure(failure));
   }
-  reported_failure_ = state_.world->generation;
-  PDLOG_ERROR("job failed in generation {}: {}", reported_failure_,
-              DescribeFailure(failure->second));
 }
 
 // Running: whether to stop the ranks. Waiting: whether a step other than waiting is due.

@@ -1,11 +1,14 @@
-"""A real etcd (Debian's etcd-server) for the elastic e2e tests: free loopback ports, a temporary
+"""A real etcd (Debian's etcd-server) for the elastic e2e tests: free locked ports, a temporary
 data dir, stopped (and restartable on the same ports and data) by the test. Never skipped: when
 /usr/bin/etcd is missing the test fails and says so (scripts/test.sh installs etcd-server)."""
 import base64
+import fcntl
 import json
 import os
+import random
 import shutil
 import socket
+import struct
 import subprocess
 import tempfile
 import time
@@ -15,10 +18,61 @@ import urllib.request
 ETCD = "/usr/bin/etcd"
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def _ephemeral_low():
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+class PortReservation:
+    """`count` ports held the way the launcher holds its own (src/ports.cc): below the ephemeral
+    range, where no outgoing connection is ever given a port (bind(0) answers from inside it,
+    so another test's client could take a port between the check and etcd's bind, and again
+    while etcd restarts), and OFD-locked in the system-wide lock file, which launchers and
+    other fixtures skip. Held until close()."""
+
+    def __init__(self, count):
+        path = os.environ.get("PDLAUNCH_PORT_LOCK_FILE") or "/tmp/pdlaunch-ports.lock"
+        self.fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+        self.ports = []
+        low, high = 20000, max(20000 + count, _ephemeral_low() - 1)
+        start = random.randrange(low, high)
+        for i in range(high - low):
+            port = low + (start - low + i) % (high - low)
+            if self._lock(port) and self._bindable(port):
+                self.ports.append(port)
+                if len(self.ports) == count:
+                    return
+            else:
+                self._unlock(port)
+        raise AssertionError(f"no {count} free ports in {low}-{high}")
+
+    def _flock(self, kind, port):
+        return struct.pack("hhxxxxqqixxxx", kind, os.SEEK_SET, port, 1, 0)
+
+    def _lock(self, port):
+        try:
+            fcntl.fcntl(self.fd, fcntl.F_OFD_SETLK, self._flock(fcntl.F_WRLCK, port))
+            return True
+        except OSError:
+            return False
+
+    def _unlock(self, port):
+        fcntl.fcntl(self.fd, fcntl.F_OFD_SETLK, self._flock(fcntl.F_UNLCK, port))
+
+    @staticmethod
+    def _bindable(port):
+        with socket.socket() as s:
+            try:
+                s.bind(("0.0.0.0", port))
+                return True
+            except OSError:
+                return False
+
+    def close(self):
+        os.close(self.fd)
 
 
 def _b64(text):
@@ -30,8 +84,8 @@ class EtcdServer:
         if not os.access(ETCD, os.X_OK):
             raise AssertionError(f"{ETCD} is missing: install Debian's etcd-server "
                                  "(scripts/test.sh does)")
-        self.client_port = free_port()
-        self.peer_port = free_port()
+        self.ports = PortReservation(2)
+        self.client_port, self.peer_port = self.ports.ports
         self.data_dir = tempfile.mkdtemp(prefix="pdlaunch-etcd-")
         self.log_path = log_path
         self.proc = None
@@ -72,6 +126,7 @@ class EtcdServer:
 
     def close(self):
         self.stop()
+        self.ports.close()
         shutil.rmtree(self.data_dir, ignore_errors=True)
 
     def call(self, path, body):

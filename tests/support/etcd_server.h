@@ -10,11 +10,13 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "pdlaunch/ports.h"
 #include "test_util.h"
 
 namespace pdlaunch::testutil {
@@ -36,7 +38,7 @@ inline int FreeLoopbackPort() {
   return ntohs(address.sin_port);
 }
 
-/// A single-member etcd (Debian's etcd-server, /usr/bin/etcd) on free loopback ports with a
+/// A single-member etcd (Debian's etcd-server, /usr/bin/etcd) on free locked ports with a
 /// temporary data dir, for tests. Start() waits until it answers /health; Stop() and Start() again
 /// restart it on the same ports and data. Killed on destruction. Throws std::runtime_error (the
 /// test fails, never skips) when etcd is missing or does not come up.
@@ -45,8 +47,9 @@ class EtcdServer {
   static constexpr const char* kBinary = "/usr/bin/etcd";
 
   explicit EtcdServer(std::chrono::milliseconds ready_timeout = std::chrono::seconds(10))
-      : client_port_(FreeLoopbackPort()),
-        peer_port_(FreeLoopbackPort()),
+      : ports_(MakeLockingPortAllocator()->Reserve(2)),
+        client_port_(ports_->ports()[0]),
+        peer_port_(ports_->ports()[1]),
         ready_timeout_(ready_timeout) {
     if (::access(kBinary, X_OK) != 0) {
       throw std::runtime_error(std::string(kBinary) +
@@ -160,6 +163,10 @@ class EtcdServer {
   }
 
   ScopedTempDir dir_;
+  // Ports of the launcher's own allocator: outside the ephemeral range (where any outgoing
+  // connection, e.g. another test's client, may take a port bind(0) just reported free) and
+  // locked in the system-wide lock file for the fixture's life, restarts included.
+  std::unique_ptr<PortReservation> ports_;
   const int client_port_;
   const int peer_port_;
   const std::chrono::milliseconds ready_timeout_;
