@@ -31,6 +31,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using internal::BuildTrainerProcesses;
+using internal::EnvironmentMap;
 using internal::GatherNodeEnv;
 using internal::GetEnv;
 using internal::GivenStartPort;
@@ -49,19 +50,6 @@ struct PortPlan {
   int master_port = 0;
   std::unique_ptr<PortReservation> reservation;  ///< Held for the whole job when free ports.
 };
-
-/// The environment as a map, variables set to "" included (PaddleCloud detection counts them).
-EnvMap EnvironmentMap() {
-  EnvMap env;
-  for (char** entry = environ; *entry != nullptr; ++entry) {
-    const std::string_view text = *entry;
-    const size_t equals = text.find('=');
-    if (equals != std::string_view::npos) {
-      env.emplace(text.substr(0, equals), text.substr(equals + 1));
-    }
-  }
-  return env;
-}
 
 /// Fixed ports for several nodes or under PaddleCloud (contract §3.4), else free locked ports.
 PortPlan PlanPorts(const LaunchOptions& options, const NodeIdentity& node, int num_local,

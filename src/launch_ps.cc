@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "launch_support.h"
+#include "pdlaunch/cloud.h"
 #include "pdlaunch/devices.h"
 #include "pdlaunch/logging.h"
 #include "pdlaunch/ports.h"
@@ -68,9 +69,28 @@ std::vector<SupervisedProcess> BuildPsProcesses(const PsPlan& plan, const Traini
   return processes;
 }
 
+// Under PaddleCloud the platform starts every server and worker itself (contract §4.1): the
+// script runs once, with the environment and console as they are. Paddle then exits 0 whatever
+// the script returned; its exit code is passed through here.
+int RunPsDirect(const LaunchOptions& options, const TrainingCommand& command) {
+  PDLOG_INFO(
+      "PaddleCloud parameter-server job: the platform starts each role; running {} once, "
+      "as it is",
+      command.argv.size() > 1 ? command.argv[1] : command.executable);
+  SupervisedProcess process;
+  process.role_size = 1;
+  process.spec = ProcessSpec{command.executable, command.argv, ParentEnvironment(), -1};
+  SupervisorOptions supervisor;
+  supervisor.grace_seconds = options.grace;
+  std::vector<SupervisedProcess> processes;
+  processes.push_back(std::move(process));
+  return RunSupervised(std::move(processes), supervisor);
+}
+
 }  // namespace
 
 int RunPs(const LaunchOptions& options, JobMode mode, const TrainingCommand& command) {
+  if (mode == JobMode::kPs && DetectCloud(EnvironmentMap())) return RunPsDirect(options, command);
   PsInputs inputs;
   inputs.options = options;
   inputs.mode = mode;

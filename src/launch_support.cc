@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <string_view>
 #include <system_error>
 
 #include "pdlaunch/errors.h"
@@ -16,6 +17,18 @@ extern char** environ;
 namespace pdlaunch::internal {
 
 namespace fs = std::filesystem;
+
+EnvMap EnvironmentMap() {
+  EnvMap env;
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    const std::string_view text = *entry;
+    const size_t equals = text.find('=');
+    if (equals != std::string_view::npos) {
+      env.emplace(text.substr(0, equals), text.substr(equals + 1));
+    }
+  }
+  return env;
+}
 
 std::optional<std::string> GetEnv(const char* name) {
   const char* value = ::getenv(name);

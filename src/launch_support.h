@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "pdlaunch/cloud.h"
 #include "pdlaunch/elastic.h"
 #include "pdlaunch/node.h"
 #include "pdlaunch/options.h"
@@ -21,6 +22,9 @@ namespace pdlaunch::internal {
 
 /// The value of environment variable `name`; nullopt when unset or empty.
 std::optional<std::string> GetEnv(const char* name);
+
+/// The environment as a map, variables set to "" included (PaddleCloud detection counts them).
+EnvMap EnvironmentMap();
 
 /// The launcher's environment as "NAME=value" entries.
 std::vector<std::string> ParentEnvironment();

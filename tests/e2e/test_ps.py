@@ -193,6 +193,24 @@ class PsTest(PsTestCase):
             self.assertEqual(env["PADDLE_TRAINER_ENDPOINTS"], workers)
         self.assert_all_gone(self.ps_pids())
 
+    def test_paddlecloud_runs_the_script_once_as_it_is(self):
+        """Contract §4.1: under PaddleCloud the platform starts each role; the launcher runs the
+        script once with the environment unchanged and no log redirection. Paddle exits 0
+        whatever the script returned; pdlaunch passes the code through."""
+        cloud = {"PADDLE_TRAINERS": "10.0.0.1", "POD_IP": "10.0.0.1", "PADDLE_TRAINER_ID": "0",
+                 "TRAINER_PORTS_NUM": "1", "TRAINING_ROLE": "PSERVER", "PADDLE_PORT": "6170"}
+        r = self.run_launch(["--server_num", "2", "--worker_num", "2",
+                             *self.rank_args("--say", "direct", "--exit", "0:4")],
+                            env=self.env(**cloud))
+        self.assertEqual(r.code, 4, repr(r))
+        self.assertIn("rank 0: direct", r.stdout)  # Straight to the console.
+        env = self.recorded_envs(1)[0]              # Once, and only once.
+        for name, value in cloud.items():
+            self.assertEqual(env[name], value, name)
+        self.assertNotIn("PADDLE_PSERVERS_IP_PORT_LIST", env)
+        self.assertFalse((self.dir / "log" / "serverlog.0").exists())
+        self.assertFalse((self.dir / "log" / "workerlog.0").exists())
+
     def test_failing_worker_stops_the_job_with_its_exit_code(self):
         result = self.run_ps(["--server_num", 2, "--worker_num", 4]
                              + self.demo_args("--fail-worker", 1))
