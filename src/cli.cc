@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "pdlaunch/endpoint.h"
 #include "pdlaunch/errors.h"
 #include "pdlaunch/version.h"
 
@@ -53,18 +54,10 @@ struct FlagSpec {
   throw UsageError(fmt::format("argument {}: invalid {} value: '{}'{}", flag, type, value, hint));
 }
 
-bool IsAsciiSpace(char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; }
-
-std::string_view StripSpaces(std::string_view text) {
-  while (!text.empty() && IsAsciiSpace(text.front())) text.remove_prefix(1);
-  while (!text.empty() && IsAsciiSpace(text.back())) text.remove_suffix(1);
-  return text;
-}
-
 // Python's int() for decimal text: surrounding whitespace and a leading '+' allowed. Unlike
 // CLI11's own conversion, "010" is ten (not octal) and "0x10" is an error, as in argparse.
 int ToInt(std::string_view flag, const std::string& value) {
-  std::string_view text = StripSpaces(value);
+  std::string_view text = StripSpace(value);
   if (text.size() > 1 && text.front() == '+' && text[1] != '-') text.remove_prefix(1);
   int number = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), number);
@@ -81,7 +74,7 @@ int ToPort(std::string_view flag, const std::string& value) {
 }
 
 double ToSeconds(std::string_view flag, const std::string& value) {
-  const std::string_view text = StripSpaces(value);
+  const std::string_view text = StripSpace(value);
   double seconds = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), seconds);
   if (text.empty() || ec != std::errc() || end != text.data() + text.size() ||
@@ -203,8 +196,7 @@ const std::array<FlagSpec, 30> kFlags = {{
      "job unique id", ""},
     {"--np", "np", Kind::kValue, true, &StoreText<&LO::np>, kElasticGroup, "job pod/node number",
      ""},
-    {"--scale", "scale", Kind::kValue, true, &StoreInt<&LO::scale>, kElasticGroup, "scale np",
-     ""},
+    {"--scale", "scale", Kind::kValue, true, &StoreInt<&LO::scale>, kElasticGroup, "scale np", ""},
     {"--host", "host", Kind::kValue, true, &StoreText<&LO::host>, kElasticGroup,
      "bind host, default to POD_IP env", ""},
     {"--force", "force", Kind::kOptionalBool, true, &StoreForce, kElasticGroup, "update np force",

@@ -25,13 +25,7 @@ std::optional<std::string> Find(const EnvMap& env, const std::string& name) {
 
 // An integer as Python's int() reads a variable: surrounding whitespace allowed.
 int EnvInt(std::string_view text, std::string_view name, int min, int max) {
-  constexpr std::string_view kSpace = " \t\n\r\f\v";
-  const size_t begin = text.find_first_not_of(kSpace);
-  const std::string_view stripped =
-      begin == std::string_view::npos
-          ? std::string_view()
-          : text.substr(begin, text.find_last_not_of(kSpace) - begin + 1);
-  return ParseInt(stripped, name, min, max);
+  return ParseInt(StripSpace(text), name, min, max);
 }
 
 // What the cloud variables say about the nodes, parsed and checked.

@@ -25,22 +25,6 @@ struct Sourced {
   bool from_flag = false;
 };
 
-std::string_view Strip(std::string_view text) {
-  constexpr std::string_view kSpace = " \t\n\r\f\v";
-  const size_t begin = text.find_first_not_of(kSpace);
-  if (begin == std::string_view::npos) return {};
-  return text.substr(begin, text.find_last_not_of(kSpace) - begin + 1);
-}
-
-// Python's int(): surrounding whitespace and one leading '+' allowed.
-int PythonInt(std::string_view text, std::string_view what, int min, int max) {
-  std::string_view stripped = Strip(text);
-  if (stripped.size() > 1 && stripped.front() == '+' && stripped[1] != '-') {
-    stripped.remove_prefix(1);
-  }
-  return ParseInt(stripped, what, min, max);
-}
-
 // Python's os.getenv() as Paddle tests it: unset and empty are both "not given".
 std::optional<std::string> EnvValue(const EnvMap& env, const std::string& name) {
   const auto it = env.find(name);
@@ -71,7 +55,7 @@ std::optional<Sourced> ServerSetting(const LaunchOptions& options, const EnvMap&
 bool EnablesElastic(const Sourced& np) {
   if (np.from_flag) return true;
   try {
-    return PythonInt(np.value, np.source, INT_MIN, INT_MAX) != 0;
+    return ParsePythonInt(np.value, np.source, INT_MIN, INT_MAX) != 0;
   } catch (const UsageError&) {
     return true;  // Not an integer: enabled, and refused by ParseNp.
   }
@@ -98,10 +82,10 @@ std::pair<int, int> ParseNp(const Sourced& np) {
   const std::string_view text = np.value;
   const size_t colon = text.find(':');
   try {
-    const int min = PythonInt(text.substr(0, colon), np.source, 1, INT_MAX);
+    const int min = ParsePythonInt(text.substr(0, colon), np.source, 1, INT_MAX);
     const int max = colon == std::string_view::npos
                         ? min
-                        : PythonInt(text.substr(colon + 1), np.source, min, INT_MAX);
+                        : ParsePythonInt(text.substr(colon + 1), np.source, min, INT_MAX);
     return {min, max};
   } catch (const UsageError&) {
     throw UsageError(fmt::format("{}: '{}' is not N or N:M with 1 <= N <= M", np.source, np.value));
@@ -113,7 +97,7 @@ std::pair<int, std::string> ScaleSetting(const LaunchOptions& options, const Env
   if (options.WasGiven("scale") || options.scale != 0) return {options.scale, "--scale"};
   const auto value = EnvValue(env, "PADDLE_ELASTIC_SCALE");
   if (!value) return {0, "PADDLE_ELASTIC_SCALE"};
-  return {PythonInt(*value, "PADDLE_ELASTIC_SCALE", INT_MIN, INT_MAX), "PADDLE_ELASTIC_SCALE"};
+  return {ParsePythonInt(*value, "PADDLE_ELASTIC_SCALE", INT_MIN, INT_MAX), "PADDLE_ELASTIC_SCALE"};
 }
 
 void ApplyScale(ElasticConfig& config, const LaunchOptions& options, const EnvMap& env) {
@@ -140,7 +124,7 @@ bool ForceSetting(const LaunchOptions& options, const EnvMap& env) {
 
 int EnvInt(const EnvMap& env, const std::string& name, int fallback, int min) {
   const auto value = EnvValue(env, name);
-  return value ? PythonInt(*value, name, min, INT_MAX) : fallback;
+  return value ? ParsePythonInt(*value, name, min, INT_MAX) : fallback;
 }
 
 int MaxRestartSetting(const LaunchOptions& options, const EnvMap& env) {

@@ -15,12 +15,6 @@ bool IsSpace(char c) {
   return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
 }
 
-std::string_view Strip(std::string_view text) {
-  while (!text.empty() && IsSpace(text.front())) text.remove_prefix(1);
-  while (!text.empty() && IsSpace(text.back())) text.remove_suffix(1);
-  return text;
-}
-
 std::string RangeText(int min, int max) {
   if (max == INT_MAX) return fmt::format("at least {}", min);
   if (min == INT_MIN) return fmt::format("at most {}", max);
@@ -56,11 +50,17 @@ std::vector<std::string> SplitAndStrip(std::string_view text, char separator) {
   size_t begin = 0;
   while (true) {
     const size_t end = text.find(separator, begin);
-    items.emplace_back(Strip(text.substr(begin, end - begin)));
+    items.emplace_back(StripSpace(text.substr(begin, end - begin)));
     if (end == std::string_view::npos) break;
     begin = end + 1;
   }
   return items;
+}
+
+std::string_view StripSpace(std::string_view text) {
+  while (!text.empty() && IsSpace(text.front())) text.remove_prefix(1);
+  while (!text.empty() && IsSpace(text.back())) text.remove_suffix(1);
+  return text;
 }
 
 int ParseInt(std::string_view text, std::string_view what, int min, int max) {
@@ -78,6 +78,14 @@ int ParseInt(std::string_view text, std::string_view what, int min, int max) {
     throw UsageError(fmt::format("{}: '{}' must be {}", what, text, RangeText(min, max)));
   }
   return value;
+}
+
+int ParsePythonInt(std::string_view text, std::string_view what, int min, int max) {
+  std::string_view stripped = StripSpace(text);
+  if (stripped.size() > 1 && stripped.front() == '+' && stripped[1] != '-') {
+    stripped.remove_prefix(1);
+  }
+  return ParseInt(stripped, what, min, max);
 }
 
 }  // namespace pdlaunch

@@ -24,8 +24,6 @@
 #include "pdlaunch/trainer_env.h"
 #include "pdlaunch/training_command.h"
 
-extern char** environ;
-
 namespace pdlaunch {
 namespace {
 
@@ -35,38 +33,24 @@ using internal::EnvironmentMap;
 using internal::GatherNodeEnv;
 using internal::GetEnv;
 using internal::GivenStartPort;
+using internal::LocalPorts;
 using internal::LogFiles;
-using internal::ParentEnvironment;
+using internal::PlanLocalPorts;
 using internal::PrepareLogDir;
+using internal::PrintStarted;
+using internal::ResolveCollectiveDevices;
 using internal::TempDir;
 using internal::WriteTextFile;
 
 /// Paddle's default start port for multi-node jobs (contract §3.4).
 constexpr int kDefaultMultiNodeStartPort = 6070;
 
-/// Ports of the local trainers, plus MASTER_PORT as the last entry.
-struct PortPlan {
-  std::vector<int> ports;
-  int master_port = 0;
-  std::unique_ptr<PortReservation> reservation;  ///< Held for the whole job when free ports.
-};
-
 /// Fixed ports for several nodes or under PaddleCloud (contract §3.4), else free locked ports.
-PortPlan PlanPorts(const LaunchOptions& options, const NodeIdentity& node, int num_local,
-                   bool cloud) {
-  PortPlan plan;
+LocalPorts PlanPorts(const LaunchOptions& options, const NodeIdentity& node, int num_local,
+                     bool cloud) {
   std::optional<int> start = GivenStartPort(options);
   if (!start && (node.node_ips.size() > 1 || cloud)) start = kDefaultMultiNodeStartPort;
-  if (start) {
-    for (int i = 0; i < num_local; ++i) plan.ports.push_back(*start + i);
-    plan.master_port = *start + num_local;
-    return plan;
-  }
-  plan.reservation = MakeLockingPortAllocator()->Reserve(num_local + 1);
-  plan.ports = plan.reservation->ports();
-  plan.master_port = plan.ports.back();
-  plan.ports.pop_back();
-  return plan;
+  return PlanLocalPorts(start, num_local);
 }
 
 /// Fixed ports are checked on the node that uses them: its trainers' ports, and MASTER_PORT on
@@ -113,15 +97,13 @@ void LogDevicePlan(const DevicePlan& plan) {
 /// Everything needed to start the local trainers, decided before anything starts.
 struct CollectivePlan {
   Cluster cluster;
-  PortPlan ports;
+  LocalPorts ports;
   DevicePlan devices;
 };
 
 CollectivePlan PlanCollective(const LaunchOptions& options) {
   CollectivePlan plan;
-  auto probe = MakeSystemDeviceProbe();
-  plan.devices = ResolveDevices(options.gpus, options.nproc_per_node, options.backend,
-                                DeviceEnv{GetEnv("CUDA_VISIBLE_DEVICES")}, *probe);
+  plan.devices = ResolveCollectiveDevices(options);
   const std::optional<CloudEnv> cloud = DetectCloud(EnvironmentMap());
   if (cloud && UsesCloudCluster(*cloud)) {
     plan.cluster = PlanCloudCluster(options, *cloud, plan.devices);
@@ -134,10 +116,6 @@ CollectivePlan PlanCollective(const LaunchOptions& options) {
   }
   if (!plan.ports.reservation) CheckLocalPortsFree(plan.cluster);
   return plan;
-}
-
-void PrintStarted(const std::vector<pid_t>& pids) {
-  for (size_t i = 0; i < pids.size(); ++i) fmt::print("launch proc_id:{} idx:{}\n", pids[i], i);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <random>
 #include <thread>
 
@@ -31,8 +32,6 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-/// Default first port of an elastic node (contract §10.4).
-constexpr int kElasticStartPort = 6170;
 /// How long one etcd request may take.
 constexpr std::chrono::milliseconds kRequestTimeout{3000};
 /// Seconds between two "not ready" lines while waiting.
@@ -89,12 +88,19 @@ class ElasticNodeAgent : public ExternalEvents {
  private:
   void PlanNode();
   void Connect();
+  /// Calls `call` again every 0.5 s while etcd is unavailable, for PADDLE_ELASTIC_TIMEOUT at
+  /// most (then the last KvUnavailable propagates); `on_first_failure` hears of the first one.
+  void RetryWhileUnavailable(
+      const std::function<void()>& call,
+      const std::function<void(const KvUnavailable&)>& on_first_failure = {});
   void Register();
   void CheckNp();
   void Refresh();
   bool Evaluate();
   void KeepAlive();
   void Rewatch();
+  void LoseEtcd(const KvUnavailable& error);
+  void PutNodeKey();
   int RunWorld(const WorldRecord& world);
   void PutDone(int64_t generation);
   void ReportFailure();
@@ -130,44 +136,50 @@ class ElasticNodeAgent : public ExternalEvents {
 };
 
 void ElasticNodeAgent::PlanNode() {
-  auto probe = MakeSystemDeviceProbe();
-  devices_ = ResolveDevices(options_.gpus, options_.nproc_per_node, options_.backend,
-                            DeviceEnv{GetEnv("CUDA_VISIBLE_DEVICES")}, *probe);
+  devices_ = ResolveCollectiveDevices(options_);
   for (const std::string& line : devices_.warnings) PDLOG_WARN("{}", line);
-  const int num_local = static_cast<int>(devices_.devices_per_proc.size());
   record_.host = ThisHost(options_);
   record_.pid = static_cast<int>(::getpid());
-  if (std::optional<int> start = GivenStartPort(options_)) {
-    for (int i = 0; i < num_local; ++i) record_.ports.push_back(*start + i);
-    record_.master_port = *start + num_local;
+  // Without a fixed start port: free ports, locked for the launcher's life, so that nodes
+  // sharing a machine never collide.
+  LocalPorts ports =
+      PlanLocalPorts(GivenStartPort(options_), static_cast<int>(devices_.devices_per_proc.size()));
+  record_.ports = ports.ports;
+  record_.master_port = ports.master_port;
+  ports_ = std::move(ports.reservation);
+  if (!ports_) {
     std::vector<int> all = record_.ports;
     all.push_back(record_.master_port);
     CheckPortsFree(all);
-  } else {
-    // Free ports, locked for the launcher's life: nodes sharing a machine never collide.
-    ports_ = MakeLockingPortAllocator()->Reserve(num_local + 1);
-    record_.ports.assign(ports_->ports().begin(), ports_->ports().end() - 1);
-    record_.master_port = ports_->ports().back();
   }
   log_dir_ = PrepareLogDir(options_.log_dir);
 }
 
 // The first request retries until PADDLE_ELASTIC_TIMEOUT: etcd may be starting with the job.
 void ElasticNodeAgent::Connect() {
+  try {
+    RetryWhileUnavailable([&] { lease_ = store_->GrantLease(config_.ttl_seconds); },
+                          [&](const KvUnavailable& e) {
+                            PDLOG_WARN("waiting for etcd at {}: {}", config_.server, e.what());
+                          });
+  } catch (const KvUnavailable& e) {
+    throw LaunchError(
+        fmt::format("cannot reach etcd at {} within {} s (PADDLE_ELASTIC_TIMEOUT): {}",
+                    config_.server, config_.timeout_seconds, e.what()));
+  }
+}
+
+void ElasticNodeAgent::RetryWhileUnavailable(
+    const std::function<void()>& call,
+    const std::function<void(const KvUnavailable&)>& on_first_failure) {
   const auto deadline = Clock::now() + std::chrono::seconds(config_.timeout_seconds);
-  for (bool warned = false;;) {
+  for (bool failed_before = false;; failed_before = true) {
     try {
-      lease_ = store_->GrantLease(config_.ttl_seconds);
+      call();
       return;
     } catch (const KvUnavailable& e) {
-      if (Clock::now() >= deadline) {
-        throw LaunchError(
-            fmt::format("cannot reach etcd at {} within {} s "
-                        "(PADDLE_ELASTIC_TIMEOUT): {}",
-                        config_.server, config_.timeout_seconds, e.what()));
-      }
-      if (!warned) PDLOG_WARN("waiting for etcd at {}: {}", config_.server, e.what());
-      warned = true;
+      if (Clock::now() >= deadline) throw;
+      if (!failed_before && on_first_failure) on_first_failure(e);
       std::this_thread::sleep_for(std::chrono::milliseconds(500));
     }
   }
@@ -193,7 +205,7 @@ void ElasticNodeAgent::Register() {
   if (!state_.failures.empty()) reported_failure_ = state_.failures.rbegin()->first;
   CheckNp();
   store_->Put(keys_.status(), "0");
-  store_->Put(keys_.node(id_), EncodeNodeRecord(record_), lease_);
+  PutNodeKey();
   last_keepalive_ = Clock::now();
   PDLOG_INFO("elastic job {} at etcd {}: this node is {} ({}), np {}{}", config_.job_id,
              config_.server, record_.host, id_, config_.np_min,
@@ -207,6 +219,17 @@ void ElasticNodeAgent::Refresh() {
   state_ = ParseJobState(keys_, range.kvs);
 }
 
+// etcd is away: say so once, drop the watch; the tick retries (Rewatch) until it is back.
+void ElasticNodeAgent::LoseEtcd(const KvUnavailable& error) {
+  if (!etcd_lost_) PDLOG_WARN("lost etcd at {}: {}; retrying", config_.server, error.what());
+  etcd_lost_ = true;
+  watch_.reset();
+}
+
+void ElasticNodeAgent::PutNodeKey() {
+  store_->Put(keys_.node(id_), EncodeNodeRecord(record_), lease_);
+}
+
 void ElasticNodeAgent::Rewatch() {
   try {
     Refresh();
@@ -214,9 +237,7 @@ void ElasticNodeAgent::Rewatch() {
     if (etcd_lost_) PDLOG_INFO("reconnected to etcd at {}", config_.server);
     etcd_lost_ = false;
   } catch (const KvUnavailable& e) {
-    watch_.reset();
-    if (!etcd_lost_) PDLOG_WARN("lost etcd at {}: {}; retrying", config_.server, e.what());
-    etcd_lost_ = true;
+    LoseEtcd(e);
   }
 }
 
@@ -227,13 +248,11 @@ void ElasticNodeAgent::KeepAlive() {
       // The lease expired (etcd was away longer than the TTL): register again.
       PDLOG_WARN("register host again {}", record_.host);
       lease_ = store_->GrantLease(config_.ttl_seconds);
-      store_->Put(keys_.node(id_), EncodeNodeRecord(record_), lease_);
+      PutNodeKey();
     }
     last_keepalive_ = Clock::now();
   } catch (const KvUnavailable& e) {
-    if (!etcd_lost_) PDLOG_WARN("lost etcd at {}: {}; retrying", config_.server, e.what());
-    etcd_lost_ = true;
-    watch_.reset();
+    LoseEtcd(e);
   }
 }
 
@@ -242,9 +261,7 @@ bool ElasticNodeAgent::OnReadable() {
     watch_->Read();  // The events only say "something changed": the snapshot says what.
     Refresh();
   } catch (const KvUnavailable& e) {
-    if (!etcd_lost_) PDLOG_WARN("lost etcd at {}: {}; retrying", config_.server, e.what());
-    etcd_lost_ = true;
-    watch_.reset();
+    LoseEtcd(e);
     return false;
   }
   return Evaluate();
@@ -370,9 +387,7 @@ int ElasticNodeAgent::RunWorld(const WorldRecord& world) {
   SupervisorOptions loop = LoopOptions();
   loop.echo_path = processes.front().log_path;
   loop.remove_if_killed = {gloo_dir.path()};
-  loop.on_started = [](const std::vector<pid_t>& pids) {
-    for (size_t i = 0; i < pids.size(); ++i) fmt::print("launch proc_id:{} idx:{}\n", pids[i], i);
-  };
+  loop.on_started = PrintStarted;
   loop.on_first_failure = [this](const SupervisedProcess& p, const ExitStatus& s) {
     PublishFailure(p, s);
   };
@@ -392,16 +407,7 @@ int ElasticNodeAgent::RunWorld(const WorldRecord& world) {
 
 // Without this key the job cannot complete, so it is retried while etcd is away.
 void ElasticNodeAgent::PutDone(int64_t generation) {
-  const auto deadline = Clock::now() + std::chrono::seconds(config_.timeout_seconds);
-  for (;;) {
-    try {
-      store_->Put(keys_.done(generation, id_), "1");
-      return;
-    } catch (const KvUnavailable& e) {
-      if (Clock::now() >= deadline) throw;
-      std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    }
-  }
+  RetryWhileUnavailable([&] { store_->Put(keys_.done(generation, id_), "1"); });
 }
 
 void ElasticNodeAgent::Leave() {

@@ -89,6 +89,30 @@ int LogFiles::Open(const std::string& path, bool truncate) {
   return fd;
 }
 
+LocalPorts PlanLocalPorts(std::optional<int> start, int num_local) {
+  LocalPorts plan;
+  if (start) {
+    for (int i = 0; i < num_local; ++i) plan.ports.push_back(*start + i);
+    plan.master_port = *start + num_local;
+    return plan;
+  }
+  plan.reservation = MakeLockingPortAllocator()->Reserve(num_local + 1);
+  plan.ports = plan.reservation->ports();
+  plan.master_port = plan.ports.back();
+  plan.ports.pop_back();
+  return plan;
+}
+
+DevicePlan ResolveCollectiveDevices(const LaunchOptions& options) {
+  auto probe = MakeSystemDeviceProbe();
+  return ResolveDevices(options.gpus, options.nproc_per_node, options.backend,
+                        DeviceEnv{GetEnv("CUDA_VISIBLE_DEVICES")}, *probe);
+}
+
+void PrintStarted(const std::vector<pid_t>& pids) {
+  for (size_t i = 0; i < pids.size(); ++i) fmt::print("launch proc_id:{} idx:{}\n", pids[i], i);
+}
+
 void WriteTextFile(const std::filesystem::path& path, const std::string& content) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << content;

@@ -4,14 +4,17 @@
 // server, launch_elastic.cc: elastic). Internal to src/.
 
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "pdlaunch/cloud.h"
+#include "pdlaunch/devices.h"
 #include "pdlaunch/elastic.h"
 #include "pdlaunch/node.h"
 #include "pdlaunch/options.h"
+#include "pdlaunch/ports.h"
 #include "pdlaunch/ps.h"
 #include "pdlaunch/supervisor.h"
 #include "pdlaunch/topology.h"
@@ -35,6 +38,24 @@ std::optional<int> GivenStartPort(const LaunchOptions& options);
 /// POD_IP, the local interface addresses (only when `ips` lists several nodes) and the
 /// addresses of the host names in `ips` that need resolving (forward only).
 NodeEnv GatherNodeEnv(const std::string& ips, const std::optional<std::string>& host);
+
+/// The ports of a node's local trainers, plus MASTER_PORT.
+struct LocalPorts {
+  std::vector<int> ports;  ///< One per local trainer.
+  int master_port = 0;
+  std::unique_ptr<PortReservation> reservation;  ///< Held for the whole job when free ports.
+};
+
+/// `start`, start+1, ... and MASTER_PORT after them when `start` is given; otherwise
+/// `num_local` + 1 free locked ports, the last one MASTER_PORT.
+LocalPorts PlanLocalPorts(std::optional<int> start, int num_local);
+
+/// The collective device plan: --gpus, --nproc_per_node, --backend, CUDA_VISIBLE_DEVICES and
+/// the system's GPUs (nvidia-smi).
+DevicePlan ResolveCollectiveDevices(const LaunchOptions& options);
+
+/// Paddle's "launch proc_id:<pid> idx:<i>" line for every started process, on stdout.
+void PrintStarted(const std::vector<pid_t>& pids);
 
 /// Creates `log_dir` (and parents); returns its absolute path. Throws LaunchError naming it.
 std::filesystem::path PrepareLogDir(const std::string& log_dir);

@@ -32,6 +32,11 @@ namespace {
 namespace asio = boost::asio;
 using StreamDescriptor = asio::posix::stream_descriptor;
 
+std::chrono::steady_clock::duration Seconds(double seconds) {
+  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(seconds));
+}
+
 off_t FileSize(const std::string& path) {
   struct stat st {};
   return (!path.empty() && ::stat(path.c_str(), &st) == 0) ? st.st_size : 0;
@@ -265,8 +270,7 @@ class EventLoop {
   void ArmTick() {
     const double seconds = options_.external->tick_seconds();
     if (seconds <= 0 || finished_) return;
-    tick_timer_.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-        std::chrono::duration<double>(seconds)));
+    tick_timer_.expires_after(Seconds(seconds));
     tick_timer_.async_wait([this](boost::system::error_code ec) {
       if (ec || finished_) return;
       if (options_.external->OnTick()) RequestStop();
@@ -310,8 +314,7 @@ class EventLoop {
   }
 
   void ArmGraceTimer() {
-    grace_timer_.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-        std::chrono::duration<double>(options_.grace_seconds)));
+    grace_timer_.expires_after(Seconds(options_.grace_seconds));
     grace_timer_.async_wait([this](boost::system::error_code ec) {
       if (ec) return;
       grace_expired_ = true;

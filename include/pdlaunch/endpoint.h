@@ -26,7 +26,14 @@ std::string JoinEndpoints(const std::vector<Endpoint>& endpoints, std::string_vi
 /// an empty list; empty items are kept (callers decide whether they are errors).
 std::vector<std::string> SplitAndStrip(std::string_view text, char separator);
 
+/// `text` without its leading and trailing ASCII whitespace.
+std::string_view StripSpace(std::string_view text);
+
 /// Parses a decimal integer in [min, max]; throws UsageError "<what>: '<text>' ..." otherwise.
 int ParseInt(std::string_view text, std::string_view what, int min, int max);
+
+/// ParseInt of decimal text as Python's int() reads it: surrounding whitespace and one leading
+/// '+' allowed.
+int ParsePythonInt(std::string_view text, std::string_view what, int min, int max);
 
 }  // namespace pdlaunch
