@@ -101,10 +101,10 @@ struct CollectivePlan {
   DevicePlan devices;
 };
 
-CollectivePlan PlanCollective(const LaunchOptions& options) {
+CollectivePlan PlanCollective(const LaunchOptions& options, const EnvMap& env) {
   CollectivePlan plan;
   plan.devices = ResolveCollectiveDevices(options);
-  const std::optional<CloudEnv> cloud = DetectCloud(EnvironmentMap());
+  const std::optional<CloudEnv> cloud = DetectCloud(env);
   if (cloud && UsesCloudCluster(*cloud)) {
     plan.cluster = PlanCloudCluster(options, *cloud, plan.devices);
   } else {
@@ -126,7 +126,8 @@ int Run(const LaunchOptions& options) {
       options.training_script, options.training_script_args, GetEnv("PADDLE_LAUNCH_PYTHON"),
       GetEnv("PATH").value_or("/bin:/usr/bin"));
   if (mode != JobMode::kCollective) return internal::RunPs(options, mode, command);
-  const ElasticDecision elastic = ResolveElasticConfig(options, EnvironmentMap());
+  const EnvMap env = EnvironmentMap();
+  const ElasticDecision elastic = ResolveElasticConfig(options, env);
   if (!elastic.info.empty()) PDLOG_INFO("{}", elastic.info);
   if (elastic.config) {
     if (options.WasGiven("ips")) {
@@ -134,7 +135,7 @@ int Run(const LaunchOptions& options) {
     }
     return internal::RunElastic(options, *elastic.config, command);
   }
-  CollectivePlan plan = PlanCollective(options);
+  CollectivePlan plan = PlanCollective(options, env);
   LogDevicePlan(plan.devices);
   const fs::path log_dir = PrepareLogDir(options.log_dir);
   TempDir gloo_dir;
