@@ -25,6 +25,12 @@ namespace pdlaunch {
 
 namespace {
 
+enum class Tier {
+  kLegacy,  // paddle.distributed.fleet.launch (the legacy contract)
+  kNew,     // paddle.distributed.launch since Paddle 2.3 (paddle-new-launch.md §2.1)
+  kOwn,     // pdlaunch's additions
+};
+
 enum class Kind {
   kValue,         // --opt VALUE, --opt=VALUE
   kFlag,          // --opt
@@ -40,18 +46,23 @@ struct FlagSpec {
   std::string_view name;  // Long name as typed, "--gpus".
   std::string_view dest;  // argparse destination, shared by aliases.
   Kind kind;
-  // Declared by Paddle's launcher. A prefix that matches exactly one Paddle flag means that flag
-  // even if it also matches one of pdlaunch's additions, so Paddle command lines keep working.
-  bool paddle;
+  // Who declared it. A prefix means the flag it matches in the lowest tier that has a match: a
+  // legacy command line keeps its meaning (`--log` is --log_dir although today's launcher added
+  // --log_level and pdlaunch --log_overwrite).
+  Tier tier;
   Store store;               // nullptr for --help and --version.
   std::string_view group;    // Help section.
   std::string_view help;     // Empty: no help text.
   std::string_view refused;  // Non-empty: not supported yet; the reason in parentheses.
+  std::string_view env = {};  // Environment twin (paddle-new-launch.md §2.2); empty: none.
 };
 
+// `flag` is "--name" for a command-line value and the variable's name for an environment twin.
 [[noreturn]] void ThrowInvalid(std::string_view flag, std::string_view type,
                                const std::string& value, std::string_view hint = "") {
-  throw UsageError(fmt::format("argument {}: invalid {} value: '{}'{}", flag, type, value, hint));
+  const std::string what =
+      flag.starts_with("--") ? fmt::format("argument {}", flag) : fmt::format("{}", flag);
+  throw UsageError(fmt::format("{}: invalid {} value: '{}'{}", what, type, value, hint));
 }
 
 // Python's int() for decimal text: surrounding whitespace and a leading '+' allowed. Unlike
@@ -73,6 +84,8 @@ int ToPort(std::string_view flag, const std::string& value) {
   return port;
 }
 
+double ToPositiveSeconds(std::string_view flag, const std::string& value);
+
 double ToSeconds(std::string_view flag, const std::string& value) {
   const std::string_view text = StripSpace(value);
   double seconds = 0;
@@ -90,16 +103,26 @@ std::string ToLower(std::string_view text) {
   return lower;
 }
 
-bool IsBoolLiteral(std::string_view text) {
+// The words of Python's strtobool, which today's launcher uses for its bool flags.
+constexpr std::array<std::string_view, 6> kTrueWords = {"y", "yes", "t", "true", "on", "1"};
+constexpr std::array<std::string_view, 6> kFalseWords = {"n", "no", "f", "false", "off", "0"};
+
+bool IsWordOf(std::string_view text, const std::array<std::string_view, 6>& words) {
   const std::string lower = ToLower(text);
-  return lower == "true" || lower == "false" || lower == "1" || lower == "0";
+  return std::find(words.begin(), words.end(), lower) != words.end();
 }
 
-// Paddle's type=bool made "--force False" true (contract §9 bug 6); this reads the word.
+bool IsBoolLiteral(std::string_view text) {
+  return IsWordOf(text, kTrueWords) || IsWordOf(text, kFalseWords);
+}
+
+// Paddle's type=bool made "--force False" true (contract §9 bug 6); this reads the word as
+// strtobool does.
 bool ToBool(std::string_view flag, const std::string& value) {
-  if (!IsBoolLiteral(value)) ThrowInvalid(flag, "bool", value, " (use true, false, 1 or 0)");
-  const std::string lower = ToLower(value);
-  return lower == "true" || lower == "1";
+  if (!IsBoolLiteral(value)) {
+    ThrowInvalid(flag, "bool", value, " (use true/false, yes/no, on/off, 1/0)");
+  }
+  return IsWordOf(value, kTrueWords);
 }
 
 template <auto Field>
@@ -120,100 +143,209 @@ void StoreGrace(LaunchOptions& options, std::string_view flag, const std::string
   options.grace = ToSeconds(flag, value);
 }
 
-void StoreForce(LaunchOptions& options, std::string_view flag, const std::string& value) {
-  options.force = ToBool(flag, value);
+template <auto Field>
+void StoreBool(LaunchOptions& options, std::string_view flag, const std::string& value) {
+  options.*Field = ToBool(flag, value);
+}
+
+// A bool passed on to the ranks as the word given (PADDLE_AUTO_CLUSTER).
+template <auto Field>
+void StoreBoolWord(LaunchOptions& options, std::string_view flag, const std::string& value) {
+  ToBool(flag, value);
+  options.*Field = value;
+}
+
+template <auto Field>
+void StorePositiveSeconds(LaunchOptions& options, std::string_view flag, const std::string& value) {
+  options.*Field = ToPositiveSeconds(flag, value);
+}
+
+void StoreNnodes(LaunchOptions& options, std::string_view flag, const std::string& value) {
+  const std::string_view text = StripSpace(value);
+  const size_t colon = text.find(':');
+  const auto count = [&](std::string_view part) {
+    int n = 0;
+    const auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), n);
+    if (part.empty() || ec != std::errc() || end != part.data() + part.size() || n < 1) {
+      ThrowInvalid(flag, "node count", value, " (expected N or MIN:MAX, N >= 1)");
+    }
+    return n;
+  };
+  if (colon == std::string_view::npos) {
+    count(text);
+  } else if (count(text.substr(0, colon)) > count(text.substr(colon + 1))) {
+    ThrowInvalid(flag, "node count", value, " (MIN:MAX needs MIN <= MAX)");
+  }
+  options.nnodes = std::string(text);
+}
+
+void StoreRank(LaunchOptions& options, std::string_view flag, const std::string& value) {
+  options.rank = ToInt(flag, value);
+  if (options.rank < -1) ThrowInvalid(flag, "rank", value, " (expected -1 or a node rank >= 0)");
+}
+
+void StoreLogLevel(LaunchOptions& options, std::string_view flag, const std::string& value) {
+  std::string upper(StripSpace(value));
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (upper == "WARN") upper = "WARNING";
+  static constexpr std::array<std::string_view, 6> kLevels = {"CRITICAL", "ERROR", "WARNING",
+                                                              "INFO",     "DEBUG", "NOTSET"};
+  if (std::find(kLevels.begin(), kLevels.end(), upper) == kLevels.end()) {
+    ThrowInvalid(flag, "log level", value, " (choose from DEBUG, INFO, WARNING, ERROR, CRITICAL)");
+  }
+  options.log_level = upper;
 }
 
 void StoreLogOverwrite(LaunchOptions& options, std::string_view, const std::string&) {
   options.log_overwrite = true;
 }
 
+double ToPositiveSeconds(std::string_view flag, const std::string& value) {
+  const double seconds = ToSeconds(flag, value);
+  if (seconds <= 0) ThrowInvalid(flag, "positive float", value);
+  return seconds;
+}
+
 constexpr std::string_view kOptionalGroup = "optional arguments";
 constexpr std::string_view kBaseGroup = "Base Parameters";
+constexpr std::string_view kLaunchGroup = "Launch Parameters (paddle.distributed.launch)";
 constexpr std::string_view kCollectiveGroup = "Collective Parameters";
 constexpr std::string_view kPsGroup = "Parameter-Server Parameters";
 constexpr std::string_view kElasticGroup = "Elastic Parameters";
 constexpr std::string_view kOwnGroup = "pdlaunch Parameters";
 
 constexpr std::string_view kXpu = "XPU devices";
+constexpr std::string_view kAutoParallel = "auto-parallel tuning";
 
 using LO = LaunchOptions;
+constexpr Tier L = Tier::kLegacy;
+constexpr Tier N = Tier::kNew;
+constexpr Tier O = Tier::kOwn;
 
-// Every option, in Paddle's declaration order (contract §1.2), then pdlaunch's own.
-const std::array<FlagSpec, 30> kFlags = {{
-    {"--help", "help", Kind::kHelp, true, nullptr, kOptionalGroup,
+// Every option: the legacy launcher's in its declaration order (contract §1.2), today's launcher's
+// (paddle-new-launch.md §2.1), then pdlaunch's own. The last field is the environment twin.
+const auto kFlags = std::to_array<FlagSpec>({
+    {"--help", "help", Kind::kHelp, L, nullptr, kOptionalGroup,
      "show this help message and exit", ""},
-    {"--version", "version", Kind::kVersion, false, nullptr, kOptionalGroup,
+    {"--version", "version", Kind::kVersion, O, nullptr, kOptionalGroup,
      "show program's version number and exit", ""},
-    {"--log_dir", "log_dir", Kind::kValue, true, &StoreText<&LO::log_dir>, kBaseGroup,
-     "The path for each process's log. Default --log_dir=log/", ""},
-    {"--backend", "backend", Kind::kValue, true, &StoreText<&LO::backend>, kBaseGroup,
-     "Specifize the backend, can be gloo|nccl|bkcl|auto. Default value is auto which perfers "
-     "nccl or bkcl.",
-     ""},
-    {"--nproc_per_node", "nproc_per_node", Kind::kValue, true, &StoreInt<&LO::nproc_per_node>,
+    {"--log_dir", "log_dir", Kind::kValue, L, &StoreText<&LO::log_dir>, kBaseGroup,
+     "Directory of the log files (workerlog.N, ...). Default: log", "", "PADDLE_LOG_DIR"},
+    {"--backend", "backend", Kind::kValue, L, &StoreText<&LO::backend>, kBaseGroup,
+     "Collective backend: gloo, nccl or auto (nccl with GPUs, else gloo). Default: auto", ""},
+    {"--nproc_per_node", "nproc_per_node", Kind::kValue, L, &StoreInt<&LO::nproc_per_node>,
      kBaseGroup,
-     "The number of processes to launch on a node.In gpu training, it should be less or equal to "
-     "the gpus number of you system(or you set by --gpus). And so each process can bound to one "
-     "or average number of gpus.",
-     ""},
-    {"--run_mode", "run_mode", Kind::kValue, true, &StoreText<&LO::run_mode>, kBaseGroup,
-     "run mode of job, can be:collective/ps/ps-heter", ""},
-    {"--gpus", "gpus", Kind::kValue, true, &StoreText<&LO::gpus>, kBaseGroup,
-     "It's for gpu training.For example:--gpus=\"0,1,2,3\" will launch four training processes "
-     "each bound to one gpu.",
-     ""},
-    {"--selected_gpus", "gpus", Kind::kValue, true, &StoreText<&LO::gpus>, kBaseGroup,
+     "Processes on this node. Default: one per device (--devices, CUDA_VISIBLE_DEVICES or the "
+     "GPUs found), else 1. With devices, each process gets an equal share of them.",
+     "", "PADDLE_NPROC_PER_NODE"},
+    {"--run_mode", "run_mode", Kind::kValue, L, &StoreText<&LO::run_mode>, kBaseGroup,
+     "collective (default), ps or ps-heter", "", "PADDLE_RUN_MODE"},
+    {"--gpus", "gpus", Kind::kValue, L, &StoreText<&LO::gpus>, kBaseGroup,
+     "Devices to use, e.g. 0,1,2,3: one process each (relative to CUDA_VISIBLE_DEVICES).", ""},
+    {"--selected_gpus", "gpus", Kind::kValue, L, &StoreText<&LO::gpus>, kBaseGroup,
      "Deprecated alias of --gpus.", ""},
-    {"--xpus", "xpus", Kind::kValue, true, &StoreText<&LO::xpus>, kBaseGroup,
-     "It's for xpu training. For example: --xpus=\"0,1,2,3\" will launch four training processes "
-     "each bound to one xpu.",
-     kXpu},
-    {"--selected_xpus", "xpus", Kind::kValue, true, &StoreText<&LO::xpus>, kBaseGroup,
+    {"--xpus", "xpus", Kind::kValue, L, &StoreText<&LO::xpus>, kBaseGroup,
+     "XPU devices to use (not supported yet).", kXpu},
+    {"--selected_xpus", "xpus", Kind::kValue, L, &StoreText<&LO::xpus>, kBaseGroup,
      "Deprecated alias of --xpus.", kXpu},
-    {"--ips", "ips", Kind::kValue, true, &StoreText<&LO::ips>, kCollectiveGroup,
-     "Paddle cluster nodes ips, such as 192.168.0.16,192.168.0.17..", ""},
-    {"--servers", "servers", Kind::kValue, true, &StoreText<&LO::servers>, kPsGroup,
-     "User defined servers ip:port", ""},
-    {"--workers", "workers", Kind::kValue, true, &StoreText<&LO::workers>, kPsGroup,
-     "User defined workers ip:port", ""},
-    {"--heter_workers", "heter_workers", Kind::kValue, true, &StoreText<&LO::heter_workers>,
-     kPsGroup, "User defined heter workers in each stage ip1:port1;ip2:port2", ""},
-    {"--heter_devices", "heter_devices", Kind::kValue, true, &StoreText<&LO::heter_devices>,
-     kPsGroup, "User defined heter devices in each stage cpu;gpu;cpu", ""},
-    {"--worker_num", "worker_num", Kind::kValue, true, &StoreInt<&LO::worker_num>, kPsGroup,
-     "number of workers", ""},
-    {"--server_num", "server_num", Kind::kValue, true, &StoreInt<&LO::server_num>, kPsGroup,
-     "number of servers", ""},
-    {"--heter_worker_num", "heter_worker_num", Kind::kValue, true,
-     &StoreText<&LO::heter_worker_num>, kPsGroup, "number of heter_workers in each stage 1;2;3",
-     ""},
-    {"--http_port", "http_port", Kind::kValue, true, &StoreInt<&LO::http_port>, kPsGroup,
-     "Gloo http Port", ""},
-    {"--elastic_server", "elastic_server", Kind::kValue, true, &StoreText<&LO::elastic_server>,
+    {"--ips", "ips", Kind::kValue, L, &StoreText<&LO::ips>, kCollectiveGroup,
+     "Comma list of the nodes' addresses or host names, the same on every node; each node runs "
+     "the same command and finds itself in it. Default: 127.0.0.1",
+     "", "PADDLE_IPS"},
+    {"--servers", "servers", Kind::kValue, L, &StoreText<&LO::servers>, kPsGroup,
+     "Parameter servers, ip:port,...", "", "PADDLE_SERVERS_ENDPOINTS"},
+    {"--workers", "workers", Kind::kValue, L, &StoreText<&LO::workers>, kPsGroup,
+     "Workers (trainers), ip:port,... or ip,...", "", "PADDLE_TRAINERS_ENDPOINTS"},
+    {"--heter_workers", "heter_workers", Kind::kValue, L, &StoreText<&LO::heter_workers>,
+     kPsGroup, "Heter workers of each stage, ip1:port1;ip2:port2", ""},
+    {"--heter_devices", "heter_devices", Kind::kValue, L, &StoreText<&LO::heter_devices>,
+     kPsGroup, "Device of each heter stage, cpu;gpu;cpu", ""},
+    {"--worker_num", "worker_num", Kind::kValue, L, &StoreInt<&LO::worker_num>, kPsGroup,
+     "Workers on this host", "", "PADDLE_TRAINER_NUM"},
+    {"--server_num", "server_num", Kind::kValue, L, &StoreInt<&LO::server_num>, kPsGroup,
+     "Servers on this host", "", "PADDLE_SERVER_NUM"},
+    {"--heter_worker_num", "heter_worker_num", Kind::kValue, L,
+     &StoreText<&LO::heter_worker_num>, kPsGroup, "Heter workers of each stage, 1;2;3", ""},
+    {"--http_port", "http_port", Kind::kValue, L, &StoreInt<&LO::http_port>, kPsGroup,
+     "Gloo HTTP port", "", "PADDLE_GLOO_PORT"},
+    {"--elastic_server", "elastic_server", Kind::kValue, L, &StoreText<&LO::elastic_server>,
      kElasticGroup, "etcd server host:port", ""},
-    {"--job_id", "job_id", Kind::kValue, true, &StoreText<&LO::job_id>, kElasticGroup,
-     "job unique id", ""},
-    {"--np", "np", Kind::kValue, true, &StoreText<&LO::np>, kElasticGroup, "job pod/node number",
+    {"--job_id", "job_id", Kind::kValue, L, &StoreText<&LO::job_id>, kElasticGroup,
+     "Job id: the key namespace at the master or etcd, and the pod log's name. Default: default",
+     "", "PADDLE_JOB_ID"},
+    {"--np", "np", Kind::kValue, L, &StoreText<&LO::np>, kElasticGroup,
+     "Nodes of an elastic job: N, or N:M for a range", ""},
+    {"--scale", "scale", Kind::kValue, L, &StoreInt<&LO::scale>, kElasticGroup, "scale np", ""},
+    {"--host", "host", Kind::kValue, L, &StoreText<&LO::host>, kElasticGroup,
+     "This node's address (default: env POD_IP, else detected)", ""},
+    {"--force", "force", Kind::kOptionalBool, L, &StoreBool<&LO::force>, kElasticGroup,
+     "Replace the np recorded in etcd", ""},
+    {"--elastic_pre_hook", "elastic_pre_hook", Kind::kValue, L,
+     &StoreText<&LO::elastic_pre_hook>, kElasticGroup, "Shell command run before every launch",
      ""},
-    {"--scale", "scale", Kind::kValue, true, &StoreInt<&LO::scale>, kElasticGroup, "scale np", ""},
-    {"--host", "host", Kind::kValue, true, &StoreText<&LO::host>, kElasticGroup,
-     "bind host, default to POD_IP env", ""},
-    {"--force", "force", Kind::kOptionalBool, true, &StoreForce, kElasticGroup, "update np force",
-     ""},
-    {"--elastic_pre_hook", "elastic_pre_hook", Kind::kValue, true,
-     &StoreText<&LO::elastic_pre_hook>, kElasticGroup, "elastic pre_hook shell cmd", ""},
-    {"--max_restart", "max_restart", Kind::kValue, true, &StoreInt<&LO::max_restart>, kElasticGroup,
-     "restart budget of the elastic controller", ""},
-    {"--start_port", "start_port", Kind::kValue, false, &StoreStartPort, kOwnGroup,
+    {"--max_restart", "max_restart", Kind::kValue, L, &StoreInt<&LO::max_restart>, kElasticGroup,
+     "Restart budget of an elastic job. Default: 3", ""},
+    {"--master", "master", Kind::kValue, N, &StoreText<&LO::master>, kLaunchGroup,
+     "Rendezvous: ip:port of the HTTP master (the node with that address hosts it), or "
+     "etcd://host:port. Absent with --nnodes >= 2: this node hosts it and prints the command "
+     "for the others.",
+     "", "PADDLE_MASTER"},
+    {"--nnodes", "nnodes", Kind::kValue, N, &StoreNnodes, kLaunchGroup,
+     "Number of nodes, N (or MIN:MAX with an etcd master). Default: 1", "", "PADDLE_NNODES"},
+    {"--rank", "rank", Kind::kValue, N, &StoreRank, kLaunchGroup,
+     "This node's rank, 0..nnodes-1. Default: -1, assigned by the master (its host is 0)", "",
+     "PADDLE_RANK"},
+    {"--devices", "gpus", Kind::kValue, N, &StoreText<&LO::gpus>, kLaunchGroup,
+     "Devices to use, e.g. 0,1 (labels of CUDA_VISIBLE_DEVICES); aliases --gpus, --npus", "",
+     "PADDLE_DEVICES"},
+    {"--npus", "gpus", Kind::kValue, N, &StoreText<&LO::gpus>, kLaunchGroup,
+     "Alias of --devices.", ""},
+    {"--log_level", "log_level", Kind::kValue, N, &StoreLogLevel, kLaunchGroup,
+     "Level of the launcher's own messages: DEBUG, INFO, WARNING, ERROR. Default: INFO", "",
+     "PADDLE_LOG_LEVEL"},
+    {"--legacy", "legacy", Kind::kOptionalBool, N, &StoreBool<&LO::legacy>, kLaunchGroup,
+     "Behave as the legacy launcher (endpoints.log instead of the pod log)", ""},
+    {"--sort_ip", "sort_ip", Kind::kOptionalBool, N, &StoreBool<&LO::sort_ip>, kLaunchGroup,
+     "Order the nodes by IPv4 address instead of the master's order", "", "PADDLE_SORT_IP"},
+    {"--trainer_num", "worker_num", Kind::kValue, N, &StoreInt<&LO::worker_num>, kLaunchGroup,
+     "Parameter server: trainers on this node (alias of --worker_num)", ""},
+    {"--trainers", "workers", Kind::kValue, N, &StoreText<&LO::workers>, kLaunchGroup,
+     "Parameter server: trainer endpoints (alias of --workers)", ""},
+    {"--gloo_port", "http_port", Kind::kValue, N, &StoreInt<&LO::http_port>, kLaunchGroup,
+     "Parameter server: gloo HTTP port (alias of --http_port)", ""},
+    {"--with_gloo", "with_gloo", Kind::kValue, N, &StoreText<&LO::with_gloo>, kLaunchGroup,
+     "PADDLE_WITH_GLOO for the processes", "", "PADDLE_WITH_GLOO"},
+    {"--elastic_level", "elastic_level", Kind::kValue, N, &StoreInt<&LO::elastic_level>,
+     kLaunchGroup, "Elastic level of an etcd job (-1: none)", "", "PADDLE_ELASTIC_LEVEL"},
+    {"--elastic_timeout", "elastic_timeout", Kind::kValue, N, &StoreInt<&LO::elastic_timeout>,
+     kLaunchGroup, "Seconds an etcd job waits for its nodes", ""},
+    {"--enable_gpu_log", "enable_gpu_log", Kind::kOptionalBool, N, &StoreBool<&LO::enable_gpu_log>,
+     kLaunchGroup, "Accepted; the <job_id>.gpu.log sampler is not built (docs/cli.md)", ""},
+    {"--auto_cluster_config", "auto_cluster_config", Kind::kOptionalBool, N,
+     &StoreBoolWord<&LO::auto_cluster_config>, kLaunchGroup,
+     "Passed to the processes as PADDLE_AUTO_CLUSTER", "", "PADDLE_AUTO_CLUSTER"},
+    {"--auto_parallel_config", "auto_parallel_config", Kind::kValue, N,
+     &StoreText<&LO::auto_parallel_config>, kLaunchGroup, "Not supported yet.", kAutoParallel},
+    {"--auto_tuner_json", "auto_tuner_json", Kind::kValue, N, &StoreText<&LO::auto_tuner_json>,
+     kLaunchGroup, "Not supported yet.", kAutoParallel},
+    {"--start_port", "start_port", Kind::kValue, O, &StoreStartPort, kOwnGroup,
      "First port of the trainers' fixed ports; takes precedence over env FLAGS_START_PORT, "
      "which takes precedence over env PADDLE_START_PORT.",
      ""},
-    {"--log_overwrite", "log_overwrite", Kind::kFlag, false, &StoreLogOverwrite, kOwnGroup,
-     "Truncate the workerlog.N files instead of appending to them.", ""},
-    {"--grace", "grace", Kind::kValue, false, &StoreGrace, kOwnGroup,
+    {"--log_overwrite", "log_overwrite", Kind::kFlag, O, &StoreLogOverwrite, kOwnGroup,
+     "Truncate the log files instead of appending to them.", "", "PADDLE_LOG_OVERWRITE"},
+    {"--grace", "grace", Kind::kValue, O, &StoreGrace, kOwnGroup,
      "Seconds between SIGTERM and SIGKILL when the trainers are stopped. Default 5.", ""},
-}};
+    {"--rendezvous_timeout", "rendezvous_timeout", Kind::kValue, O,
+     &StorePositiveSeconds<&LO::rendezvous_timeout>, kOwnGroup,
+     "Master mode: seconds to wait for every node to join. Default 600.", "",
+     "PADDLE_RENDEZVOUS_TIMEOUT"},
+    {"--heartbeat_timeout", "heartbeat_timeout", Kind::kValue, O,
+     &StorePositiveSeconds<&LO::heartbeat_timeout>, kOwnGroup,
+     "Master mode: a node (or the master) not heard from for this many seconds is lost and the "
+     "job stops. Default 10.",
+     "", "PADDLE_HEARTBEAT_TIMEOUT"},
+});
 
 bool IsPrimary(const FlagSpec& flag) { return flag.name.substr(2) == flag.dest; }
 
@@ -230,17 +362,19 @@ std::string JoinNames(const std::vector<const FlagSpec*>& flags) {
   return joined;
 }
 
-// argparse's abbreviation rule: an exact name wins, else a unique prefix (see FlagSpec::paddle).
+// argparse's abbreviation rule: an exact name wins, else a unique prefix (see FlagSpec::tier).
 const FlagSpec& ResolveFlag(std::string_view name, std::string_view token) {
-  std::vector<const FlagSpec*> paddle;
-  std::vector<const FlagSpec*> own;
+  std::array<std::vector<const FlagSpec*>, 3> by_tier;
   for (const FlagSpec& flag : kFlags) {
     if (flag.name == name) return flag;
     if (name.size() > 2 && flag.name.starts_with(name)) {
-      (flag.paddle ? paddle : own).push_back(&flag);
+      by_tier[static_cast<size_t>(flag.tier)].push_back(&flag);
     }
   }
-  const std::vector<const FlagSpec*>& matches = paddle.empty() ? own : paddle;
+  std::vector<const FlagSpec*> matches;
+  for (const auto& tier : by_tier) {
+    if (matches.empty()) matches = tier;
+  }
   if (matches.empty()) ThrowUnrecognized(token);
   if (matches.size() > 1) {
     throw UsageError(fmt::format("ambiguous option: {} could match {}", name, JoinNames(matches)));
@@ -269,9 +403,15 @@ bool LooksLikeOption(std::string_view token) {
 struct Scan {
   std::vector<std::string> cli11_args;
   std::set<std::string> given;
+  std::set<std::string> new_flags;   // Typed flags of Tier::kNew.
   std::optional<Kind> exit_request;  // kHelp or kVersion.
   size_t script = 0;                 // Index of the training script in argv.
 };
+
+void Record(const FlagSpec& flag, Scan& scan) {
+  scan.given.insert(std::string(flag.dest));
+  if (flag.tier == Tier::kNew) scan.new_flags.insert(std::string(flag.name));
+}
 
 void Emit(const FlagSpec& flag, const std::string& value, Scan& scan) {
   // "--opt=" is refused by CLI11, and a value like "--x" must not look like an option to it.
@@ -280,7 +420,7 @@ void Emit(const FlagSpec& flag, const std::string& value, Scan& scan) {
   } else {
     scan.cli11_args.push_back(fmt::format("{}={}", flag.name, value));
   }
-  scan.given.insert(std::string(flag.dest));
+  Record(flag, scan);
 }
 
 void RequireNoValue(const FlagSpec& flag, const std::optional<std::string>& value) {
@@ -327,7 +467,7 @@ size_t ScanOption(const std::vector<std::string>& args, size_t index, Scan& scan
     case Kind::kFlag:
       RequireNoValue(flag, explicit_value);
       scan.cli11_args.emplace_back(flag.name);
-      scan.given.insert(std::string(flag.dest));
+      Record(flag, scan);
       break;
     case Kind::kOptionalBool:
       Emit(flag, TakeOptionalBool(explicit_value, args, index), scan);
@@ -392,10 +532,11 @@ bool IsOneOf(std::string_view value, std::initializer_list<std::string_view> cho
 }
 
 void ValidateChoices(const LaunchOptions& options) {
-  if (options.run_mode && !IsOneOf(*options.run_mode, {"collective", "ps", "ps-heter"})) {
-    throw UsageError(fmt::format(
-        "argument --run_mode: invalid choice: '{}' (choose from 'collective', 'ps', 'ps-heter')",
-        *options.run_mode));
+  if (options.run_mode && !IsOneOf(*options.run_mode, {"collective", "ps", "ps-heter", "rpc"})) {
+    throw UsageError(
+        fmt::format("argument --run_mode: invalid choice: '{}' (choose from 'collective', 'ps', "
+                    "'ps-heter', 'rpc')",
+                    *options.run_mode));
   }
   if (!IsOneOf(options.backend, {"nccl", "gloo", "bkcl", "auto"})) {
     throw UsageError(fmt::format(
@@ -412,9 +553,10 @@ constexpr size_t kHelpColumn = 24;  // argparse: max_help_position.
 constexpr std::string_view kUsagePrefix = "usage: launch ";
 
 constexpr std::string_view kDescription =
-    "start paddle training using multi-process mode.\n"
-    "see: http://www.paddlepaddle.org/documentation/docs/zh/1.6/user_guides/howto/training/"
-    "cluster_howto.html#permalink-8--nccl2-\n";
+    "Start a distributed training job: one process per device (or --nproc_per_node), with "
+    "Paddle's and PyTorch's environment variables, supervised until every process is done.\n"
+    "Flags may also come from their environment twins (PADDLE_NNODES, PADDLE_MASTER, ...; "
+    "a flag on the command line wins). Documentation: docs/cli.md.\n";
 
 constexpr std::string_view kScriptHelp =
     "The full path to the single GPU training program/script to be launched in parallel, "
@@ -425,9 +567,12 @@ struct GroupInfo {
   std::string_view description;
 };
 
-const std::array<GroupInfo, 6> kGroups = {{
+const std::array<GroupInfo, 7> kGroups = {{
     {kOptionalGroup, ""},
     {kBaseGroup, ""},
+    {kLaunchGroup,
+     "The flags of today's python -m paddle.distributed.launch. Several hosts without an IP "
+     "list: --master ip:port --nnodes N on every node (docs/master.md)."},
     {kCollectiveGroup, ""},
     {kPsGroup, "Parameter-server jobs: servers, workers and heter workers (docs/ps.md)."},
     {kElasticGroup,
@@ -537,6 +682,7 @@ CommandLine ParseArguments(const std::vector<std::string>& args) {
     throw UsageError("the following arguments are required: training_script, training_script_args");
   }
   options.given = std::move(scan.given);
+  options.new_flags = std::move(scan.new_flags);
   options.training_script = args[scan.script];
   options.training_script_args.assign(args.begin() + static_cast<std::ptrdiff_t>(scan.script) + 1,
                                       args.end());
@@ -559,6 +705,35 @@ void RejectUnsupportedOptions(const LaunchOptions& options) {
   if (options.backend == "bkcl") {
     throw UsageError(fmt::format("--backend=bkcl is not supported yet ({})", kXpu));
   }
+}
+
+std::vector<std::string> ApplyEnvironmentTwins(LaunchOptions& options, const EnvMap& env) {
+  std::vector<std::string> notes;
+  const bool nested = env.count(std::string(kNestedMarker)) != 0;
+  for (const FlagSpec& flag : kFlags) {
+    if (flag.env.empty() || options.WasGiven(std::string(flag.dest))) continue;
+    const auto it = env.find(std::string(flag.env));
+    if (it == env.end() || StripSpace(it->second).empty()) continue;
+    if (nested && IsSetForRanks(flag.env)) {
+      notes.push_back(fmt::format("{} is inherited from the job that started this launcher: "
+                                  "ignored (pass --{} to set it)",
+                                  flag.env, flag.dest));
+      continue;
+    }
+    if (flag.kind == Kind::kFlag) {
+      if (ToBool(flag.env, it->second)) flag.store(options, flag.env, it->second);
+    } else {
+      flag.store(options, flag.env, it->second);
+    }
+    options.given.insert(std::string(flag.dest));
+    options.from_env.insert(std::string(flag.dest));
+  }
+  return notes;
+}
+
+bool IsSetForRanks(std::string_view name) {
+  return name == "PADDLE_MASTER" || name == "PADDLE_NNODES" || name == "PADDLE_LOG_DIR" ||
+         name == "PADDLE_RANK" || name == "PADDLE_TRAINER_ID" || name == "PADDLE_JOB_ID";
 }
 
 std::string UsageText() {

@@ -14,6 +14,7 @@
 #include "pdlaunch/elastic.h"
 #include "pdlaunch/errors.h"
 #include "pdlaunch/logging.h"
+#include "pdlaunch/master_config.h"
 #include "pdlaunch/messages.h"
 #include "pdlaunch/node.h"
 #include "pdlaunch/ports.h"
@@ -120,13 +121,33 @@ CollectivePlan PlanCollective(const LaunchOptions& options, const EnvMap& env) {
 
 }  // namespace
 
-int Run(const LaunchOptions& options) {
+int Run(const LaunchOptions& given_options) {
+  const EnvMap env = EnvironmentMap();
+  LaunchOptions options = given_options;
+  const LaunchPath path = SelectLaunchPath(options, env);
+  if (path.kind == LaunchPath::Kind::kEtcd) {
+    // --master etcd://host:port is the elastic controller with --nnodes as its np (docs/master.md).
+    options.elastic_server = path.etcd_server;
+    options.np = path.etcd_np;
+    options.given.insert("elastic_server");
+    options.given.insert("np");
+  }
+  if (options.run_mode == "rpc") {
+    throw UsageError("--run_mode rpc is not supported yet (RPC jobs)");
+  }
   const JobMode mode = SelectMode(options);
+  if (path.kind == LaunchPath::Kind::kMaster && mode != JobMode::kCollective) {
+    throw UsageError(
+        "--master/--nnodes with parameter-server flags is not supported yet (parameter-server "
+        "jobs through the master); use --servers/--trainers lists");
+  }
   const TrainingCommand command = ResolveTrainingCommand(
       options.training_script, options.training_script_args, GetEnv("PADDLE_LAUNCH_PYTHON"),
       GetEnv("PATH").value_or("/bin:/usr/bin"));
+  if (path.kind == LaunchPath::Kind::kMaster) {
+    return internal::RunMaster(options, *path.master, command);
+  }
   if (mode != JobMode::kCollective) return internal::RunPs(options, mode, command);
-  const EnvMap env = EnvironmentMap();
   const ElasticDecision elastic = ResolveElasticConfig(options, env);
   if (!elastic.info.empty()) PDLOG_INFO("{}", elastic.info);
   if (elastic.config) {
@@ -143,7 +164,19 @@ int Run(const LaunchOptions& options) {
   LogFiles logs;
   std::vector<SupervisedProcess> processes =
       BuildTrainerProcesses(plan.cluster, command, job, log_dir, options.log_overwrite, logs);
-  WriteTextFile(log_dir / "endpoints.log", FormatEndpointsLog(plan.cluster.world_endpoints()));
+  // One rule for the files (docs/cli.md): today's interface gets the pod log, the legacy one
+  // endpoints.log.
+  if (UsesNewInterface(options)) {
+    std::vector<std::string> endpoints;
+    for (const Endpoint& endpoint : plan.cluster.world_endpoints()) {
+      endpoints.push_back(endpoint.ToString());
+    }
+    internal::WritePodLog(
+        log_dir / fmt::format("{}.{}.log", options.job_id.value_or("default"), internal::NewPodName()),
+        PythonListRepr(endpoints), options.log_overwrite);
+  } else {
+    WriteTextFile(log_dir / "endpoints.log", FormatEndpointsLog(plan.cluster.world_endpoints()));
+  }
 
   const Cluster& cluster = plan.cluster;
   PDLOG_INFO(
@@ -171,14 +204,20 @@ int Main(int argc, char** argv) {
   RaiseOpenFileLimit();
   SetupLogging();
   try {
-    const CommandLine command_line =
-        ParseCommandLine(std::vector<std::string>(argv + 1, argv + argc));
+    CommandLine command_line = ParseCommandLine(std::vector<std::string>(argv + 1, argv + argc));
     if (command_line.exit_text) {
       fmt::print("{}", *command_line.exit_text);
       return 0;
     }
-    fmt::print("{}", FormatConfigurationArguments(command_line.options));
-    return Run(command_line.options);
+    LaunchOptions& options = command_line.options;
+    const std::vector<std::string> notes =
+        ApplyEnvironmentTwins(options, internal::EnvironmentMap());
+    SetLogLevel(options.log_level);
+    options.program = argv[0];
+    options.command_line.assign(argv + 1, argv + argc);
+    fmt::print("{}", FormatConfigurationArguments(options));
+    for (const std::string& note : notes) PDLOG_INFO("{}", note);
+    return Run(options);
   } catch (const LaunchError& e) {
     std::fflush(stdout);
     fmt::print(stderr, "launch: error: {}\n", e.what());

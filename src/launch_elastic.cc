@@ -43,11 +43,7 @@ double SecondsSince(Clock::time_point t) {
 
 /// Paddle's node id shape: six random lowercase letters and the unix time.
 std::string NewNodeId() {
-  std::random_device device;
-  std::mt19937 random(device());
-  std::uniform_int_distribution<int> letter('a', 'z');
-  std::string id;
-  for (int i = 0; i < 6; ++i) id += static_cast<char>(letter(random));
+  const std::string id = NewPodName();
   const auto now = std::chrono::system_clock::now().time_since_epoch();
   return id + fmt::format("{:.6f}", std::chrono::duration<double>(now).count());
 }

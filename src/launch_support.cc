@@ -6,10 +6,13 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <random>
 #include <string_view>
 #include <system_error>
 
+#include "pdlaunch/cli.h"
 #include "pdlaunch/errors.h"
+#include "pdlaunch/options.h"
 #include "pdlaunch/ports.h"
 
 extern char** environ;
@@ -36,9 +39,23 @@ std::optional<std::string> GetEnv(const char* name) {
   return std::string(value);
 }
 
+std::string NewPodName() {
+  std::random_device device;
+  std::mt19937 random(device());
+  std::uniform_int_distribution<int> letter('a', 'z');
+  std::string name;
+  for (int i = 0; i < 6; ++i) name += static_cast<char>(letter(random));
+  return name;
+}
+
+// Every child also gets kNestedMarker (docs/cli.md, "Nested launches").
 std::vector<std::string> ParentEnvironment() {
+  const std::string marker = std::string(kNestedMarker) + "=";
   std::vector<std::string> env;
-  for (char** entry = environ; *entry != nullptr; ++entry) env.emplace_back(*entry);
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    if (!std::string_view(*entry).starts_with(marker)) env.emplace_back(*entry);
+  }
+  env.push_back(marker + std::to_string(::getpid()));
   return env;
 }
 
@@ -119,9 +136,9 @@ void WriteTextFile(const std::filesystem::path& path, const std::string& content
   if (!out.flush()) throw LaunchError(fmt::format("cannot write '{}'", path.string()));
 }
 
-std::vector<SupervisedProcess> BuildTrainerProcesses(
-    const Cluster& cluster, const TrainingCommand& command, const JobEnv& job,
-    const std::filesystem::path& log_dir, bool truncate, LogFiles& logs, const EnvList& extra) {
+std::vector<SupervisedProcess> BuildProcesses(
+    const Cluster& cluster, const TrainingCommand& command, const std::filesystem::path& log_dir,
+    bool truncate, LogFiles& logs, const std::function<EnvList(const Trainer&)>& vars_of) {
   const std::vector<std::string> parent_env = ParentEnvironment();
   std::vector<SupervisedProcess> processes;
   for (const Trainer& trainer : cluster.local_pod().trainers) {
@@ -129,13 +146,40 @@ std::vector<SupervisedProcess> BuildTrainerProcesses(
     p.rank = trainer.global_rank;
     p.role_size = cluster.world_size();
     p.log_path = (log_dir / fmt::format("workerlog.{}", trainer.local_rank)).string();
-    EnvList vars = TrainerVariables(cluster, trainer, job);
-    vars.insert(vars.end(), extra.begin(), extra.end());
-    p.spec = ProcessSpec{command.executable, command.argv, ComposeEnvironment(parent_env, vars),
+    p.spec = ProcessSpec{command.executable, command.argv,
+                         ComposeEnvironment(parent_env, vars_of(trainer)),
                          logs.Open(p.log_path, truncate)};
     processes.push_back(std::move(p));
   }
   return processes;
+}
+
+std::vector<SupervisedProcess> BuildTrainerProcesses(
+    const Cluster& cluster, const TrainingCommand& command, const JobEnv& job,
+    const std::filesystem::path& log_dir, bool truncate, LogFiles& logs, const EnvList& extra) {
+  return BuildProcesses(cluster, command, log_dir, truncate, logs, [&](const Trainer& trainer) {
+    EnvList vars = TrainerVariables(cluster, trainer, job);
+    vars.insert(vars.end(), extra.begin(), extra.end());
+    return vars;
+  });
+}
+
+void WritePodLog(const std::filesystem::path& path, const std::string& topology, bool truncate) {
+  std::error_code ec;
+  const bool empty = truncate || !fs::exists(path, ec) || fs::file_size(path, ec) == 0;
+  std::ofstream out(path, std::ios::binary | (truncate ? std::ios::trunc : std::ios::app));
+  if (empty) {
+    std::string dict = "{";
+    for (const std::string& entry : ParentEnvironment()) {
+      const size_t equals = entry.find('=');
+      if (equals == std::string::npos) continue;
+      dict += (dict.size() > 1 ? ", " : "") + PythonStrRepr(entry.substr(0, equals)) + ": " +
+              PythonStrRepr(entry.substr(equals + 1));
+    }
+    out << dict << "}\n";
+  }
+  out << topology << "\n";
+  if (!out.flush()) throw LaunchError(fmt::format("cannot write '{}'", path.string()));
 }
 
 }  // namespace pdlaunch::internal

@@ -4,6 +4,7 @@
 // server, launch_elastic.cc: elastic). Internal to src/.
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -12,6 +13,7 @@
 #include "pdlaunch/cloud.h"
 #include "pdlaunch/devices.h"
 #include "pdlaunch/elastic.h"
+#include "pdlaunch/master_config.h"
 #include "pdlaunch/node.h"
 #include "pdlaunch/options.h"
 #include "pdlaunch/ports.h"
@@ -28,6 +30,9 @@ std::optional<std::string> GetEnv(const char* name);
 
 /// The environment as a map, variables set to "" included (PaddleCloud detection counts them).
 EnvMap EnvironmentMap();
+
+/// A pod name as Paddle makes them: six random lowercase letters.
+std::string NewPodName();
 
 /// The launcher's environment as "NAME=value" entries.
 std::vector<std::string> ParentEnvironment();
@@ -96,6 +101,22 @@ void WriteTextFile(const std::filesystem::path& path, const std::string& content
 std::vector<SupervisedProcess> BuildTrainerProcesses(
     const Cluster& cluster, const TrainingCommand& command, const JobEnv& job,
     const std::filesystem::path& log_dir, bool truncate, LogFiles& logs, const EnvList& extra = {});
+
+/// The local trainers of `cluster` as processes to supervise, each with the parent's
+/// environment and `vars_of(trainer)` over it, output to `log_dir`/workerlog.<local rank>.
+std::vector<SupervisedProcess> BuildProcesses(
+    const Cluster& cluster, const TrainingCommand& command, const std::filesystem::path& log_dir,
+    bool truncate, LogFiles& logs, const std::function<EnvList(const Trainer&)>& vars_of);
+
+/// Writes today's launcher's pod log `path` (<job_id>.<pod>.log, paddle-new-launch.md §9): when
+/// the file is empty (or `truncate`), the launcher's environment as a Python dict first; then
+/// `topology` (the peers or the endpoints) and a newline.
+void WritePodLog(const std::filesystem::path& path, const std::string& topology, bool truncate);
+
+/// Runs this node of a master-rendezvous job (launch_master.cc, docs/master.md); returns the
+/// launcher's exit code.
+int RunMaster(const LaunchOptions& options, const MasterSettings& settings,
+              const TrainingCommand& command);
 
 /// Runs a parameter-server job (launch_ps.cc); returns the launcher's exit code.
 int RunPs(const LaunchOptions& options, JobMode mode, const TrainingCommand& command);

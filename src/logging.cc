@@ -52,4 +52,13 @@ void SetupLogging() {
   spdlog::set_default_logger(std::move(logger));
 }
 
+void SetLogLevel(const std::string& level) {
+  spdlog::level::level_enum value = spdlog::level::info;
+  if (level == "DEBUG" || level == "NOTSET") value = spdlog::level::debug;
+  if (level == "WARNING") value = spdlog::level::warn;
+  if (level == "ERROR") value = spdlog::level::err;
+  if (level == "CRITICAL") value = spdlog::level::critical;
+  spdlog::default_logger()->set_level(value);
+}
+
 }  // namespace pdlaunch

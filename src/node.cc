@@ -6,6 +6,7 @@
 #include <ifaddrs.h>
 #include <netdb.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -176,6 +177,39 @@ std::vector<std::string> ResolveHostName(const std::string& name) {
   }
   freeaddrinfo(list);
   return addresses;
+}
+
+std::optional<std::string> SourceAddressFor(const std::string& address) {
+  sockaddr_storage target{};
+  socklen_t length = 0;
+  auto* v4 = reinterpret_cast<sockaddr_in*>(&target);
+  auto* v6 = reinterpret_cast<sockaddr_in6*>(&target);
+  if (::inet_pton(AF_INET, address.c_str(), &v4->sin_addr) == 1) {
+    v4->sin_family = AF_INET;
+    v4->sin_port = htons(9);
+    length = sizeof(sockaddr_in);
+  } else if (::inet_pton(AF_INET6, address.c_str(), &v6->sin6_addr) == 1) {
+    v6->sin6_family = AF_INET6;
+    v6->sin6_port = htons(9);
+    length = sizeof(sockaddr_in6);
+  } else {
+    return std::nullopt;
+  }
+  const int fd = ::socket(target.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return std::nullopt;
+  std::optional<std::string> source;
+  sockaddr_storage own{};
+  socklen_t own_length = sizeof own;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&target), length) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&own), &own_length) == 0) {
+    source = NumericHost(reinterpret_cast<sockaddr*>(&own));
+  }
+  ::close(fd);
+  return source;
+}
+
+bool IsLoopbackAddress(const std::string& address) {
+  return address.starts_with("127.") || address == "::1";
 }
 
 std::vector<std::string> LocalInterfaceAddresses() {

@@ -58,7 +58,7 @@ std::string PythonFloatStr(double value) {
 // Python's repr(str) for one string: single quotes unless the text holds a single quote and no
 // double quote; backslash, the chosen quote and control characters escaped. Bytes >= 0x80 are
 // kept as they are (UTF-8 text prints as itself in Python 3).
-std::string PythonStrRepr(const std::string& text) {
+std::string StrRepr(const std::string& text) {
   const bool use_double =
       text.find('\'') != std::string::npos && text.find('"') == std::string::npos;
   const char quote = use_double ? '"' : '\'';
@@ -88,7 +88,20 @@ using Lines = std::vector<std::pair<std::string, std::string>>;
 
 Lines ConfigurationLines(const LaunchOptions& o) {
   return {
+      {"auto_cluster_config", PythonStr(o.auto_cluster_config)},
       {"backend", PythonStr(o.backend)},
+      {"elastic_level", PythonStr(o.elastic_level)},
+      {"elastic_timeout", PythonStr(o.elastic_timeout)},
+      {"enable_gpu_log", PythonStr(o.enable_gpu_log)},
+      {"heartbeat_timeout", PythonFloatStr(o.heartbeat_timeout)},
+      {"legacy", PythonStr(o.legacy)},
+      {"log_level", PythonStr(o.log_level)},
+      {"master", PythonStr(o.master)},
+      {"nnodes", PythonStr(o.nnodes)},
+      {"rank", PythonStr(o.rank)},
+      {"rendezvous_timeout", PythonFloatStr(o.rendezvous_timeout)},
+      {"sort_ip", PythonStr(o.sort_ip)},
+      {"with_gloo", PythonStr(o.with_gloo)},
       {"elastic_pre_hook", PythonStr(o.elastic_pre_hook)},
       {"elastic_server", PythonStr(o.elastic_server)},
       {"force", PythonStr(o.force)},
@@ -131,11 +144,13 @@ std::string FormatConfigurationArguments(const LaunchOptions& options) {
   return out;
 }
 
+std::string PythonStrRepr(const std::string& text) { return StrRepr(text); }
+
 std::string PythonListRepr(const std::vector<std::string>& items) {
   std::string out = "[";
   for (size_t i = 0; i < items.size(); ++i) {
     if (i != 0) out += ", ";
-    out += PythonStrRepr(items[i]);
+    out += StrRepr(items[i]);
   }
   out += "]";
   return out;

@@ -148,6 +148,8 @@ class EventLoop {
  public:
   EventLoop(std::vector<SupervisedProcess> processes, const SupervisorOptions& options)
       : options_(options),
+        own_io_(options.io ? nullptr : std::make_unique<asio::io_context>()),
+        io_(options.io ? *options.io : *own_io_),
         signals_(io_, SIGINT, SIGTERM, SIGHUP),
         grace_timer_(io_),
         tick_timer_(io_),
@@ -156,7 +158,7 @@ class EventLoop {
         echo_(io_, options.echo_path),
         watchdog_(echo_.SharedDescriptors(), options.remove_if_killed) {
     pending_ = std::move(processes);
-    idle_ = pending_.empty() && options_.external != nullptr;
+    idle_ = pending_.empty() && (options_.external != nullptr || options_.stop_hook != nullptr);
     for (int signal : {SIGQUIT, SIGUSR1, SIGUSR2}) signals_.add(signal);
   }
 
@@ -167,7 +169,12 @@ class EventLoop {
       WaitForExternal();
       ArmTick();
     }
-    if (!policy_.all_exited() || idle_) io_.run();
+    if (options_.stop_hook) *options_.stop_hook = [this] { RequestStop(); };
+    if (!policy_.all_exited() || idle_) {
+      io_.restart();  // A shared loop was stopped by the previous run's Finish().
+      io_.run();
+    }
+    if (options_.stop_hook) *options_.stop_hook = nullptr;
     echo_.Finish();      // Closes our inotify reference while the watchdog still holds one...
     watchdog_.Disarm();  // ...so the expensive last close happens in the watchdog, not here.
     if (primaries_done_ && !options_.primaries_done_message.empty()) {
@@ -280,7 +287,7 @@ class EventLoop {
   }
 
   void RequestStop() {
-    if (policy_.stopping()) return;
+    if (policy_.stopping() || finished_) return;
     Execute(policy_.OnStopRequest());
     MaybeFinish();
   }
@@ -420,7 +427,8 @@ class EventLoop {
   }
 
   SupervisorOptions options_;
-  asio::io_context io_;
+  std::unique_ptr<asio::io_context> own_io_;  // Null when the caller shares its loop.
+  asio::io_context& io_;
   asio::signal_set signals_;
   asio::steady_timer grace_timer_;
   asio::steady_timer tick_timer_;

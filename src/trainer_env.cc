@@ -68,6 +68,45 @@ EnvList TrainerVariables(const Cluster& cluster, const Trainer& trainer, const J
   return vars;
 }
 
+EnvList MasterTrainerVariables(const Cluster& cluster, const Trainer& trainer,
+                               const MasterJobEnv& job) {
+  const std::string world_size = std::to_string(cluster.world_size());
+  const std::string local_size = std::to_string(cluster.local_pod().trainers.size());
+  const std::string global_rank = std::to_string(trainer.global_rank);
+  const std::string local_rank = std::to_string(trainer.local_rank);
+  EnvList vars = {
+      {"PADDLE_MASTER", cluster.master.ToString()},
+      {"PADDLE_GLOBAL_SIZE", world_size},
+      {"PADDLE_LOCAL_SIZE", local_size},
+      {"PADDLE_GLOBAL_RANK", global_rank},
+      {"PADDLE_LOCAL_RANK", local_rank},
+      {"PADDLE_NNODES", std::to_string(cluster.pods.size())},
+      {"PADDLE_CURRENT_ENDPOINT", trainer.endpoint.ToString()},
+      {"PADDLE_TRAINER_ID", global_rank},
+      {"PADDLE_TRAINERS_NUM", world_size},
+      {"PADDLE_RANK_IN_NODE", local_rank},
+  };
+  if (job.auto_cluster) vars.emplace_back("PADDLE_AUTO_CLUSTER", *job.auto_cluster);
+  vars.emplace_back("PADDLE_TRAINER_ENDPOINTS", JoinEndpoints(cluster.world_endpoints()));
+  if (!trainer.devices.empty()) {
+    vars.emplace_back("FLAGS_selected_gpus", fmt::format("{}", fmt::join(trainer.devices, ",")));
+  } else {
+    vars.emplace_back("PADDLE_DISTRI_BACKEND", "gloo");
+  }
+  const EnvList rest = {
+      {"POD_NAME", job.pod_name},
+      {"PADDLE_LOG_DIR", job.log_dir},
+      {"RANK", global_rank},
+      {"WORLD_SIZE", world_size},
+      {"LOCAL_RANK", local_rank},
+      {"LOCAL_WORLD_SIZE", local_size},
+      {"MASTER_ADDR", cluster.master.host},
+      {"MASTER_PORT", std::to_string(cluster.master.port)},
+  };
+  vars.insert(vars.end(), rest.begin(), rest.end());
+  return vars;
+}
+
 std::vector<std::string> ComposeEnvironment(const std::vector<std::string>& parent,
                                             const EnvList& vars) {
   std::map<std::string, std::string> wanted;

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "pdlaunch/cloud.h"
 #include "pdlaunch/options.h"
 
 namespace pdlaunch {
@@ -40,6 +41,23 @@ CommandLine ParseCommandLine(const std::vector<std::string>& args);
 /// ParseCommandLine without RejectUnsupportedOptions: every flag of contract §1.2 is bound and
 /// checked for its type and choices, whatever the mode.
 CommandLine ParseArguments(const std::vector<std::string>& args);
+
+/// Every process the launcher starts has this variable (the launcher's pid); a launcher that finds
+/// it in its own environment runs inside another job's process (a nested launch).
+inline constexpr std::string_view kNestedMarker = "PDLAUNCH_PARENT";
+
+/// Whether the launcher sets `name` for the processes it starts (PADDLE_MASTER, PADDLE_NNODES,
+/// PADDLE_LOG_DIR, PADDLE_TRAINER_ID, ...): a nested launcher does not read those as its own
+/// configuration.
+bool IsSetForRanks(std::string_view name);
+
+/// Applies the environment twins of paddle-new-launch.md §2.2 (PADDLE_NNODES → --nnodes, ...;
+/// docs/cli.md lists them) to every option not given on the command line: command line >
+/// environment > default. An empty variable counts as unset. Values are checked as the flag's
+/// are; a bad one is a UsageError naming the variable. Destinations set are added to
+/// `options.given` and `options.from_env`. In a nested launch (kNestedMarker set) the variables
+/// the parent launcher sets for its ranks are ignored; returns one note per variable ignored.
+std::vector<std::string> ApplyEnvironmentTwins(LaunchOptions& options, const EnvMap& env);
 
 /// The text of --help: argparse-like usage, description and option groups (contract §1.2 help
 /// strings, pdlaunch's own options in their own group). Ends with '\n'.

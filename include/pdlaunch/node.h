@@ -53,6 +53,13 @@ std::vector<std::string> ResolveHostName(const std::string& name);
 /// ("0:0::1" is "::1"), the same string, or a host name that resolved (env.resolved) to it.
 bool NodeEntryNames(const std::string& node, const std::string& address, const NodeEnv& env);
 
+/// The local address this host would send from to reach `address` (a connected UDP socket's
+/// own address: a route lookup, no packet is sent); nullopt when there is no route.
+std::optional<std::string> SourceAddressFor(const std::string& address);
+
+/// True for a loopback address (127.0.0.0/8, ::1).
+bool IsLoopbackAddress(const std::string& address);
+
 /// IPv4 and IPv6 addresses of this host's interfaces (getifaddrs), loopback included.
 std::vector<std::string> LocalInterfaceAddresses();
 

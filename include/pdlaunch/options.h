@@ -43,10 +43,34 @@ struct LaunchOptions {
   std::optional<std::string> elastic_pre_hook;
   std::optional<int> max_restart;
 
+  // Today's launcher (`python -m paddle.distributed.launch` since Paddle 2.3,
+  // paddle-new-launch.md §2.1). --devices/--npus share `gpus`, --trainer_num `worker_num`,
+  // --trainers `workers`, --gloo_port `http_port`.
+  std::optional<std::string> master;  ///< "ip:port", "host:port" or "etcd://host:port".
+  std::optional<std::string> nnodes;  ///< "N" or "MIN:MAX".
+  int rank = -1;                      ///< Node rank; -1: assigned by the master.
+  std::string log_level = "INFO";
+  bool legacy = false;
+  bool sort_ip = false;
+  std::optional<std::string> with_gloo;  ///< PADDLE_WITH_GLOO for the ranks.
+  std::optional<int> elastic_level;
+  std::optional<int> elastic_timeout;
+  bool enable_gpu_log = true;
+  std::optional<std::string> auto_cluster_config;  ///< PADDLE_AUTO_CLUSTER for the ranks.
+  std::optional<std::string> auto_parallel_config;  ///< Refused: not built.
+  std::optional<std::string> auto_tuner_json;       ///< Refused: not built.
+
   // pdlaunch's own additions.
   std::optional<int> start_port;  ///< First fixed port; beats FLAGS_START_PORT, PADDLE_START_PORT.
   bool log_overwrite = false;     ///< Truncate log files instead of appending.
   double grace = 5.0;             ///< Seconds between SIGTERM and SIGKILL at teardown.
+  double rendezvous_timeout = 600;  ///< Master mode: seconds to wait for every node.
+  double heartbeat_timeout = 10;    ///< Master mode: a node silent this long is lost.
+
+  /// How the launcher was invoked (argv[0]) and its arguments, for the "Copy the following
+  /// command to other nodes" block. Not options: set by Main.
+  std::string program = "launch";
+  std::vector<std::string> command_line;
 
   std::string training_script;
   std::vector<std::string> training_script_args;  ///< Verbatim, options included.
@@ -54,6 +78,11 @@ struct LaunchOptions {
   /// Destination names of the options that appeared on the command line (e.g. "gpus" for
   /// --selected_gpus). Mode selection looks here, never at argv as a string.
   std::set<std::string> given;
+  /// Of `given`, the destinations whose value came from an environment twin (§2.2).
+  std::set<std::string> from_env;
+  /// Flags typed that only today's launcher has (--devices, --master, --nnodes, ...): with any
+  /// of them, or PADDLE_MASTER/PADDLE_NNODES, the command is a "new interface" one (docs/cli.md).
+  std::set<std::string> new_flags;
 
   bool WasGiven(const std::string& dest) const { return given.count(dest) != 0; }
 };
@@ -68,5 +97,8 @@ std::string FormatConfigurationArguments(const LaunchOptions& options);
 /// does: single quotes, or double quotes when the item holds a ' and no "; backslash, the quote,
 /// \n, \r, \t and other control bytes escaped (\x1b); bytes >= 0x80 kept as they are.
 std::string PythonListRepr(const std::vector<std::string>& items);
+
+/// One item of PythonListRepr: Python's repr() of a str.
+std::string PythonStrRepr(const std::string& text);
 
 }  // namespace pdlaunch

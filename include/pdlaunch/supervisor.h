@@ -9,6 +9,10 @@
 #include "pdlaunch/exit_status.h"
 #include "pdlaunch/process.h"
 
+namespace boost::asio {
+class io_context;
+}  // namespace boost::asio
+
 namespace pdlaunch {
 
 /// A process to supervise, with the data needed to report on it.
@@ -61,6 +65,14 @@ struct SupervisorOptions {
   /// Not owned; may be null. With no processes at all, the loop runs until it asks to stop or a
   /// termination signal arrives (the elastic controller waits for its peers this way).
   ExternalEvents* external = nullptr;
+  /// The event loop to run on; null: a private one. The master mode shares one loop with its
+  /// HTTP server and clients across its phases (rendezvous, run, completion): they make progress
+  /// whenever a Supervise call runs it.
+  boost::asio::io_context* io = nullptr;
+  /// Not owned; may be null. Supervise stores here, for the time it runs, a function that stops
+  /// the run as ExternalEvents can (SIGTERM to every group, shared grace; with no processes it
+  /// ends the wait), and clears it before returning. Handlers on the shared `io` call it.
+  std::function<void()>* stop_hook = nullptr;
 };
 
 /// How a supervised run ended.

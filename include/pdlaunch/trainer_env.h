@@ -1,5 +1,6 @@
 #pragma once
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -32,6 +33,23 @@ EnvList TrainerTable(const Cluster& cluster, const Trainer& trainer);
 /// PyTorch's (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT) and
 /// PYTHONUNBUFFERED=1.
 EnvList TrainerVariables(const Cluster& cluster, const Trainer& trainer, const JobEnv& job);
+
+/// What the master path adds to the environment of its ranks beyond the topology.
+struct MasterJobEnv {
+  std::string pod_name;     ///< POD_NAME.
+  std::string log_dir;      ///< PADDLE_LOG_DIR: absolute log directory.
+  std::optional<std::string> auto_cluster;  ///< PADDLE_AUTO_CLUSTER when --auto_cluster_config.
+};
+
+/// The environment of today's launcher for a collective process (paddle-new-launch.md §7.1.1),
+/// exactly: PADDLE_MASTER (peer 0's candidate), PADDLE_GLOBAL_SIZE, PADDLE_LOCAL_SIZE,
+/// PADDLE_GLOBAL_RANK, PADDLE_LOCAL_RANK, PADDLE_NNODES, PADDLE_CURRENT_ENDPOINT,
+/// PADDLE_TRAINER_ID, PADDLE_TRAINERS_NUM, PADDLE_RANK_IN_NODE, PADDLE_AUTO_CLUSTER (if set),
+/// PADDLE_TRAINER_ENDPOINTS, FLAGS_selected_gpus (GPU ids, all of them for one process) or
+/// PADDLE_DISTRI_BACKEND=gloo (CPU), POD_NAME, PADDLE_LOG_DIR; then PyTorch's RANK, WORLD_SIZE,
+/// LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT (the same master).
+EnvList MasterTrainerVariables(const Cluster& cluster, const Trainer& trainer,
+                               const MasterJobEnv& job);
 
 /// The child's environment as "NAME=value" strings: `parent` ("NAME=value" entries, as environ)
 /// without http_proxy, https_proxy, HTTP_PROXY and HTTPS_PROXY, with `vars` set over it (a

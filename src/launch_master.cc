@@ -1,0 +1,686 @@
+// The master-rendezvous controller (docs/master.md): one node of a collective job whose nodes find
+// each other through an HTTP KV master (`--master ip:port --nnodes N`, or no --master: this node
+// hosts it). Phases, all on one event loop shared with the master's server and clients:
+//   1. rendezvous: publish this node, wait (with a deadline) until --nnodes nodes have;
+//   2. run: the ranks, supervised; heartbeats and the job's failure record watched meanwhile;
+//   3. completion: report done; the hosting node stays until every node has.
+// Decisions come from rendezvous.h (pure); this file carries them out.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <system_error>
+#include <thread>
+
+#include "launch_support.h"
+#include "pdlaunch/endpoint.h"
+#include "pdlaunch/errors.h"
+#include "pdlaunch/exit_status.h"
+#include "pdlaunch/master_config.h"
+#include "pdlaunch/http_master.h"
+#include "pdlaunch/logging.h"
+#include "pdlaunch/messages.h"
+#include "pdlaunch/node.h"
+#include "pdlaunch/options.h"
+#include "pdlaunch/rendezvous.h"
+#include "pdlaunch/supervisor.h"
+#include "pdlaunch/trainer_env.h"
+
+namespace pdlaunch::internal {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+/// Seconds between two "waiting" lines.
+constexpr double kStatusInterval = 5.0;
+/// How long a participant's long-poll may be parked at the master.
+constexpr double kPollSeconds = 20.0;
+/// Polling period against a master that is not pdlaunch's (Paddle's cannot long-poll).
+constexpr double kForeignPollSeconds = 0.5;
+/// Longest pause between two attempts to reach the master.
+constexpr double kMaxBackoff = 1.0;
+/// How long an exiting launcher keeps the loop running to deliver its last record.
+constexpr double kFlushSeconds = 3.0;
+
+double SecondsSince(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+bool IsLocalAddress(const std::string& address) {
+  if (IsLoopbackAddress(address)) return true;
+  for (const std::string& local : LocalInterfaceAddresses()) {
+    if (local == address) return true;
+  }
+  return false;
+}
+
+/// The address of the master's host, resolved (forward only). Host names are retried until the
+/// rendezvous deadline: a Kubernetes service name resolves only once its pod exists.
+std::string ResolveMasterHost(const std::string& host, Clock::time_point deadline) {
+  if (IsIpLiteral(host)) return host;
+  Clock::time_point last_line{};
+  for (;;) {
+    try {
+      const std::vector<std::string> addresses = ResolveHostName(host);
+      if (!addresses.empty()) {
+        PDLOG_INFO("master host {} is {}", host, addresses.front());
+        return addresses.front();
+      }
+    } catch (const LaunchError& e) {
+      if (Clock::now() >= deadline) {
+        throw LaunchError(fmt::format("cannot resolve the master's host name '{}' before the "
+                                      "rendezvous deadline: {}",
+                                      host, e.what()));
+      }
+      if (SecondsSince(last_line) >= kStatusInterval) {
+        PDLOG_WARN("waiting for the master's host name '{}' to resolve ({})", host, e.what());
+        last_line = Clock::now();
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+}
+
+/// This node's address without a master to route to: --host/POD_IP, else the first
+/// non-loopback IPv4 address of an interface, else 127.0.0.1.
+std::string AddressWithoutMaster(const std::optional<std::string>& host) {
+  if (host) return *host;
+  for (const std::string& address : LocalInterfaceAddresses()) {
+    if (address.find(':') == std::string::npos && !IsLoopbackAddress(address)) return address;
+  }
+  PDLOG_WARN("no non-loopback IPv4 address found; this node is 127.0.0.1 (set --host)");
+  return "127.0.0.1";
+}
+
+std::string DescribePeer(const PeerInfo& peer) {
+  return fmt::format("{} ({})", ParseEndpoint(peer.candidate).host, peer.name);
+}
+
+class MasterNode {
+ public:
+  MasterNode(const LaunchOptions& options, const MasterSettings& settings,
+             const TrainingCommand& command)
+      : options_(options),
+        settings_(settings),
+        command_(command),
+        keys_(settings.job_id),
+        pod_(NewPodName()) {}
+
+  int Run();
+
+ private:
+  enum class Phase { kRendezvous, kRunning, kCompleting, kDone };
+
+  void Plan();
+  void ChooseHost();
+  void StartRendezvous();
+  std::optional<int> WaitForWorld();
+  int RunRanks();
+  int Complete();
+  int Finish(int code);
+
+  // The participant's side of the wire.
+  void Contact();
+  void Register();
+  void Poll();
+  void Heartbeat();
+  void Retry(std::function<void()> call, const std::string& error);
+  void Put(const std::string& key, const std::string& value, const std::string& query,
+           std::function<void(bool)> done);
+
+  void OnTick();
+  void OnNews(const std::map<std::string, std::string>& kvs);
+  void OnRendezvousNews(const std::map<std::string, std::string>& kvs, const CoordState& coord);
+  void OnRunNews(const CoordState& coord);
+  void PublishFailure(const JobFailure& failure);
+  void PublishDone();
+  void Stop();
+  std::string MasterText() const { return fmt::format("{}:{}", settings_.master_host, port_); }
+
+  const LaunchOptions& options_;
+  MasterSettings settings_;
+  const TrainingCommand& command_;
+  MasterKeys keys_;
+  std::string pod_;
+
+  EventLoopHandle loop_;
+  std::unique_ptr<KvHttpServer> server_;    // Set on the hosting node.
+  std::unique_ptr<KvHttpClient> client_;    // Set on the others.
+  std::unique_ptr<LoopTimer> tick_;
+  std::unique_ptr<LoopTimer> retry_;
+  std::function<void()> stop_;              // The running Supervise call's stop hook.
+
+  DevicePlan devices_;
+  LocalPorts ports_;
+  std::unique_ptr<PortReservation> master_port_;
+  std::string master_address_;  // Numeric.
+  int port_ = 0;
+  std::string node_ip_;
+  PeerInfo info_;
+  std::string own_key_;
+
+  Phase phase_ = Phase::kRendezvous;
+  Clock::time_point start_ = Clock::now();
+  Clock::time_point last_status_ = Clock::now();
+  Clock::time_point last_contact_ = Clock::now();
+  Clock::time_point last_heartbeat_{};
+  double backoff_ = 0.1;
+  bool foreign_ = false;     // The master is not pdlaunch's (Paddle's own): no long-poll, no TTL.
+  bool registered_ = false;  // Our keys are at the master.
+  bool polling_ = false;
+  int64_t revision_ = 0;
+  std::string last_error_;
+  std::map<std::string, std::string> kvs_;
+  std::set<std::string> seen_alive_;
+  std::vector<std::string> members_;
+  std::vector<std::string> peer_keys_;
+  std::optional<Cluster> cluster_;
+  std::vector<std::string> member_addresses_;
+  std::optional<std::string> rendezvous_error_;
+  std::optional<JobFailure> failure_;  // The job's root cause, once known.
+  bool lost_reported_ = false;
+  int pending_puts_ = 0;
+};
+
+int MasterNode::Run() {
+  Plan();
+  StartRendezvous();
+  if (const std::optional<int> code = WaitForWorld()) return Finish(*code);
+  return RunRanks();
+}
+
+void MasterNode::Plan() {
+  devices_ = ResolveCollectiveDevices(options_);
+  for (const std::string& line : devices_.warnings) PDLOG_WARN("{}", line);
+  for (const std::string& line : devices_.info) PDLOG_INFO("{}", line);
+  ChooseHost();
+  const int local = static_cast<int>(devices_.devices_per_proc.size());
+  ports_ = PlanLocalPorts(GivenStartPort(options_), local);
+  if (!ports_.reservation) {
+    std::vector<int> all = ports_.ports;
+    all.push_back(ports_.master_port);
+    CheckPortsFree(all);
+  }
+  info_.name = pod_;
+  info_.rank = settings_.rank;
+  info_.replicas = local;
+  info_.dtype = devices_.mode == DeviceMode::kGpu ? "gpu" : "cpu";
+  info_.candidate = Endpoint{node_ip_, ports_.master_port}.ToString();
+  std::vector<Endpoint> endpoints;
+  for (int port : ports_.ports) endpoints.push_back(Endpoint{node_ip_, port});
+  info_.endpoints = JoinEndpoints(endpoints);
+  const bool hosting = server_ != nullptr;
+  own_key_ = keys_.info(hosting && settings_.rank < 0 ? std::string(kHostKeyName) : pod_,
+                        settings_.rank);
+}
+
+void MasterNode::ChooseHost() {
+  const Clock::time_point deadline = start_ + std::chrono::duration_cast<Clock::duration>(
+                                                  std::chrono::duration<double>(
+                                                      settings_.rendezvous_timeout));
+  if (!settings_.master_given) {
+    node_ip_ = AddressWithoutMaster(settings_.host);
+    master_port_ = MakeLockingPortAllocator()->Reserve(1);
+    port_ = master_port_->ports().front();
+    server_ = std::make_unique<KvHttpServer>(loop_.get(), node_ip_, port_);
+    master_address_ = node_ip_;
+    settings_.master_host = node_ip_;
+    std::string others;
+    for (const std::string& arg : options_.command_line) others += " " + arg;
+    fmt::print(
+        "Copy the following command to other nodes to run.\n{}\n{} --master {}{}\n{}\n",
+        std::string(80, '-'), options_.program, Endpoint{node_ip_, port_}.ToString(), others,
+        std::string(80, '-'));
+    std::fflush(stdout);
+    if (settings_.rank >= 0) PDLOG_WARN("--rank set in the command may not compatible in auto mode");
+  } else {
+    port_ = settings_.master_port;
+    master_address_ = ResolveMasterHost(settings_.master_host, deadline);
+    if (settings_.host) {
+      node_ip_ = *settings_.host;
+    } else if (auto source = SourceAddressFor(master_address_)) {
+      node_ip_ = *source;
+    } else {
+      throw LaunchError(fmt::format("no route from this host to the master {} ({})",
+                                    MasterText(), master_address_));
+    }
+    if (IsLocalAddress(master_address_)) {
+      try {
+        server_ = std::make_unique<KvHttpServer>(loop_.get(), master_address_, port_);
+      } catch (const std::system_error& e) {
+        if (e.code().value() != EADDRINUSE) {
+          throw LaunchError(fmt::format("cannot serve the master at {}: {}", MasterText(),
+                                        e.what()));
+        }
+        PDLOG_INFO("the master {} is served by another launcher on this host", MasterText());
+      }
+    }
+  }
+  if (server_) {
+    PDLOG_INFO("this node ({}) hosts the master at {} for job {} ({} nodes)", node_ip_,
+               MasterText(), settings_.job_id, settings_.nnodes);
+  } else {
+    PDLOG_INFO("this node is {}; master {} for job {} ({} nodes)", node_ip_, MasterText(),
+               settings_.job_id, settings_.nnodes);
+  }
+}
+
+void MasterNode::StartRendezvous() {
+  PDLOG_INFO("Waiting peer start...");
+  tick_ = std::make_unique<LoopTimer>(loop_.get(), 0.25, [this] { OnTick(); });
+  if (server_) {
+    KvMemoryStore& store = server_->store();
+    store.Put(keys_.alive(pod_), "1");
+    store.Put(own_key_, EncodePeerInfo(info_));
+    registered_ = true;
+    server_->set_on_change([this] { OnNews(server_->store().Prefix(keys_.job_prefix())); });
+    server_->Changed();
+    return;
+  }
+  client_ = std::make_unique<KvHttpClient>(loop_.get(), master_address_, port_);
+  Contact();
+}
+
+// Phase 1 waits in the supervisor's loop (signals handled) with no processes. Returns the exit
+// code when the rendezvous did not complete.
+std::optional<int> MasterNode::WaitForWorld() {
+  if (phase_ == Phase::kRendezvous && !rendezvous_error_) {
+    SupervisorOptions wait;
+    wait.io = &loop_.get();
+    wait.stop_hook = &stop_;
+    const SupervisorResult result = Supervise({}, wait);
+    if (result.signal) {
+      PDLOG_WARN("stopped by {} while waiting for the other nodes", SignalName(*result.signal));
+      return 128 + *result.signal;
+    }
+  }
+  if (rendezvous_error_) {
+    std::fflush(stdout);
+    fmt::print(stderr, "launch: error: {}\n", *rendezvous_error_);
+    return kExitSetupError;
+  }
+  return std::nullopt;
+}
+
+void MasterNode::Contact() {
+  client_->Request("GET", "/healthy", "", 5.0, [this](const HttpReply& reply) {
+    if (reply.status != 200) {
+      return Retry([this] { Contact(); },
+                   reply.status == 0 ? reply.error : fmt::format("HTTP {}", reply.status));
+    }
+    foreign_ = !reply.server.starts_with("pdlaunch/");
+    if (foreign_) {
+      PDLOG_WARN("the master at {} is not pdlaunch's ({}): no failure detection between nodes",
+                 MasterText(), reply.server);
+    }
+    backoff_ = 0.1;
+    last_contact_ = Clock::now();
+    Register();
+  });
+}
+
+void MasterNode::Register() {
+  const std::string ttl = fmt::format("?ttl={}", settings_.heartbeat_timeout);
+  const auto put_info = [this](bool ok) {
+    if (!ok) return Retry([this] { Register(); }, last_error_);
+    Put(own_key_, EncodePeerInfo(info_), "", [this](bool ok2) {
+      if (!ok2) return Retry([this] { Register(); }, last_error_);
+      registered_ = true;
+      last_heartbeat_ = Clock::now();
+      Poll();
+    });
+  };
+  if (foreign_) return put_info(true);
+  Put(keys_.alive(pod_), "1", ttl, put_info);
+}
+
+void MasterNode::Put(const std::string& key, const std::string& value, const std::string& query,
+                     std::function<void(bool)> done) {
+  ++pending_puts_;
+  client_->Request("PUT", key + query, value, 5.0,
+                   [this, done = std::move(done)](const HttpReply& reply) {
+                     --pending_puts_;
+                     const bool ok = reply.status == 200 || reply.status == 412;
+                     if (ok) {
+                       last_contact_ = Clock::now();
+                     } else {
+                       last_error_ = reply.status == 0 ? reply.error
+                                                       : fmt::format("HTTP {}", reply.status);
+                     }
+                     if (done) done(ok);
+                   });
+}
+
+void MasterNode::Poll() {
+  if (polling_ || phase_ == Phase::kDone) return;
+  polling_ = true;
+  const std::string target =
+      foreign_ ? keys_.info_prefix()
+               : fmt::format("{}?wait={}&timeout={}", keys_.job_prefix(), revision_, kPollSeconds);
+  client_->Request("GET", target, "", kPollSeconds + 5.0, [this](const HttpReply& reply) {
+    polling_ = false;
+    if (reply.status != 200 && reply.status != 404) {
+      return Retry([this] { Poll(); },
+                   reply.status == 0 ? reply.error : fmt::format("HTTP {}", reply.status));
+    }
+    last_contact_ = Clock::now();
+    backoff_ = 0.1;
+    if (reply.revision >= 0) revision_ = reply.revision;
+    std::map<std::string, std::string> kvs;
+    if (reply.status == 200) {
+      try {
+        kvs = DecodeJsonObject(reply.body);
+      } catch (const LaunchError& e) {
+        return Retry([this] { Poll(); }, e.what());
+      }
+    }
+    OnNews(kvs);
+    if (!foreign_) return Poll();
+    retry_ = std::make_unique<LoopTimer>(loop_.get(), kForeignPollSeconds, [this] {
+      retry_.reset();
+      Poll();
+    });
+  });
+}
+
+void MasterNode::Retry(std::function<void()> call, const std::string& error) {
+  last_error_ = error;
+  const double delay = backoff_;
+  backoff_ = std::min(kMaxBackoff, backoff_ * 2);
+  retry_ = std::make_unique<LoopTimer>(loop_.get(), delay, [this, call = std::move(call)] {
+    auto keep = std::move(retry_);  // Destroyed after the call: no re-arm.
+    call();
+  });
+}
+
+void MasterNode::Heartbeat() {
+  if (!registered_ || foreign_ || !client_ || phase_ == Phase::kDone) return;
+  if (SecondsSince(last_heartbeat_) < settings_.heartbeat_timeout / 4) return;
+  last_heartbeat_ = Clock::now();
+  Put(keys_.alive(pod_), "1", fmt::format("?ttl={}", settings_.heartbeat_timeout), nullptr);
+}
+
+void MasterNode::OnTick() {
+  if (phase_ == Phase::kDone) return;
+  Heartbeat();
+  if (client_ && registered_ && !foreign_ && phase_ != Phase::kRendezvous &&
+      SecondsSince(last_contact_) > settings_.heartbeat_timeout && !failure_) {
+    failure_ = JobFailure{MasterText(), "",
+                             fmt::format("lost the master at {}: no answer for {} s ({})",
+                                         MasterText(), settings_.heartbeat_timeout, last_error_),
+                             1};
+    PDLOG_ERROR("{}", failure_->cause);
+    Stop();
+    return;
+  }
+  if (phase_ != Phase::kRendezvous) return;
+  const size_t registered = [&] {
+    size_t n = 0;
+    for (const auto& [key, value] : kvs_) n += key.starts_with(keys_.info_prefix()) ? 1 : 0;
+    return n;
+  }();
+  if (SecondsSince(start_) > settings_.rendezvous_timeout) {
+    std::vector<std::string> names;
+    for (const auto& [key, value] : kvs_) {
+      if (!key.starts_with(keys_.info_prefix())) continue;
+      try {
+        names.push_back(DescribePeer(DecodePeerInfo(key, value)));
+      } catch (const LaunchError&) {
+        names.push_back(key);
+      }
+    }
+    rendezvous_error_ = fmt::format(
+        "rendezvous timed out after {} s (--rendezvous_timeout) at master {}: {} of {} nodes "
+        "registered [{}], {} missing{}",
+        settings_.rendezvous_timeout, MasterText(), registered, settings_.nnodes,
+        fmt::join(names, ", "), settings_.nnodes - static_cast<int>(registered),
+        registered_ ? "" : fmt::format("; this node never reached the master ({})", last_error_));
+    Stop();
+    return;
+  }
+  if (SecondsSince(last_status_) >= kStatusInterval) {
+    last_status_ = Clock::now();
+    if (!registered_) {
+      PDLOG_WARN("master not ready: {} does not answer yet ({}); retrying until {} s",
+                 MasterText(), last_error_, settings_.rendezvous_timeout);
+    } else {
+      PDLOG_INFO("waiting for {} more node(s) of {} at master {} (job {}, {:.0f} s of {} s)",
+                 settings_.nnodes - static_cast<int>(registered), settings_.nnodes, MasterText(),
+                 settings_.job_id, SecondsSince(start_), settings_.rendezvous_timeout);
+    }
+  }
+}
+
+void MasterNode::OnNews(const std::map<std::string, std::string>& kvs) {
+  kvs_ = kvs;
+  const CoordState coord = ParseCoordState(keys_, kvs);
+  seen_alive_.insert(coord.alive.begin(), coord.alive.end());
+  if (phase_ == Phase::kRendezvous) {
+    OnRendezvousNews(kvs, coord);
+  } else if (phase_ != Phase::kDone) {
+    OnRunNews(coord);
+  }
+}
+
+void MasterNode::OnRendezvousNews(const std::map<std::string, std::string>& kvs,
+                                  const CoordState& coord) {
+  if (!registered_) return;
+  std::map<std::string, std::string> info;
+  for (const auto& [key, value] : kvs) {
+    if (key.starts_with(keys_.info_prefix())) info.emplace(key, value);
+  }
+  // The host forgets a node that left before the job started (its heartbeat expired), so that a
+  // restarted node can take its place; Paddle's nodes publish no heartbeat and are never dropped.
+  if (server_) {
+    bool dropped = false;
+    for (auto it = info.begin(); it != info.end();) {
+      std::string name;
+      try {
+        name = DecodePeerInfo(it->first, it->second).name;
+      } catch (const LaunchError&) {
+      }
+      if (!name.empty() && name != pod_ && seen_alive_.count(name) && !coord.alive.count(name)) {
+        PDLOG_WARN("node {} left before the job started; forgetting it", name);
+        server_->store().Delete(it->first);
+        it = info.erase(it);
+        dropped = true;
+      } else {
+        ++it;
+      }
+    }
+    if (dropped) return server_->Changed();
+  }
+  if (static_cast<int>(info.size()) < settings_.nnodes) return;
+  if (static_cast<int>(info.size()) > settings_.nnodes) {
+    std::vector<std::string> names;
+    for (const auto& [key, value] : info) names.push_back(key);
+    rendezvous_error_ =
+        fmt::format("{} nodes registered at master {} for job {} but --nnodes is {}: {}",
+                    info.size(), MasterText(), settings_.job_id, settings_.nnodes,
+                    fmt::join(names, ", "));
+    return Stop();
+  }
+  try {
+    const PeerOrder order = OrderPeers(info, own_key_, settings_.sort_ip);
+    cluster_ = BuildMasterCluster(order, devices_);
+    members_.clear();
+    peer_keys_ = order.keys;
+    for (const PeerInfo& peer : order.peers) {
+      members_.push_back(peer.name);
+      member_addresses_.push_back(DescribePeer(peer));
+    }
+  } catch (const LaunchError& e) {
+    rendezvous_error_ = e.what();
+    return Stop();
+  }
+  phase_ = Phase::kRunning;
+  PDLOG_INFO("all {} nodes joined in {:.3f} s; this node is rank {} of [{}]", settings_.nnodes,
+             SecondsSince(start_), cluster_->local_index, fmt::join(member_addresses_, ", "));
+  Stop();
+}
+
+void MasterNode::OnRunNews(const CoordState& coord) {
+  const MasterStep step = DecideMasterStep(coord, members_, seen_alive_);
+  switch (step.kind) {
+    case MasterStep::Kind::kContinue:
+      return;
+    case MasterStep::Kind::kJobFailed:
+      if (!failure_ || failure_->pod.empty()) {
+        const bool first = !failure_;
+        failure_ = step.failure;
+        if (first && step.failure.pod != pod_) {
+          PDLOG_ERROR("job failed: {}; stopping this node's processes", step.failure.cause);
+        }
+      }
+      return Stop();
+    case MasterStep::Kind::kNodesLost: {
+      if (lost_reported_) return;
+      lost_reported_ = true;
+      std::vector<std::string> names;
+      for (const std::string& pod : step.lost) {
+        std::string address = pod;
+        for (size_t i = 0; i < members_.size(); ++i) {
+          if (members_[i] == pod) address = member_addresses_[i];
+        }
+        names.push_back(address);
+      }
+      PublishFailure(JobFailure{
+          node_ip_, "",
+          fmt::format("node {} lost: no heartbeat for {} s", fmt::join(names, ", "),
+                      settings_.heartbeat_timeout),
+          1});
+      return;
+    }
+    case MasterStep::Kind::kAllDone:
+      if (phase_ == Phase::kCompleting) Stop();
+      return;
+  }
+}
+
+void MasterNode::Stop() {
+  if (stop_) stop_();
+}
+
+void MasterNode::PublishFailure(const JobFailure& failure) {
+  if (server_) {
+    if (server_->store().PutIfAbsent(keys_.failure(), EncodeFailure(failure))) server_->Changed();
+    return;
+  }
+  if (foreign_ || !registered_) return;
+  Put(keys_.failure(), EncodeFailure(failure), "?create=1", nullptr);
+}
+
+void MasterNode::PublishDone() {
+  if (server_) {
+    server_->store().Put(keys_.done(pod_), "0");
+    server_->Changed();
+    return;
+  }
+  if (foreign_) return;
+  Put(keys_.done(pod_), "0", "", nullptr);
+}
+
+int MasterNode::RunRanks() {
+  const Cluster& cluster = *cluster_;
+  const fs::path log_dir = PrepareLogDir(options_.log_dir);
+  std::vector<std::string> peers;
+  for (const std::string& key : peer_keys_) peers.push_back(kvs_.count(key) ? kvs_.at(key) : key);
+  WritePodLog(log_dir / fmt::format("{}.{}.log", settings_.job_id, pod_), PythonListRepr(peers),
+              options_.log_overwrite);
+  LogFiles logs;
+  const MasterJobEnv job{pod_, log_dir.string(), options_.auto_cluster_config};
+  std::vector<SupervisedProcess> processes = BuildProcesses(
+      cluster, command_, log_dir, options_.log_overwrite, logs,
+      [&](const Trainer& trainer) { return MasterTrainerVariables(cluster, trainer, job); });
+  fmt::print("{}\n", devices_.mode_line);
+  PDLOG_INFO("Local start {} processes. First process distributed environment info (Only For "
+             "Debug): {}",
+             processes.size(),
+             FormatDistributedEnvs(TrainerTable(cluster, cluster.local_pod().trainers.at(0))));
+
+  SupervisorOptions supervisor;
+  supervisor.io = &loop_.get();
+  supervisor.stop_hook = &stop_;
+  supervisor.grace_seconds = options_.grace;
+  supervisor.echo_path = processes.front().log_path;
+  supervisor.on_started = PrintStarted;
+  supervisor.on_first_failure = [this](const SupervisedProcess& p, const ExitStatus& status) {
+    if (failure_) return;  // Stopping for another node's failure: ours are consequences.
+    failure_ = JobFailure{node_ip_, pod_,
+                             fmt::format("rank {} on node {} ended with {}", p.rank, node_ip_,
+                                         status.Describe()),
+                             status.ShellCode()};
+    PublishFailure(*failure_);
+  };
+  // A failure published while nothing could stop us yet (between the phases) takes effect now.
+  if (failure_) {
+    PDLOG_ERROR("job failed before this node started: {}", failure_->cause);
+    return Finish(failure_->exit_code);
+  }
+  const SupervisorResult result = Supervise(std::move(processes), supervisor);
+  if (result.failed && failure_ && failure_->pod == pod_) return Finish(result.exit_code);
+  if (result.signal) {
+    if (!failure_) {
+      failure_ = JobFailure{node_ip_, pod_,
+                               fmt::format("the launcher on node {} received {}", node_ip_,
+                                           SignalName(*result.signal)),
+                               128 + *result.signal};
+      PublishFailure(*failure_);
+    }
+    return Finish(128 + *result.signal);
+  }
+  if (failure_) {
+    PDLOG_ERROR("job failed: {}", failure_->cause);
+    return Finish(failure_->exit_code);
+  }
+  if (result.exit_code != 0) return Finish(result.exit_code);
+  return Complete();
+}
+
+int MasterNode::Complete() {
+  phase_ = Phase::kCompleting;
+  PublishDone();
+  if (server_) {
+    // The host stays until every node has reported (or the job fails): they talk to it.
+    OnNews(server_->store().Prefix(keys_.job_prefix()));
+    if (phase_ == Phase::kCompleting && !failure_ &&
+        DecideMasterStep(ParseCoordState(keys_, server_->store().Prefix(keys_.job_prefix())),
+                         members_, seen_alive_)
+                .kind != MasterStep::Kind::kAllDone) {
+      PDLOG_INFO("waiting for the other nodes to finish");
+      SupervisorOptions wait;
+      wait.io = &loop_.get();
+      wait.stop_hook = &stop_;
+      const SupervisorResult result = Supervise({}, wait);
+      if (result.signal) return Finish(128 + *result.signal);
+    }
+    if (failure_) {
+      PDLOG_ERROR("job failed: {}", failure_->cause);
+      return Finish(failure_->exit_code);
+    }
+    PDLOG_INFO("all {} nodes completed", members_.size());
+  }
+  return Finish(0);
+}
+
+// Delivers what is still in flight (a failure record, a done report), then leaves.
+int MasterNode::Finish(int code) {
+  if (client_) loop_.RunUntil([this] { return pending_puts_ == 0; }, kFlushSeconds);
+  phase_ = Phase::kDone;
+  tick_.reset();
+  retry_.reset();
+  return code;
+}
+
+}  // namespace
+
+int RunMaster(const LaunchOptions& options, const MasterSettings& settings,
+              const TrainingCommand& command) {
+  MasterNode node(options, settings, command);
+  return node.Run();
+}
+
+}  // namespace pdlaunch::internal
