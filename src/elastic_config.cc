@@ -164,8 +164,8 @@ ElasticDecision ResolveElasticConfig(const LaunchOptions& options, const EnvMap&
   const std::optional<Sourced> np = FlagOrEnv(options.np, "--np", env, "PADDLE_ELASTIC_NP");
   const bool np_enables = np && EnablesElastic(*np);
   if (server && job && np_enables) return {MakeConfig(*server, *job, *np, options, env), ""};
-  const bool any_flag =
-      (server && server->from_flag) || (job && job->from_flag) || (np && np->from_flag);
+  // --job_id alone is today's launcher's job id (docs/master.md), not a request for elastic mode.
+  const bool any_flag = (server && server->from_flag) || (np && np->from_flag);
   if (any_flag) {
     const char* missing = !server ? "--elastic_server" : !job ? "--job_id" : "--np";
     throw UsageError(fmt::format(

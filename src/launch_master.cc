@@ -599,7 +599,8 @@ int MasterNode::RunRanks() {
   PDLOG_INFO("Local start {} processes. First process distributed environment info (Only For "
              "Debug): {}",
              processes.size(),
-             FormatDistributedEnvs(TrainerTable(cluster, cluster.local_pod().trainers.at(0))));
+             FormatDistributedEnvs(
+                 MasterTrainerVariables(cluster, cluster.local_pod().trainers.at(0), job)));
 
   SupervisorOptions supervisor;
   supervisor.io = &loop_.get();

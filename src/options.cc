@@ -8,6 +8,8 @@
 #include <system_error>
 #include <utility>
 
+#include "pdlaunch/master_config.h"
+
 namespace pdlaunch {
 
 namespace {
@@ -86,10 +88,11 @@ std::string StrRepr(const std::string& text) {
 
 using Lines = std::vector<std::pair<std::string, std::string>>;
 
-Lines ConfigurationLines(const LaunchOptions& o) {
+// Today's launcher's options, dumped only for a command that uses its interface: a legacy
+// command's dump stays the legacy contract's.
+Lines NewInterfaceLines(const LaunchOptions& o) {
   return {
       {"auto_cluster_config", PythonStr(o.auto_cluster_config)},
-      {"backend", PythonStr(o.backend)},
       {"elastic_level", PythonStr(o.elastic_level)},
       {"elastic_timeout", PythonStr(o.elastic_timeout)},
       {"enable_gpu_log", PythonStr(o.enable_gpu_log)},
@@ -102,6 +105,12 @@ Lines ConfigurationLines(const LaunchOptions& o) {
       {"rendezvous_timeout", PythonFloatStr(o.rendezvous_timeout)},
       {"sort_ip", PythonStr(o.sort_ip)},
       {"with_gloo", PythonStr(o.with_gloo)},
+  };
+}
+
+Lines ConfigurationLines(const LaunchOptions& o) {
+  return {
+      {"backend", PythonStr(o.backend)},
       {"elastic_pre_hook", PythonStr(o.elastic_pre_hook)},
       {"elastic_server", PythonStr(o.elastic_server)},
       {"force", PythonStr(o.force)},
@@ -136,6 +145,10 @@ Lines ConfigurationLines(const LaunchOptions& o) {
 
 std::string FormatConfigurationArguments(const LaunchOptions& options) {
   Lines lines = ConfigurationLines(options);
+  if (UsesNewInterface(options)) {
+    const Lines more = NewInterfaceLines(options);
+    lines.insert(lines.end(), more.begin(), more.end());
+  }
   // Sorted here rather than trusted to the list above, as Python sorts vars(args).
   std::sort(lines.begin(), lines.end());
   std::string out = "-----------  Configuration Arguments -----------\n";

@@ -271,8 +271,10 @@ TEST(CliTest, ForceReadsBoolWords) {
   const LaunchOptions o = ParseArguments({"--force", "0", "t.py"}).options;
   EXPECT_FALSE(o.force);
   EXPECT_EQ(o.training_script, "t.py");
-  EXPECT_EQ(ArgumentsErrorOf({"--force=yes", "t.py"}),
-            "argument --force: invalid bool value: 'yes' (use true, false, 1 or 0)");
+  // strtobool's words (issue #13: `--force yes train.py` once ran /usr/bin/yes).
+  EXPECT_TRUE(ParseArguments({"--force=yes", "t.py"}).options.force);
+  EXPECT_EQ(ArgumentsErrorOf({"--force=maybe", "t.py"}),
+            "argument --force: invalid bool value: 'maybe' (use true/false, yes/no, on/off, 1/0)");
 }
 
 TEST(CliTest, ArgumentsOfUnsupportedModesAreStillTyped) {
@@ -344,7 +346,7 @@ TEST(CliTest, RunModeIsChecked) {
   EXPECT_EQ(Options({"--run_mode=ps-heter", "t.py"}).run_mode, "ps-heter");
   EXPECT_EQ(ErrorOf({"--run_mode", "cpuonly", "t.py"}),
             "argument --run_mode: invalid choice: 'cpuonly' (choose from 'collective', 'ps', "
-            "'ps-heter')");
+            "'ps-heter', 'rpc')");
 }
 
 TEST(CliTest, BackendMustBeKnown) {
@@ -431,18 +433,20 @@ TEST(CliTest, HelpListsEveryFlag) {
   }
 }
 
-TEST(CliTest, HelpUsesPaddleTexts) {
+TEST(CliTest, HelpIsOurs) {
   const std::string help = HelpText();
   EXPECT_EQ(help.rfind(UsageText(), 0), 0u);
-  EXPECT_NE(help.find("\nstart paddle training using multi-process mode.\nsee: http://"),
-            std::string::npos);
+  EXPECT_NE(help.find("\nStart a distributed training job"), std::string::npos);
+  EXPECT_EQ(help.find("1.6"), std::string::npos);  // No link to Paddle 1.6 docs.
+  EXPECT_EQ(help.find("Specifize"), std::string::npos);
   EXPECT_NE(help.find("\n  -h, --help            show this help message and exit\n"),
             std::string::npos);
-  EXPECT_NE(help.find("\n  --run_mode RUN_MODE   run mode of job, can be:collective/ps/ps-heter\n"),
+  EXPECT_NE(help.find("\n  --run_mode RUN_MODE   collective (default), ps or ps-heter\n"),
             std::string::npos);
-  EXPECT_NE(help.find("\n  --http_port HTTP_PORT\n                        Gloo http Port\n"),
+  EXPECT_NE(help.find("\n  --http_port HTTP_PORT\n                        Gloo HTTP port\n"),
             std::string::npos);
   for (const std::string group : {"\noptional arguments:\n", "\nBase Parameters:\n",
+                                  "\nLaunch Parameters (paddle.distributed.launch):\n",
                                   "\nCollective Parameters:\n", "\nParameter-Server Parameters:\n",
                                   "\nElastic Parameters:\n", "\npdlaunch Parameters:\n"}) {
     EXPECT_NE(help.find(group), std::string::npos) << group;
@@ -463,6 +467,110 @@ TEST(CliTest, UsageWrapsLikeArgparse) {
     }
   }
   EXPECT_GT(count, 1);
+}
+
+}  // namespace
+}  // namespace pdlaunch
+
+namespace pdlaunch {
+namespace {
+
+TEST(NewInterfaceCliTest, FlagsOfTodaysLauncher) {
+  const LaunchOptions o = Options({"--master", "10.0.0.1:8090", "--nnodes", "2", "--rank", "1",
+                                   "--devices", "0,1", "--log_level", "debug", "--sort_ip",
+                                   "--trainer_num", "3", "--gloo_port", "6767", "--legacy", "no",
+                                   "train.py"});
+  EXPECT_EQ(o.master, "10.0.0.1:8090");
+  EXPECT_EQ(o.nnodes, "2");
+  EXPECT_EQ(o.rank, 1);
+  EXPECT_EQ(o.gpus, "0,1");
+  EXPECT_EQ(o.log_level, "DEBUG");
+  EXPECT_TRUE(o.sort_ip);
+  EXPECT_EQ(o.worker_num, 3);
+  EXPECT_EQ(o.http_port, 6767);
+  EXPECT_FALSE(o.legacy);
+  EXPECT_EQ(o.training_script, "train.py");
+  EXPECT_TRUE(o.new_flags.count("--devices"));
+  EXPECT_TRUE(o.new_flags.count("--master"));
+  EXPECT_EQ(Options({"--npus", "2", "t.py"}).gpus, "2");
+}
+
+TEST(NewInterfaceCliTest, BadValuesNameTheToken) {
+  EXPECT_EQ(ErrorOf({"--nnodes", "0", "t.py"}),
+            "argument --nnodes: invalid node count value: '0' (expected N or MIN:MAX, N >= 1)");
+  EXPECT_EQ(ErrorOf({"--nnodes", "4:2", "t.py"}),
+            "argument --nnodes: invalid node count value: '4:2' (MIN:MAX needs MIN <= MAX)");
+  EXPECT_EQ(ErrorOf({"--rank", "-2", "t.py"}),
+            "argument --rank: invalid rank value: '-2' (expected -1 or a node rank >= 0)");
+  EXPECT_EQ(ErrorOf({"--log_level", "loud", "t.py"}),
+            "argument --log_level: invalid log level value: 'loud' (choose from DEBUG, INFO, "
+            "WARNING, ERROR, CRITICAL)");
+  EXPECT_EQ(ErrorOf({"--auto_parallel_config", "x.json", "t.py"}),
+            "--auto_parallel_config is not supported yet (auto-parallel tuning)");
+  EXPECT_EQ(ErrorOf({"--auto_tuner_json", "x.json", "t.py"}),
+            "--auto_tuner_json is not supported yet (auto-parallel tuning)");
+  EXPECT_EQ(ErrorOf({"--rendezvous_timeout", "0", "t.py"}),
+            "argument --rendezvous_timeout: invalid positive float value: '0'");
+}
+
+TEST(NewInterfaceCliTest, LegacyPrefixesKeepTheirMeaning) {
+  EXPECT_EQ(Options({"--log", "out", "t.py"}).log_dir, "out");  // Not --log_level.
+  EXPECT_EQ(Options({"--nn", "3", "t.py"}).nnodes, "3");
+}
+
+TEST(NewInterfaceCliTest, ForceTakesStrtoboolWordsAsValues) {
+  const LaunchOptions o = Options({"--force", "yes", "train.py"});
+  EXPECT_TRUE(o.force);
+  EXPECT_EQ(o.training_script, "train.py");
+  EXPECT_FALSE(Options({"--force", "off", "t.py"}).force);
+}
+
+TEST(EnvironmentTwinsTest, CommandLineBeatsEnvironmentBeatsDefault) {
+  LaunchOptions o = Options({"--nnodes", "3", "t.py"});
+  ApplyEnvironmentTwins(o, {{"PADDLE_NNODES", "2"},
+                            {"PADDLE_MASTER", "m:36543"},
+                            {"PADDLE_JOB_ID", "job"},
+                            {"PADDLE_NPROC_PER_NODE", "4"},
+                            {"PADDLE_LOG_OVERWRITE", "0"},
+                            {"PADDLE_DEVICES", ""}});
+  EXPECT_EQ(o.nnodes, "3");
+  EXPECT_EQ(o.master, "m:36543");
+  EXPECT_EQ(o.job_id, "job");
+  EXPECT_EQ(o.nproc_per_node, 4);
+  EXPECT_FALSE(o.log_overwrite);
+  EXPECT_FALSE(o.gpus);  // Empty counts as unset.
+  EXPECT_TRUE(o.from_env.count("master"));
+  EXPECT_FALSE(o.from_env.count("nnodes"));
+}
+
+TEST(EnvironmentTwinsTest, BadValueNamesTheVariable) {
+  LaunchOptions o = Options({"t.py"});
+  try {
+    ApplyEnvironmentTwins(o, {{"PADDLE_NPROC_PER_NODE", "many"}});
+    ADD_FAILURE() << "no error";
+  } catch (const UsageError& e) {
+    EXPECT_STREQ(e.what(), "PADDLE_NPROC_PER_NODE: invalid int value: 'many'");
+  }
+}
+
+TEST(EnvironmentTwinsTest, NestedLaunchIgnoresWhatTheParentSetForItsRanks) {
+  LaunchOptions o = Options({"t.py"});
+  const std::vector<std::string> notes = ApplyEnvironmentTwins(
+      o, {{"PDLAUNCH_PARENT", "123"}, {"PADDLE_NNODES", "2"}, {"PADDLE_MASTER", "h:1"},
+          {"PADDLE_NPROC_PER_NODE", "2"}});
+  EXPECT_FALSE(o.nnodes);
+  EXPECT_FALSE(o.master);
+  EXPECT_EQ(o.nproc_per_node, 2);
+  EXPECT_EQ(notes.size(), 2u);
+}
+
+TEST(NewInterfaceCliTest, HelpListsBothInterfaces) {
+  const std::string help = HelpText();
+  for (const char* flag : {"--master", "--nnodes", "--rank", "--devices", "--ips", "--gpus",
+                           "--rendezvous_timeout", "--heartbeat_timeout"}) {
+    EXPECT_NE(help.find(flag), std::string::npos) << flag;
+  }
+  EXPECT_NE(help.find("Launch Parameters (paddle.distributed.launch)"), std::string::npos);
 }
 
 }  // namespace

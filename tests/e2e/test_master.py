@@ -1,0 +1,371 @@
+"""Issue #9: today's interface, `--master ip:port --nnodes N` with no IP list (docs/master.md).
+
+MasterNetnsTest and its siblings run one launcher per network namespace (netns.Lab); the mesh
+helper proves every rank reached every other one at the endpoint the master's rendezvous gave
+it. PaddleTestRunTest re-expresses Paddle's own test_run.py collective cases with their exact
+file counts, on loopback. WireTest talks to our master with a client written from the protocol
+description alone (http.client), not with our code.
+"""
+import http.client
+import json
+import re
+import signal
+import socket
+import subprocess
+import threading
+import time
+
+import harness
+from etcd import PortReservation
+from harness import LaunchTestCase
+from test_multinode import NetnsTestCase
+
+MASTER_PORT = 36543  # Kubeflow's PaddleJob default.
+FAIL_FAST = 1.0  # seconds: a rank failing on one node stops every node's ranks within this
+TTL = 3  # --heartbeat_timeout in the node-loss tests
+
+
+def free_port(test):
+    """A port held the way the launcher holds its own (outside the ephemeral range, locked in the
+    system-wide lock file) until the test ends: concurrent tests never get it."""
+    reservation = PortReservation(1)
+    test.addCleanup(reservation.close)
+    return reservation.ports[0]
+
+
+def stamp(stderr, pattern):
+    """The time (seconds of the day) of the first log line matching `pattern`."""
+    for line in stderr.splitlines():
+        m = harness.LOG_LINE.match(line)
+        if m and re.search(pattern, line):
+            h, mi, s = line.split()[2].split(":")
+            return int(h) * 3600 + int(mi) * 60 + float(s.replace(",", "."))
+    raise AssertionError(f"no line matching {pattern!r} in:\n{stderr}")
+
+
+class MasterNetnsTest(NetnsTestCase):
+    """Two hosts, no IP list: the rendezvous, the world, and cross-node fail-fast."""
+
+    def master(self):
+        return f"{self.ip(0)}:{MASTER_PORT}"
+
+    def test_two_nodes_different_nproc_form_one_world(self):
+        common = ["--master", self.master(), "--nnodes", 2]
+        results = self.run_nodes([common + ["--nproc_per_node", 2] + self.mesh_args(),
+                                  common + ["--nproc_per_node", 1] + self.mesh_args()])
+        self.assert_ok(results)
+        env0 = json.loads((self.rec / "mesh.0.json").read_text())["env"]
+        endpoints = env0["PADDLE_TRAINER_ENDPOINTS"].split(",")
+        self.assertEqual(len(endpoints), 3)
+        # The hosting node is rank 0: its two ranks come first, on its address.
+        self.assertTrue(endpoints[0].startswith(self.ip(0) + ":"), endpoints)
+        self.assertTrue(endpoints[1].startswith(self.ip(0) + ":"), endpoints)
+        self.assertTrue(endpoints[2].startswith(self.ip(1) + ":"), endpoints)
+        records = self.assert_full_mesh(endpoints)
+        master = records[0]["env"]["PADDLE_MASTER"]
+        self.assertTrue(master.startswith(self.ip(0) + ":"), master)
+        for rank, record in records.items():
+            env = record["env"]
+            self.assertEqual(env["PADDLE_MASTER"], master)
+            self.assertEqual(env["MASTER_ADDR"] + ":" + env["MASTER_PORT"], master)
+            self.assertEqual(env["PADDLE_NNODES"], "2")
+            self.assertEqual(env["WORLD_SIZE"], "3")
+            self.assertEqual(env["PADDLE_LOCAL_SIZE"], "2" if rank < 2 else "1")
+        for node, count in ((0, 2), (1, 1)):
+            log_dir = self.dir / f"node{node}" / "log"
+            names = sorted(p.name for p in log_dir.iterdir())
+            pod_logs = [n for n in names if re.fullmatch(r"default\.[a-z]{6}\.log", n)]
+            self.assertEqual(len(pod_logs), 1, names)
+            self.assertEqual(sorted(set(names) - set(pod_logs)),
+                             [f"workerlog.{i}" for i in range(count)])
+        self.assert_logged(results[0].stderr, "INFO", "all 2 nodes completed")
+
+    def test_rank_failure_on_one_node_stops_every_node(self):
+        common = ["--master", self.master(), "--nnodes", 2, "--nproc_per_node", 2]
+        procs = [self.start_on(0, common + self.rank_args("--sleep", 60)),
+                 self.start_on(1, common + self.rank_args("--exit", "3:7", "--delay", 1,
+                                                          "--sleep", 60))]
+        results = [self.finish(p, timeout=60) for p in procs]
+        for result in results:
+            self.assertEqual(result.code, 7, result)
+            self.assertLess(result.elapsed, 30, result)
+        cause = f"rank 3 on node {self.ip(1)} ended with exit code 7"
+        self.assertIn(harness.abort_line(4, [3]), results[1].stderr)
+        self.assert_logged(results[0].stderr, "ERROR",
+                           f"job failed: {cause}; stopping this node's processes")
+        # Fail-fast: node 0 signalled its ranks within FAIL_FAST of node 1's ABORT line.
+        abort = stamp(results[1].stderr, "ABORT!!!")
+        stop = stamp(results[0].stderr, "terminate process group")
+        self.assertLess(stop - abort, FAIL_FAST, (results[0], results[1]))
+        self.assert_all_gone(list(self.recorded_pids("pid").values()))
+
+    def _killed_launcher(self, victim):
+        common = ["--master", self.master(), "--nnodes", 2, "--heartbeat_timeout", TTL]
+        procs = [self.start_on(node, common + self.rank_args("--ready", self.rec, "--sleep", 120))
+                 for node in (0, 1)]
+        self.wait_ready(2)
+        killed_at = time.monotonic()
+        procs[victim].send_signal(signal.SIGKILL)
+        survivor = 1 - victim
+        result = self.finish(procs[survivor], timeout=60)
+        noticed = time.monotonic() - killed_at
+        self.assertEqual(result.code, 1, result)
+        self.assertLess(noticed, TTL + 5, result)
+        self.assert_all_gone(list(self.recorded_pids("pid").values()))
+        return result
+
+    def test_sigkill_of_a_participant_is_noticed_by_the_host(self):
+        result = self._killed_launcher(victim=1)
+        self.assertRegex(result.stderr, rf"job failed: node {re.escape(self.ip(1))} \([a-z]{{6}}\) "
+                                        rf"lost: no heartbeat for {TTL} s")
+
+    def test_sigkill_of_the_host_is_noticed_by_the_others(self):
+        result = self._killed_launcher(victim=0)
+        self.assertIn(f"lost the master at {self.master()}: no answer for {TTL} s", result.stderr)
+
+    def test_rendezvous_deadline_names_who_registered(self):
+        common = ["--master", self.master(), "--nnodes", 3, "--rendezvous_timeout", 3]
+        results = self.run_nodes([common + self.rank_args(), common + self.rank_args()])
+        for result in results:
+            self.assertEqual(result.code, 1, result)
+            last = result.stderr.splitlines()[-1]
+            self.assertRegex(last, r"^launch: error: rendezvous timed out after 3 s "
+                                   r"\(--rendezvous_timeout\) at master .*: 2 of 3 nodes "
+                                   r"registered \[.*\], 1 missing$")
+            self.assertIn(self.ip(0), last)
+            self.assertIn(self.ip(1), last)
+        self.assertEqual(list(self.rec.iterdir()), [])
+
+
+class CopyCommandTest(NetnsTestCase):
+    """Without --master, the first node hosts and prints the command for the others."""
+
+    NODES = 3
+    DOCKER_IN = None
+
+    def test_first_node_prints_the_command_for_the_others(self):
+        first = self.start_on(0, ["--nnodes", 3] + self.mesh_args())
+        stdout = self.dir / "node0.stdout"
+        self.wait_until(lambda: "--master" in stdout.read_text(), "the copy block", timeout=20)
+        text = stdout.read_text()
+        m = re.search(r"Copy the following command to other nodes to run.\n-{80}\n(.*)\n-{80}\n",
+                      text)
+        self.assertIsNotNone(m, text)
+        printed = m.group(1).split()
+        self.assertEqual(printed[0], harness.BIN)
+        self.assertEqual(printed[1], "--master")
+        self.assertRegex(printed[2], rf"^{re.escape(self.ip(0))}:\d+$")
+        rest = printed[1:]
+        others = [self.start_on(node, rest) for node in (1, 2)]
+        results = [self.finish(p) for p in [first] + others]
+        self.assert_ok(results)
+        env0 = json.loads((self.rec / "mesh.0.json").read_text())["env"]
+        self.assert_full_mesh(env0["PADDLE_TRAINER_ENDPOINTS"].split(","))
+
+
+class KubeflowTest(NetnsTestCase):
+    """The variables Kubeflow's training-operator sets on a PaddleJob's pods, and nothing else:
+    the master is a service name that resolves through /etc/hosts."""
+
+    HOSTS = {"pdjob-worker-0": 0}
+    DOCKER_IN = None
+
+    def test_paddlejob_variables_run_the_job(self):
+        envs = [self.env(PADDLE_MASTER=f"{self.ip(0)}:{MASTER_PORT}", PADDLE_NNODES="2",
+                         PADDLE_JOB_ID="pdjob", PYTHONUNBUFFERED="0"),
+                self.env(PADDLE_MASTER=f"pdjob-worker-0:{MASTER_PORT}", PADDLE_NNODES="2",
+                         PADDLE_JOB_ID="pdjob", PYTHONUNBUFFERED="0")]
+        results = self.run_nodes([self.mesh_args(), self.mesh_args()], envs=envs)
+        self.assert_ok(results)
+        env0 = json.loads((self.rec / "mesh.0.json").read_text())["env"]
+        self.assert_full_mesh(env0["PADDLE_TRAINER_ENDPOINTS"].split(","))
+        self.assertIn(f"master host pdjob-worker-0 is {self.ip(0)}", results[1].stderr)
+        for node in (0, 1):
+            names = [p.name for p in (self.dir / f"node{node}" / "log").iterdir()]
+            self.assertEqual(len([n for n in names if n.startswith("pdjob.")]), 1, names)
+
+
+class TorchMasterTest(NetnsTestCase):
+    """A real PyTorch gloo all-reduce across two namespaces through --master (labels torch)."""
+
+    DOCKER_IN = None
+
+    def test_gloo_allreduce_through_the_master(self):
+        args = ["--master", f"{self.ip(0)}:{MASTER_PORT}", "--nnodes", 2, "--nproc_per_node", 2,
+                harness.EXAMPLES / "torch_allreduce.py", "--timeout", 60]
+        env = self.env(PADDLE_LAUNCH_PYTHON=harness.SYSTEM_PYTHON, GLOO_SOCKET_IFNAME="eth0")
+        results = self.run_nodes([args, args], envs=[env, env])
+        self.assert_ok(results)
+        total = 4 * 5 // 2
+        for node in (0, 1):
+            for local in (0, 1):
+                rank = node * 2 + local
+                log = (self.dir / f"node{node}" / "log" / f"workerlog.{local}").read_text()
+                self.assertIn(f"rank {rank}: allreduce sum = {total} (expected {total})",
+                              log.splitlines(), f"node {node} workerlog.{local}:\n{log}")
+
+
+TRAIN_PY = """import os, sys
+if 'PADDLE_AUTO_PARALLEL_CONFIG' not in os.environ:
+    assert 'PADDLE_MASTER' in os.environ
+    assert 'PADDLE_GLOBAL_RANK' in os.environ
+    assert 'PADDLE_LOCAL_RANK' in os.environ
+assert 'PADDLE_GLOBAL_SIZE' in os.environ
+assert 'PADDLE_LOCAL_SIZE' in os.environ
+"""
+
+
+class PaddleTestRunTest(LaunchTestCase):
+    """Paddle's test_run.py collective cases (paddle-launch-tests.md §A), with their file counts."""
+
+    def setUp(self):
+        super().setUp()
+        self.train = self.dir / "train.py"
+        self.train.write_text(TRAIN_PY)
+
+    def counted(self, log_dir):
+        return sorted(p.name for p in log_dir.iterdir() if p.is_file()
+                      and not p.name.endswith("gpu.log") and not p.name.startswith("envlog")
+                      and not p.name.startswith("backup_env"))
+
+    def env8(self):
+        return self.env(CUDA_VISIBLE_DEVICES="0,1,2,3,4,5,6,7")
+
+    def test_collective_1(self):
+        result = self.run_launch(["--job_id", "test1", "--log_dir", self.dir / "l", self.train],
+                                 env=self.env8())
+        self.assertEqual(result.code, 0, result)
+        self.assertEqual(len(list((self.dir / "l").glob("workerlog.*"))), 8)
+
+    def test_collective_2(self):
+        result = self.run_launch(["--job_id", "test2", "--devices", "0,1,2", "--log_dir",
+                                  self.dir / "l", self.train], env=self.env8())
+        self.assertEqual(result.code, 0, result)
+        files = self.counted(self.dir / "l")
+        self.assertEqual(len(files), 4, files)
+        self.assertRegex(files[0], r"^test2\.[a-z]{6}\.log$")
+
+    def test_collective_3(self):
+        port = free_port(self)
+        procs = [self.start_launch(["--job_id", "test3", "--devices", "0,1", "--log_dir",
+                                    self.dir / str(i), "--master", f"127.0.0.1:{port}",
+                                    "--nnodes", 2, self.train], env=self.env8(), name=f"n{i}")
+                 for i in (1, 2)]
+        for proc in procs:
+            result = self.finish(proc)
+            self.assertEqual(result.code, 0, result)
+        for i in (1, 2):
+            files = self.counted(self.dir / str(i))
+            self.assertEqual(len(files), 3, files)
+            self.assertEqual(files[1:], ["workerlog.0", "workerlog.1"])
+
+    def test_legacy_command_keeps_endpoints_log(self):
+        result = self.run_launch(["--gpus", "0,1", "--log_dir", self.dir / "l", self.train],
+                                 env=self.env8())
+        self.assertEqual(result.code, 0, result)
+        self.assertEqual(self.counted(self.dir / "l"),
+                         ["endpoints.log", "workerlog.0", "workerlog.1"])
+
+
+class WireTest(LaunchTestCase):
+    """Our master against a client written from paddle-new-launch.md §6.1 alone."""
+
+    def setUp(self):
+        super().setUp()
+        self.port = free_port(self)
+        # A hosting launcher waiting for a second node that never comes: its master serves.
+        self.proc = self.start_launch(["--master", f"127.0.0.1:{self.port}", "--nnodes", 2,
+                                       "--rendezvous_timeout", 120] + self.rank_args())
+        self.addCleanup(self.proc.kill)
+        self.wait_until(self.serving, "the master to serve", timeout=20)
+
+    def serving(self):
+        try:
+            return self.request("GET", "/healthy")[0] == 200
+        except OSError:
+            return False
+
+    def request(self, method, path, body=None, version11=True):
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        if not version11:
+            conn._http_vsn, conn._http_vsn_str = 10, "HTTP/1.0"
+        try:
+            conn.request(method, path, body=body)
+            response = conn.getresponse()
+            return response.status, response.read(), response.getheader("Content-Type")
+        finally:
+            conn.close()
+
+    def test_every_verb_and_prefix_semantics(self):
+        status, body, ctype = self.request("GET", "/healthy")
+        self.assertEqual((status, json.loads(body)), (200, {"/healthy": "ok"}))
+        self.assertEqual(ctype, "application/json; charset=utf8")
+        self.assertEqual(self.request("PUT", "/metrics/latency", b"1")[0], 200)
+        self.assertEqual(self.request("POST", "/metrics/throughput", b"2")[0], 200)
+        self.assertEqual(self.request("POST", "/metrics/empty")[0], 200)
+        status, body, _ = self.request("GET", "/metrics", version11=False)
+        self.assertEqual(status, 200)
+        self.assertEqual(json.loads(body), {"/metrics/latency": "1", "/metrics/throughput": "2",
+                                            "/metrics/empty": ""})
+        self.assertEqual(self.request("PUT", "/metrics/latency", b"3")[0], 200)
+        self.assertEqual(json.loads(self.request("GET", "/metrics/latency")[1]),
+                         {"/metrics/latency": "3"})
+        self.assertEqual(self.request("DELETE", "/metrics/latency")[0], 200)
+        self.assertEqual(self.request("DELETE", "/metrics/latency")[0], 404)
+        status, body, _ = self.request("GET", "/nothing/here")
+        self.assertEqual((status, body), (404, b""))
+        # The rendezvous keys are there, in Paddle's layout and JSON.
+        info = json.loads(self.request("GET", "/default/info")[1])
+        (key, value), = info.items()
+        self.assertRegex(key, r"^/default/info/aaaaaa/-1$")
+        peer = json.loads(value)
+        self.assertEqual(sorted(peer), ["candidate", "dtype", "endpoints", "name", "rank",
+                                        "replicas"])
+
+    def test_concurrent_clients(self):
+        errors = []
+
+        def client(i):
+            try:
+                for j in range(20):
+                    key = f"/c/{i}/{j}"
+                    assert self.request("PUT", key, str(j).encode())[0] == 200
+                    assert json.loads(self.request("GET", key)[1]) == {key: str(j)}
+            except Exception as e:  # noqa: BLE001 - reported below
+                errors.append(repr(e))
+
+        threads = [threading.Thread(target=client, args=(i,)) for i in range(16)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        self.assertEqual(errors, [])
+        self.assertEqual(len(json.loads(self.request("GET", "/c/")[1])), 16 * 20)
+
+    def test_malformed_slow_and_huge_requests_leave_the_master_serving(self):
+        with socket.create_connection(("127.0.0.1", self.port), timeout=10) as s:
+            s.sendall(b"GARBAGE\r\n\r\n")
+            s.recv(100)  # Closed (or answered) at once.
+        slow = socket.create_connection(("127.0.0.1", self.port), timeout=30)
+        self.addCleanup(slow.close)
+        slow.sendall(b"GET /healthy HTTP/1.1\r\n")  # ...and never the rest.
+        with socket.create_connection(("127.0.0.1", self.port), timeout=10) as s:
+            s.sendall(b"GET /" + b"x" * 100000 + b" HTTP/1.1\r\n\r\n")
+            try:
+                s.recv(100)
+            except ConnectionResetError:
+                pass
+        try:
+            status = self.request("PUT", "/big", b"x" * (5 << 20))[0]
+        except OSError:
+            status = None  # Closed while sending: refused as well.
+        self.assertNotEqual(status, 200)
+        self.assertEqual(self.request("GET", "/healthy")[0], 200)
+        # The slow client is closed after the idle limit (10 s), not held forever.
+        slow.settimeout(20)
+        self.assertEqual(slow.recv(100), b"")
+        self.assertEqual(self.proc.poll(), None)
+
+
+if __name__ == "__main__":
+    harness.main()
