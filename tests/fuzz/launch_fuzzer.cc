@@ -24,7 +24,14 @@
 #include <string_view>
 #include <vector>
 
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/string_body.hpp>
+
 #include "pdlaunch/cli.h"
+#include "pdlaunch/kv_http.h"
+#include "pdlaunch/master_config.h"
+#include "pdlaunch/rendezvous.h"
 #include "pdlaunch/cloud.h"
 #include "pdlaunch/devices.h"
 #include "pdlaunch/elastic.h"
@@ -145,7 +152,8 @@ size_t ItemCount(const std::optional<std::string>& list, char separator) {
 void CheckConfiguration(const LaunchOptions& options) {
   const std::string text = FormatConfigurationArguments(options);
   // Tokens hold no '\n' (the input is split on it) and list items are escaped: one line each.
-  PDLAUNCH_FUZZ_CHECK(CountLines(text) == 30);
+  // 28 options and the two rule lines; 13 more for a command of today's interface.
+  PDLAUNCH_FUZZ_CHECK(CountLines(text) == (UsesNewInterface(options) ? 43u : 30u));
   PDLAUNCH_FUZZ_CHECK(text.rfind("-----------  Configuration Arguments -----------\n", 0) == 0);
   PDLAUNCH_FUZZ_CHECK(text.ends_with(std::string(48, '-') + "\n"));
 }
@@ -499,6 +507,82 @@ void FuzzElastic(const LaunchOptions& options, const FuzzInput& input) {
   }
 }
 
+// The master: every token is also a raw HTTP request, parsed by Beast's request parser with the
+// server's limits (http_master.cc) and handled by the store; the job keys the tokens make are
+// decoded, ordered and decided on as a node would.
+void FuzzMaster(const FuzzInput& input, const LaunchOptions& options, const EnvMap& env) {
+  namespace http = boost::beast::http;
+  KvLimits limits;
+  limits.max_keys = 64;
+  limits.max_bytes = 1 << 16;
+  KvMemoryStore store(limits);
+  double now = 0;
+  for (const std::string& token : input.args) {
+    http::request_parser<http::string_body> parser;
+    parser.header_limit(16 << 10);
+    parser.body_limit(4 << 20);
+    boost::beast::error_code ec;
+    std::string raw;  // '|' ends a line: one token holds a whole request.
+    for (char c : token) raw += c == '|' ? std::string("\r\n") : std::string(1, c);
+    parser.put(boost::asio::buffer(raw), ec);
+    const int64_t before = store.revision();
+    if (!ec && parser.is_done()) {
+      const auto& request = parser.get();
+      const KvHttpResponse r = store.Handle(
+          {std::string(request.method_string()), std::string(request.target()), request.body()},
+          now);
+      PDLAUNCH_FUZZ_CHECK(r.status >= 200 && r.status < 600);
+      if (r.status == 200 && !r.body.empty()) (void)DecodeJsonObject(r.body);
+    }
+    // The same token as a direct request, the way the tests drive it.
+    const size_t space = token.find(' ');
+    const KvHttpResponse direct =
+        store.Handle({token.substr(0, space), space == std::string::npos ? "/" : token.substr(space + 1),
+                      token},
+                     now);
+    PDLAUNCH_FUZZ_CHECK(direct.status >= 200 && direct.status < 600);
+    PDLAUNCH_FUZZ_CHECK(store.revision() >= before);
+    now += 1;
+    (void)store.Expire(now);
+  }
+  const MasterKeys keys(options.job_id.value_or("default"));
+  const std::map<std::string, std::string> all = store.Prefix(keys.job_prefix());
+  std::map<std::string, std::string> info;
+  for (const auto& [key, value] : all) {
+    if (key.starts_with(keys.info_prefix())) info.emplace(key, value);
+  }
+  if (!info.empty()) {
+    const std::string own = info.begin()->first;
+    if (const auto order = Try([&] { return OrderPeers(info, own, options.sort_ip); })) {
+      PDLAUNCH_FUZZ_CHECK(order->peers.size() == info.size());
+      PDLAUNCH_FUZZ_CHECK(order->own_index >= 0 &&
+                          static_cast<size_t>(order->own_index) < order->peers.size());
+      DevicePlan devices;
+      devices.devices_per_proc.assign(static_cast<size_t>(order->peers[order->own_index].replicas),
+                                      {});
+      const Cluster cluster = BuildMasterCluster(*order, devices);
+      int total = 0;
+      for (const PeerInfo& peer : order->peers) total += peer.replicas;
+      PDLAUNCH_FUZZ_CHECK(cluster.world_size() == total);
+    }
+  }
+  const CoordState coord = ParseCoordState(keys, all);
+  std::vector<std::string> members(coord.alive.begin(), coord.alive.end());
+  (void)DecideMasterStep(coord, members, coord.alive);
+  // Path selection and the environment twins never fail but with a UsageError.
+  LaunchOptions twins = options;
+  (void)Try([&] { return ApplyEnvironmentTwins(twins, env); });
+  (void)Try([&] { return SelectLaunchPath(twins, env); });
+  // The JSON the master writes reads back.
+  std::map<std::string, std::string> ascii;
+  for (const std::string& token : input.args) {
+    if (std::all_of(token.begin(), token.end(), [](char c) { return c >= 0x20 && c < 0x7f; })) {
+      ascii[token] = token;
+    }
+  }
+  PDLAUNCH_FUZZ_CHECK(DecodeJsonObject(EncodeJsonObject(ascii)) == ascii);
+}
+
 void FuzzOne(const FuzzInput& input) {
   const std::optional<CommandLine> command_line = FuzzParse(input.args);
   if (!command_line) return;
@@ -508,6 +592,7 @@ void FuzzOne(const FuzzInput& input) {
   }
   const LaunchOptions& options = command_line->options;
   CheckConfiguration(options);
+  FuzzMaster(input, options, input.env);
   const std::optional<JobMode> mode = Try([&] { return SelectMode(options); });
   if (!mode) return;
   if (*mode == JobMode::kCollective) {
