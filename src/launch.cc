@@ -132,20 +132,27 @@ int Run(const LaunchOptions& given_options) {
     options.given.insert("elastic_server");
     options.given.insert("np");
   }
-  if (options.run_mode == "rpc") {
-    throw UsageError("--run_mode rpc is not supported yet (RPC jobs)");
+  const bool rpc = options.run_mode == "rpc";
+  if (rpc && !options.master) {
+    throw UsageError("--run_mode rpc needs --master host:port (the RPC master endpoint)");
   }
-  const JobMode mode = SelectMode(options);
-  if (path.kind == LaunchPath::Kind::kMaster && mode != JobMode::kCollective) {
+  const JobMode mode = rpc ? JobMode::kCollective : SelectMode(options);
+  // Today's parameter-server form: counts (or nothing) instead of endpoint lists (§7.2.2).
+  const bool ps_counts = mode == JobMode::kPs && options.servers.empty() &&
+                         options.workers.empty() &&
+                         (path.kind == LaunchPath::Kind::kMaster || UsesNewInterface(options) ||
+                          (!options.server_num && !options.worker_num));
+  if (path.kind == LaunchPath::Kind::kMaster && mode != JobMode::kCollective && !ps_counts) {
     throw UsageError(
-        "--master/--nnodes with parameter-server flags is not supported yet (parameter-server "
-        "jobs through the master); use --servers/--trainers lists");
+        "--master/--nnodes takes --server_num/--trainer_num, not --servers/--trainers lists or "
+        "heter workers (give the lists to every node without --master instead)");
   }
   const TrainingCommand command = ResolveTrainingCommand(
       options.training_script, options.training_script_args, GetEnv("PADDLE_LAUNCH_PYTHON"),
       GetEnv("PATH").value_or("/bin:/usr/bin"));
-  if (path.kind == LaunchPath::Kind::kMaster) {
-    return internal::RunMaster(options, *path.master, command);
+  if (path.kind == LaunchPath::Kind::kMaster || rpc || ps_counts) {
+    if (!path.master) throw UsageError("--ips cannot be combined with this job's mode");
+    return internal::RunMaster(options, *path.master, command, ps_counts, rpc);
   }
   if (mode != JobMode::kCollective) return internal::RunPs(options, mode, command);
   const ElasticDecision elastic = ResolveElasticConfig(options, env);

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "launch_support.h"
+#include "master_jobs.h"
 #include "pdlaunch/endpoint.h"
 #include "pdlaunch/errors.h"
 #include "pdlaunch/exit_status.h"
@@ -102,10 +103,10 @@ std::string DescribePeer(const PeerInfo& peer) {
 class MasterNode {
  public:
   MasterNode(const LaunchOptions& options, const MasterSettings& settings,
-             const TrainingCommand& command)
+             std::unique_ptr<MasterJob> job)
       : options_(options),
         settings_(settings),
-        command_(command),
+        job_(std::move(job)),
         keys_(settings.job_id),
         pod_(NewPodName()) {}
 
@@ -142,7 +143,7 @@ class MasterNode {
 
   const LaunchOptions& options_;
   MasterSettings settings_;
-  const TrainingCommand& command_;
+  std::unique_ptr<MasterJob> job_;
   MasterKeys keys_;
   std::string pod_;
 
@@ -153,13 +154,11 @@ class MasterNode {
   std::unique_ptr<LoopTimer> retry_;
   std::function<void()> stop_;              // The running Supervise call's stop hook.
 
-  DevicePlan devices_;
-  LocalPorts ports_;
   std::unique_ptr<PortReservation> master_port_;
   std::string master_address_;  // Numeric.
   int port_ = 0;
   std::string node_ip_;
-  PeerInfo info_;
+  std::string value_;  // What this node publishes under own_key_.
   std::string own_key_;
 
   Phase phase_ = Phase::kRendezvous;
@@ -177,8 +176,8 @@ class MasterNode {
   std::set<std::string> seen_alive_;
   std::vector<std::string> members_;
   std::vector<std::string> peer_keys_;
-  std::optional<Cluster> cluster_;
   std::vector<std::string> member_addresses_;
+  int own_index_ = 0;
   std::optional<std::string> rendezvous_error_;
   std::optional<JobFailure> failure_;  // The job's root cause, once known.
   bool lost_reported_ = false;
@@ -192,27 +191,19 @@ int MasterNode::Run() {
   return RunRanks();
 }
 
+// A one-node job (--nnodes 1: a PS or RPC job of today's interface) contacts no master, as
+// Paddle's: its world is itself.
+bool Solo(const MasterSettings& settings) { return settings.nnodes == 1; }
+
 void MasterNode::Plan() {
-  devices_ = ResolveCollectiveDevices(options_);
-  for (const std::string& line : devices_.warnings) PDLOG_WARN("{}", line);
-  for (const std::string& line : devices_.info) PDLOG_INFO("{}", line);
-  ChooseHost();
-  const int local = static_cast<int>(devices_.devices_per_proc.size());
-  ports_ = PlanLocalPorts(GivenStartPort(options_), local);
-  if (!ports_.reservation) {
-    std::vector<int> all = ports_.ports;
-    all.push_back(ports_.master_port);
-    CheckPortsFree(all);
+  if (Solo(settings_)) {
+    node_ip_ = settings_.host.value_or("127.0.0.1");
+  } else {
+    ChooseHost();
   }
-  info_.name = pod_;
-  info_.rank = settings_.rank;
-  info_.replicas = local;
-  info_.dtype = devices_.mode == DeviceMode::kGpu ? "gpu" : "cpu";
-  info_.candidate = Endpoint{node_ip_, ports_.master_port}.ToString();
-  std::vector<Endpoint> endpoints;
-  for (int port : ports_.ports) endpoints.push_back(Endpoint{node_ip_, port});
-  info_.endpoints = JoinEndpoints(endpoints);
-  const bool hosting = server_ != nullptr;
+  job_->Plan(node_ip_);
+  value_ = job_->Value(pod_, settings_.rank);
+  const bool hosting = server_ != nullptr || Solo(settings_);
   own_key_ = keys_.info(hosting && settings_.rank < 0 ? std::string(kHostKeyName) : pod_,
                         settings_.rank);
 }
@@ -269,12 +260,16 @@ void MasterNode::ChooseHost() {
 }
 
 void MasterNode::StartRendezvous() {
+  if (Solo(settings_)) {
+    registered_ = true;
+    return OnNews({{own_key_, value_}});
+  }
   PDLOG_INFO("Waiting peer start...");
   tick_ = std::make_unique<LoopTimer>(loop_.get(), 0.25, [this] { OnTick(); });
   if (server_) {
     KvMemoryStore& store = server_->store();
     store.Put(keys_.alive(pod_), "1");
-    store.Put(own_key_, EncodePeerInfo(info_));
+    store.Put(own_key_, value_);
     registered_ = true;
     server_->set_on_change([this] { OnNews(server_->store().Prefix(keys_.job_prefix())); });
     server_->Changed();
@@ -326,7 +321,7 @@ void MasterNode::Register() {
   const std::string ttl = fmt::format("?ttl={}", settings_.heartbeat_timeout);
   const auto put_info = [this](bool ok) {
     if (!ok) return Retry([this] { Register(); }, last_error_);
-    Put(own_key_, EncodePeerInfo(info_), "", [this](bool ok2) {
+    Put(own_key_, value_, "", [this](bool ok2) {
       if (!ok2) return Retry([this] { Register(); }, last_error_);
       registered_ = true;
       last_heartbeat_ = Clock::now();
@@ -504,21 +499,20 @@ void MasterNode::OnRendezvousNews(const std::map<std::string, std::string>& kvs,
     return Stop();
   }
   try {
-    const PeerOrder order = OrderPeers(info, own_key_, settings_.sort_ip);
-    cluster_ = BuildMasterCluster(order, devices_);
-    members_.clear();
-    peer_keys_ = order.keys;
-    for (const PeerInfo& peer : order.peers) {
-      members_.push_back(peer.name);
-      member_addresses_.push_back(DescribePeer(peer));
-    }
+    const MasterWorld world = job_->Form(info, own_key_, settings_.sort_ip);
+    members_ = world.members;
+    member_addresses_ = world.addresses;
+    peer_keys_ = world.keys;
+    own_index_ = world.own_index;
   } catch (const LaunchError& e) {
     rendezvous_error_ = e.what();
     return Stop();
   }
   phase_ = Phase::kRunning;
-  PDLOG_INFO("all {} nodes joined in {:.3f} s; this node is rank {} of [{}]", settings_.nnodes,
-             SecondsSince(start_), cluster_->local_index, fmt::join(member_addresses_, ", "));
+  if (!Solo(settings_)) {
+    PDLOG_INFO("all {} nodes joined in {:.3f} s; this node is rank {} of [{}]", settings_.nnodes,
+               SecondsSince(start_), own_index_, fmt::join(member_addresses_, ", "));
+  }
   Stop();
 }
 
@@ -584,38 +578,44 @@ void MasterNode::PublishDone() {
 }
 
 int MasterNode::RunRanks() {
-  const Cluster& cluster = *cluster_;
   const fs::path log_dir = PrepareLogDir(options_.log_dir);
   std::vector<std::string> peers;
-  for (const std::string& key : peer_keys_) peers.push_back(kvs_.count(key) ? kvs_.at(key) : key);
+  for (const std::string& key : peer_keys_) {
+    peers.push_back(key == own_key_ ? value_ : kvs_.count(key) ? kvs_.at(key) : key);
+  }
   WritePodLog(log_dir / fmt::format("{}.{}.log", settings_.job_id, pod_), PythonListRepr(peers),
               options_.log_overwrite);
   LogFiles logs;
-  const MasterJobEnv job{pod_, log_dir.string(), options_.auto_cluster_config};
-  std::vector<SupervisedProcess> processes = BuildProcesses(
-      cluster, command_, log_dir, options_.log_overwrite, logs,
-      [&](const Trainer& trainer) { return MasterTrainerVariables(cluster, trainer, job); });
-  fmt::print("{}\n", devices_.mode_line);
+  MasterLocal local = job_->Build(log_dir, logs, pod_);
+  if (!local.mode_line.empty()) fmt::print("{}\n", local.mode_line);
   PDLOG_INFO("Local start {} processes. First process distributed environment info (Only For "
              "Debug): {}",
-             processes.size(),
-             FormatDistributedEnvs(
-                 MasterTrainerVariables(cluster, cluster.local_pod().trainers.at(0), job)));
+             local.processes.size(), local.debug_table);
 
-  SupervisorOptions supervisor;
+  SupervisorOptions& supervisor = local.supervisor;
   supervisor.io = &loop_.get();
   supervisor.stop_hook = &stop_;
   supervisor.grace_seconds = options_.grace;
-  supervisor.echo_path = processes.front().log_path;
   supervisor.on_started = PrintStarted;
   supervisor.on_first_failure = [this](const SupervisedProcess& p, const ExitStatus& status) {
     if (failure_) return;  // Stopping for another node's failure: ours are consequences.
     failure_ = JobFailure{node_ip_, pod_,
-                             fmt::format("rank {} on node {} ended with {}", p.rank, node_ip_,
-                                         status.Describe()),
-                             status.ShellCode()};
+                          fmt::format("{} {} on node {} ended with {}",
+                                      p.role == "trainer" ? "rank" : p.role, p.rank, node_ip_,
+                                      status.Describe()),
+                          status.ShellCode()};
     PublishFailure(*failure_);
   };
+  if (local.job_wide_completion) {
+    // This node's workers are done: say so; the servers stay until every node's are (OnRunNews).
+    supervisor.hold_secondaries = true;
+    supervisor.on_primaries_done = [this] {
+      PDLOG_INFO("this node's workers are done; its servers stay until every node's are");
+      phase_ = Phase::kCompleting;
+      PublishDone();
+    };
+  }
+  std::vector<SupervisedProcess>& processes = local.processes;
   // A failure published while nothing could stop us yet (between the phases) takes effect now.
   if (failure_) {
     PDLOG_ERROR("job failed before this node started: {}", failure_->cause);
@@ -642,6 +642,7 @@ int MasterNode::RunRanks() {
 }
 
 int MasterNode::Complete() {
+  if (Solo(settings_)) return Finish(0);
   phase_ = Phase::kCompleting;
   PublishDone();
   if (server_) {
@@ -679,8 +680,10 @@ int MasterNode::Finish(int code) {
 }  // namespace
 
 int RunMaster(const LaunchOptions& options, const MasterSettings& settings,
-              const TrainingCommand& command) {
-  MasterNode node(options, settings, command);
+              const TrainingCommand& command, bool ps, bool rpc) {
+  const MasterJobKind kind =
+      ps ? MasterJobKind::kPs : rpc ? MasterJobKind::kRpc : MasterJobKind::kCollective;
+  MasterNode node(options, settings, MakeMasterJob(kind, options, command));
   return node.Run();
 }
 

@@ -11,6 +11,7 @@
 #include "pdlaunch/cloud.h"
 #include "pdlaunch/devices.h"
 #include "pdlaunch/logging.h"
+#include "pdlaunch/master_config.h"
 #include "pdlaunch/ports.h"
 #include "pdlaunch/supervisor.h"
 
@@ -43,30 +44,6 @@ void CheckFixedPortsFree(const PsPlan& plan) {
   std::vector<int> ports;
   for (const PsProcess& p : plan.processes) ports.push_back(p.endpoint.port);
   CheckPortsFree(ports);
-}
-
-std::vector<SupervisedProcess> BuildPsProcesses(const PsPlan& plan, const TrainingCommand& command,
-                                                const fs::path& log_dir, bool overwrite,
-                                                LogFiles& logs) {
-  const bool has_worker = std::any_of(plan.processes.begin(), plan.processes.end(),
-                                      [](const PsProcess& p) { return p.role == PsRole::kWorker; });
-  const std::vector<std::string> parent_env = ParentEnvironment();
-  std::vector<SupervisedProcess> processes;
-  for (const PsProcess& ps : plan.processes) {
-    SupervisedProcess p;
-    p.rank = ps.global_id;
-    p.role = PsRoleName(ps.role);
-    p.role_size = RoleSize(plan, ps.role);
-    // Workers finish the job; on a node without workers, the servers' own exit does (Paddle).
-    p.primary = !has_worker || ps.role == PsRole::kWorker;
-    p.log_path = (log_dir / ps.log_name).string();
-    p.spec.executable = command.executable;
-    p.spec.argv = command.argv;
-    p.spec.env = ComposeEnvironment(parent_env, ps.env);
-    p.spec.output_fd = logs.Open(p.log_path, overwrite);
-    processes.push_back(std::move(p));
-  }
-  return processes;
 }
 
 // Under PaddleCloud the platform starts every server and worker itself (contract §4.1): the
@@ -121,26 +98,33 @@ int RunPs(const LaunchOptions& options, JobMode mode, const TrainingCommand& com
   PDLOG_INFO("{}", FormatPsModeLine(options, accelerators));
   for (const std::string& line : plan.warnings) PDLOG_WARN("{}", line);
   if (!reservation) CheckFixedPortsFree(plan);
+  std::vector<PsProcess> ps = plan.processes;
+  if (UsesNewInterface(options)) {
+    // Today's launcher also names the role in PADDLE_ROLE (§7.2.1).
+    for (PsProcess& p : ps) {
+      p.env.emplace_back("PADDLE_ROLE", p.role == PsRole::kServer   ? "PSERVER"
+                                        : p.role == PsRole::kWorker ? "TRAINER"
+                                                                    : "HETER_TRAINER");
+    }
+    // Today's interface: the pod log (docs/cli.md, "Files").
+    WritePodLog(log_dir / fmt::format("{}.{}.log", options.job_id.value_or("default"),
+                                      NewPodName()),
+                PythonListRepr({JoinEndpoints(plan.servers), JoinEndpoints(plan.workers)}),
+                options.log_overwrite);
+  }
   LogFiles logs;
-  std::vector<SupervisedProcess> processes =
-      BuildPsProcesses(plan, command, log_dir, options.log_overwrite, logs);
+  std::vector<SupervisedProcess> processes = BuildPsProcesses(
+      ps,
+      {{PsRole::kServer, RoleSize(plan, PsRole::kServer)},
+       {PsRole::kWorker, RoleSize(plan, PsRole::kWorker)},
+       {PsRole::kHeterWorker, RoleSize(plan, PsRole::kHeterWorker)}},
+      command, log_dir, options.log_overwrite, logs);
   for (const std::string& line : plan.info) PDLOG_INFO("{}", line);
 
   SupervisorOptions supervisor;
   supervisor.grace_seconds = options.grace;
   supervisor.remove_if_killed = {gloo_dir.path()};
-  for (const SupervisedProcess& p : processes) {
-    if (p.role == "worker") {
-      supervisor.echo_path = p.log_path;  // The first local worker's output, live.
-      // Paddle's line, only where workers run: a servers-only node completes silently.
-      supervisor.primaries_done_message =
-          "all workers exit, going to finish parameter server and heter_worker.";
-      supervisor.role_stopped_messages = {
-          {PsRoleName(PsRole::kHeterWorker), "all heter_worker are killed"},
-          {PsRoleName(PsRole::kServer), "all parameter server are killed"}};
-      break;
-    }
-  }
+  SetPsSupervision(processes, supervisor);
   return RunSupervised(std::move(processes), supervisor);
 }
 

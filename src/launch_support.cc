@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <random>
 #include <string_view>
@@ -138,14 +139,17 @@ void WriteTextFile(const std::filesystem::path& path, const std::string& content
 
 std::vector<SupervisedProcess> BuildProcesses(
     const Cluster& cluster, const TrainingCommand& command, const std::filesystem::path& log_dir,
-    bool truncate, LogFiles& logs, const std::function<EnvList(const Trainer&)>& vars_of) {
+    bool truncate, LogFiles& logs, const std::function<EnvList(const Trainer&)>& vars_of,
+    bool log_by_global_rank) {
   const std::vector<std::string> parent_env = ParentEnvironment();
   std::vector<SupervisedProcess> processes;
   for (const Trainer& trainer : cluster.local_pod().trainers) {
     SupervisedProcess p;
     p.rank = trainer.global_rank;
     p.role_size = cluster.world_size();
-    p.log_path = (log_dir / fmt::format("workerlog.{}", trainer.local_rank)).string();
+    p.log_path = (log_dir / fmt::format("workerlog.{}", log_by_global_rank ? trainer.global_rank
+                                                                           : trainer.local_rank))
+                     .string();
     p.spec = ProcessSpec{command.executable, command.argv,
                          ComposeEnvironment(parent_env, vars_of(trainer)),
                          logs.Open(p.log_path, truncate)};
@@ -162,6 +166,48 @@ std::vector<SupervisedProcess> BuildTrainerProcesses(
     vars.insert(vars.end(), extra.begin(), extra.end());
     return vars;
   });
+}
+
+std::vector<SupervisedProcess> BuildPsProcesses(const std::vector<PsProcess>& ps,
+                                                const std::map<PsRole, int>& role_sizes,
+                                                const TrainingCommand& command,
+                                                const std::filesystem::path& log_dir,
+                                                bool overwrite, LogFiles& logs) {
+  const bool has_worker = std::any_of(ps.begin(), ps.end(),
+                                      [](const PsProcess& p) { return p.role == PsRole::kWorker; });
+  const std::vector<std::string> parent_env = ParentEnvironment();
+  std::vector<SupervisedProcess> processes;
+  for (const PsProcess& one : ps) {
+    SupervisedProcess p;
+    p.rank = one.global_id;
+    p.role = PsRoleName(one.role);
+    const auto size = role_sizes.find(one.role);
+    p.role_size = size == role_sizes.end() ? 0 : size->second;
+    // Workers finish the job; on a node without workers, the servers' own exit does (Paddle).
+    p.primary = !has_worker || one.role == PsRole::kWorker;
+    p.log_path = (log_dir / one.log_name).string();
+    p.spec.executable = command.executable;
+    p.spec.argv = command.argv;
+    p.spec.env = ComposeEnvironment(parent_env, one.env);
+    p.spec.output_fd = logs.Open(p.log_path, overwrite);
+    processes.push_back(std::move(p));
+  }
+  return processes;
+}
+
+void SetPsSupervision(const std::vector<SupervisedProcess>& processes,
+                      SupervisorOptions& supervisor) {
+  for (const SupervisedProcess& p : processes) {
+    if (p.role != PsRoleName(PsRole::kWorker)) continue;
+    supervisor.echo_path = p.log_path;  // The first local worker's output, live.
+    // Paddle's line, only where workers run: a servers-only node completes silently.
+    supervisor.primaries_done_message =
+        "all workers exit, going to finish parameter server and heter_worker.";
+    supervisor.role_stopped_messages = {
+        {PsRoleName(PsRole::kHeterWorker), "all heter_worker are killed"},
+        {PsRoleName(PsRole::kServer), "all parameter server are killed"}};
+    return;
+  }
 }
 
 void WritePodLog(const std::filesystem::path& path, const std::string& topology, bool truncate) {

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -103,10 +104,27 @@ std::vector<SupervisedProcess> BuildTrainerProcesses(
     const std::filesystem::path& log_dir, bool truncate, LogFiles& logs, const EnvList& extra = {});
 
 /// The local trainers of `cluster` as processes to supervise, each with the parent's
-/// environment and `vars_of(trainer)` over it, output to `log_dir`/workerlog.<local rank>.
+/// environment and `vars_of(trainer)` over it, output to `log_dir`/workerlog.<local rank> (or
+/// <global rank>: RPC jobs).
 std::vector<SupervisedProcess> BuildProcesses(
     const Cluster& cluster, const TrainingCommand& command, const std::filesystem::path& log_dir,
-    bool truncate, LogFiles& logs, const std::function<EnvList(const Trainer&)>& vars_of);
+    bool truncate, LogFiles& logs, const std::function<EnvList(const Trainer&)>& vars_of,
+    bool log_by_global_rank = false);
+
+/// This node's parameter-server processes to supervise: `command` with the parent's environment
+/// and each process's variables, output to `log_dir`/its log name; `role_sizes` for the ABORT
+/// line. Workers are the primaries (their clean exit completes the job); on a node without
+/// workers the servers are.
+std::vector<SupervisedProcess> BuildPsProcesses(const std::vector<PsProcess>& ps,
+                                                const std::map<PsRole, int>& role_sizes,
+                                                const TrainingCommand& command,
+                                                const std::filesystem::path& log_dir,
+                                                bool overwrite, LogFiles& logs);
+
+/// Paddle's PS supervision: the first local worker echoed live, and the lines Paddle logs when
+/// the workers are done and the servers stopped (only where workers run).
+void SetPsSupervision(const std::vector<SupervisedProcess>& processes,
+                      SupervisorOptions& supervisor);
 
 /// Writes today's launcher's pod log `path` (<job_id>.<pod>.log, paddle-new-launch.md §9): when
 /// the file is empty (or `truncate`), the launcher's environment as a Python dict first; then
@@ -116,7 +134,7 @@ void WritePodLog(const std::filesystem::path& path, const std::string& topology,
 /// Runs this node of a master-rendezvous job (launch_master.cc, docs/master.md); returns the
 /// launcher's exit code.
 int RunMaster(const LaunchOptions& options, const MasterSettings& settings,
-              const TrainingCommand& command);
+              const TrainingCommand& command, bool ps, bool rpc);
 
 /// Runs a parameter-server job (launch_ps.cc); returns the launcher's exit code.
 int RunPs(const LaunchOptions& options, JobMode mode, const TrainingCommand& command);

@@ -88,8 +88,6 @@ LaunchPath SelectLaunchPath(const LaunchOptions& options, const EnvMap& env) {
     settings.master_host = endpoint.host;
     settings.master_port = endpoint.port;
   }
-  if (count < 2 || multi_ips) return path;  // One node (no master contacted), or --ips.
-  path.kind = LaunchPath::Kind::kMaster;
   settings.job_id = options.job_id.value_or("default");
   settings.sort_ip = options.sort_ip;
   if (options.host && !options.host->empty()) {
@@ -100,6 +98,8 @@ LaunchPath SelectLaunchPath(const LaunchOptions& options, const EnvMap& env) {
   settings.rendezvous_timeout = options.rendezvous_timeout;
   settings.heartbeat_timeout = options.heartbeat_timeout;
   path.master = settings;
+  // One node (no master contacted; the settings still serve a one-node PS or RPC job), or --ips.
+  if (count >= 2 && !multi_ips) path.kind = LaunchPath::Kind::kMaster;
   return path;
 }
 

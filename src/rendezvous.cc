@@ -80,54 +80,76 @@ PeerInfo DecodePeerInfo(const std::string& key, const std::string& value) {
   return peer;
 }
 
-PeerOrder OrderPeers(const std::map<std::string, std::string>& entries,
-                     const std::string& own_key, bool sort_ip) {
-  std::vector<std::pair<std::string, PeerInfo>> peers;
-  for (const auto& [key, value] : entries) peers.emplace_back(key, DecodePeerInfo(key, value));
-
-  std::vector<int> explicit_ranks;
-  for (const auto& [key, peer] : peers) {
+KeyOrder OrderKeys(const std::vector<std::string>& keys, const std::string& own_key,
+                   const std::map<std::string, std::string>& names,
+                   const std::map<std::string, std::string>* candidates) {
+  const auto name_of = [&](const std::string& key) {
+    const auto it = names.find(key);
+    return it == names.end() ? key : it->second;
+  };
+  std::vector<std::string> ordered = keys;
+  std::sort(ordered.begin(), ordered.end());
+  size_t explicit_ranks = 0;
+  for (const std::string& key : ordered) {
     const std::optional<int> rank = KeyRank(key);
-    if (rank && *rank >= 0) explicit_ranks.push_back(*rank);
+    if (rank && *rank >= 0) ++explicit_ranks;
   }
-  if (sort_ip) {
-    std::stable_sort(peers.begin(), peers.end(), [](const auto& a, const auto& b) {
-      return Ipv4Number(a.second.candidate) < Ipv4Number(b.second.candidate);
+  const size_t n = ordered.size();
+  if (candidates) {
+    std::stable_sort(ordered.begin(), ordered.end(), [&](const auto& a, const auto& b) {
+      return Ipv4Number(candidates->at(a)) < Ipv4Number(candidates->at(b));
     });
-  } else if (!explicit_ranks.empty()) {
-    const size_t n = peers.size();
-    if (explicit_ranks.size() != n) {
+  } else if (explicit_ranks > 0) {
+    if (explicit_ranks != n) {
       throw LaunchError(fmt::format(
           "{} of {} nodes gave --rank and the others did not: give every node its rank or none",
-          explicit_ranks.size(), n));
+          explicit_ranks, n));
     }
-    std::vector<std::optional<std::pair<std::string, PeerInfo>>> placed(n);
-    for (auto& entry : peers) {
-      const int rank = *KeyRank(entry.first);
+    std::vector<std::optional<std::string>> placed(n);
+    for (const std::string& key : ordered) {
+      const int rank = *KeyRank(key);
       if (static_cast<size_t>(rank) >= n) {
         throw LaunchError(fmt::format("node {} has --rank {} but the job has {} nodes (0..{})",
-                                      entry.second.candidate, rank, n, n - 1));
+                                      name_of(key), rank, n, n - 1));
       }
       if (placed[static_cast<size_t>(rank)]) {
         throw LaunchError(fmt::format("nodes {} and {} both have --rank {}",
-                                      placed[static_cast<size_t>(rank)]->second.candidate,
-                                      entry.second.candidate, rank));
+                                      name_of(*placed[static_cast<size_t>(rank)]), name_of(key),
+                                      rank));
       }
-      placed[static_cast<size_t>(rank)] = std::move(entry);
+      placed[static_cast<size_t>(rank)] = key;
     }
-    for (size_t i = 0; i < n; ++i) peers[i] = std::move(*placed[i]);
+    for (size_t i = 0; i < n; ++i) ordered[i] = *placed[i];
   }
-  PeerOrder order;
+  KeyOrder order;
   order.own_index = -1;
-  for (auto& [key, peer] : peers) {
-    if (key == own_key) order.own_index = static_cast<int>(order.peers.size());
-    order.keys.push_back(key);
-    order.peers.push_back(std::move(peer));
+  for (size_t i = 0; i < n; ++i) {
+    if (ordered[i] == own_key) order.own_index = static_cast<int>(i);
   }
   if (order.own_index < 0) {
     throw LaunchError(fmt::format("this node's key {} is missing at the master", own_key));
   }
+  order.keys = std::move(ordered);
   return order;
+}
+
+PeerOrder OrderPeers(const std::map<std::string, std::string>& entries,
+                     const std::string& own_key, bool sort_ip) {
+  std::map<std::string, PeerInfo> peers;
+  std::map<std::string, std::string> candidates;
+  std::vector<std::string> keys;
+  for (const auto& [key, value] : entries) {
+    PeerInfo peer = DecodePeerInfo(key, value);
+    candidates[key] = peer.candidate;
+    keys.push_back(key);
+    peers.emplace(key, std::move(peer));
+  }
+  const KeyOrder order = OrderKeys(keys, own_key, candidates, sort_ip ? &candidates : nullptr);
+  PeerOrder result;
+  result.own_index = order.own_index;
+  result.keys = order.keys;
+  for (const std::string& key : order.keys) result.peers.push_back(peers.at(key));
+  return result;
 }
 
 Cluster BuildMasterCluster(const PeerOrder& order, const DevicePlan& devices) {

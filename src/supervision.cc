@@ -19,10 +19,11 @@ Supervision::Commands SignalGroups(int signal, bool arm_grace_timer = false) {
 Supervision::Supervision(int num_processes)
     : Supervision(std::vector<bool>(static_cast<size_t>(num_processes), true)) {}
 
-Supervision::Supervision(std::vector<bool> primary)
+Supervision::Supervision(std::vector<bool> primary, bool hold_secondaries)
     : statuses_(primary.size()),
       primary_(std::move(primary)),
-      running_(static_cast<int>(primary_.size())) {}
+      running_(static_cast<int>(primary_.size())),
+      hold_secondaries_(hold_secondaries) {}
 
 bool Supervision::PrimariesSucceeded() const {
   for (size_t i = 0; i < statuses_.size(); ++i) {
@@ -51,8 +52,13 @@ Supervision::Commands Supervision::OnExits(const std::vector<std::pair<int, Exit
       commands.newly_failed.push_back(index);
     }
   }
-  const bool complete =
+  bool complete =
       commands.newly_failed.empty() && !stopping_ && running_ > 0 && PrimariesSucceeded();
+  if (complete && hold_secondaries_) {
+    commands.primaries_done = !held_;
+    held_ = true;
+    complete = false;
+  }
   if (!commands.newly_failed.empty() || complete) {
     Commands teardown = BeginTeardown(SIGTERM);
     commands.signal_groups = teardown.signal_groups;

@@ -154,7 +154,7 @@ class EventLoop {
         grace_timer_(io_),
         tick_timer_(io_),
         external_event_(io_),
-        policy_(Primaries(processes)),
+        policy_(Primaries(processes), options.hold_secondaries),
         echo_(io_, options.echo_path),
         watchdog_(echo_.SharedDescriptors(), options.remove_if_killed) {
     pending_ = std::move(processes);
@@ -248,6 +248,7 @@ class EventLoop {
       }
     }
     Execute(commands);
+    if (commands.primaries_done && options_.on_primaries_done) options_.on_primaries_done();
     if (!commands.newly_failed.empty()) {
       if (options_.on_first_failure && policy_.failed().size() == commands.newly_failed.size()) {
         const Child& first = children_[static_cast<size_t>(commands.newly_failed.front())];

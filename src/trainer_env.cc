@@ -107,6 +107,15 @@ EnvList MasterTrainerVariables(const Cluster& cluster, const Trainer& trainer,
   return vars;
 }
 
+EnvList RpcVariables(const Cluster& cluster, const Trainer& trainer, const MasterJobEnv& job) {
+  return {{"PADDLE_MASTER_ENDPOINT", cluster.master.ToString()},
+          {"PADDLE_SERVER_ENDPOINT", trainer.endpoint.ToString()},
+          {"PADDLE_TRAINER_ID", std::to_string(trainer.global_rank)},
+          {"PADDLE_TRAINERS_NUM", std::to_string(cluster.world_size())},
+          {"POD_NAME", job.pod_name},
+          {"PADDLE_LOG_DIR", job.log_dir}};
+}
+
 std::vector<std::string> ComposeEnvironment(const std::vector<std::string>& parent,
                                             const EnvList& vars) {
   std::map<std::string, std::string> wanted;

@@ -29,7 +29,8 @@ struct MasterSettings {
 struct LaunchPath {
   enum class Kind { kDefault, kMaster, kEtcd };
   Kind kind = Kind::kDefault;
-  std::optional<MasterSettings> master;  ///< kMaster.
+  /// kMaster; also kDefault without --ips (a one-node job of today's interface: PS, RPC).
+  std::optional<MasterSettings> master;
   std::string etcd_server;               ///< kEtcd: host:port (the etcd:// scheme dropped).
   std::string etcd_np;                   ///< kEtcd: --nnodes as the elastic np ("N" or "N:M").
 };

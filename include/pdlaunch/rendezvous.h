@@ -56,6 +56,23 @@ std::string EncodePeerInfo(const PeerInfo& peer);
 /// missing field, endpoints not matching replicas, a malformed endpoint).
 PeerInfo DecodePeerInfo(const std::string& key, const std::string& value);
 
+/// Keys in node-rank order and this node's place among them.
+struct KeyOrder {
+  std::vector<std::string> keys;
+  int own_index = 0;
+};
+
+/// Orders the keys under the info prefix as Paddle does (§6.1 step 5), whatever their values:
+/// * `candidates` given (--sort_ip): by the numeric IPv4 of each key's candidate (ties: key order);
+/// * else, if the keys carry explicit ranks (last segment >= 0): at those ranks, which must be
+///   exactly 0..n-1 (else LaunchError naming the duplicate, missing or mixed ranks; `names` maps a
+///   key to what the message calls its node);
+/// * else by key as a string (the host's `aaaaaa` first, then random pod names).
+/// `own_key` must be among `keys`.
+KeyOrder OrderKeys(const std::vector<std::string>& keys, const std::string& own_key,
+                   const std::map<std::string, std::string>& names,
+                   const std::map<std::string, std::string>* candidates);
+
 /// The peers in node-rank order and this node's place among them.
 struct PeerOrder {
   std::vector<PeerInfo> peers;
@@ -63,12 +80,8 @@ struct PeerOrder {
   int own_index = 0;
 };
 
-/// Orders the entries under the info prefix (key → value) as Paddle does (§6.1 step 5):
-/// * `sort_ip`: by the numeric IPv4 of each candidate (ties: key order);
-/// * else, if the keys carry explicit ranks (last segment >= 0): at those ranks, which must be
-///   exactly 0..n-1 (else LaunchError naming the duplicate, missing or mixed ranks);
-/// * else by key as a string (the host's `aaaaaa` first, then random pod names).
-/// `own_key` must be among the entries.
+/// Decodes the collective peers under the info prefix (key → value) and orders them (OrderKeys,
+/// by candidate with `sort_ip`).
 PeerOrder OrderPeers(const std::map<std::string, std::string>& entries,
                      const std::string& own_key, bool sort_ip);
 

@@ -19,7 +19,9 @@ namespace pdlaunch {
 ///   when every process exited 0 and no signal arrived;
 /// * completion: once every *primary* process has exited 0 (collective: all of them; PS: the
 ///   workers), the others (servers, heter workers) get SIGTERM and the shared grace; their exits
-///   are then consequences, and the exit code stays 0.
+///   are then consequences, and the exit code stays 0. With `hold_secondaries` (a parameter-server
+///   job across nodes, whose servers also serve other nodes' workers) the others are not stopped
+///   then: the loop is told (`primaries_done`) and stops the run when the whole job is done.
 class Supervision {
  public:
   /// What the event loop must do next, in this order.
@@ -28,12 +30,13 @@ class Supervision {
     bool arm_grace_timer = false;      ///< Start the shared grace timer (once per teardown).
     std::vector<int> newly_failed;     ///< Indices that failed in this event (report them).
     bool completing = false;           ///< The primaries are done; the rest are being stopped.
+    bool primaries_done = false;  ///< hold_secondaries: the primaries are done, the rest held.
   };
 
   /// Every process is primary.
   explicit Supervision(int num_processes);
   /// `primary[i]`: whether process i's clean exit is part of completing the job.
-  explicit Supervision(std::vector<bool> primary);
+  explicit Supervision(std::vector<bool> primary, bool hold_secondaries = false);
 
   /// Processes that were found exited together (one sweep of the event loop). Every failure in
   /// one batch counts as a root cause, so simultaneous failures are all named in the ABORT line;
@@ -80,6 +83,8 @@ class Supervision {
   bool stopping_ = false;
   bool killed_ = false;
   bool stop_requested_ = false;
+  bool hold_secondaries_ = false;
+  bool held_ = false;
   std::optional<int> signal_;
 };
 

@@ -52,6 +52,11 @@ struct SupervisorOptions {
   /// (role, line) pairs logged (INFO) in this order at the end, after primaries_done_message was,
   /// for each role that had processes here (PS: "all parameter server are killed").
   std::vector<std::pair<std::string, std::string>> role_stopped_messages;
+  /// Keep the non-primary processes running once the primaries are done (Supervision's
+  /// hold_secondaries); `on_primaries_done` is told, and the caller ends the run through
+  /// `stop_hook` when the whole job is done.
+  bool hold_secondaries = false;
+  std::function<void()> on_primaries_done;
   /// Called with each child's pid (= pgid) right after it is spawned.
   std::function<void(pid_t)> on_spawn;
   /// Called once every process is started, with their pids in order.

@@ -51,6 +51,11 @@ struct MasterJobEnv {
 EnvList MasterTrainerVariables(const Cluster& cluster, const Trainer& trainer,
                                const MasterJobEnv& job);
 
+/// The environment of today's launcher for an RPC process (paddle-new-launch §7.3):
+/// PADDLE_MASTER_ENDPOINT (peer 0's candidate), PADDLE_SERVER_ENDPOINT (its own endpoint),
+/// PADDLE_TRAINER_ID, PADDLE_TRAINERS_NUM, POD_NAME, PADDLE_LOG_DIR.
+EnvList RpcVariables(const Cluster& cluster, const Trainer& trainer, const MasterJobEnv& job);
+
 /// The child's environment as "NAME=value" strings: `parent` ("NAME=value" entries, as environ)
 /// without http_proxy, https_proxy, HTTP_PROXY and HTTPS_PROXY, with `vars` set over it (a
 /// variable of `vars` replaces the parent's; order: parent's survivors, then new names in `vars`

@@ -185,6 +185,32 @@ class KubeflowTest(NetnsTestCase):
             self.assertEqual(len([n for n in names if n.startswith("pdjob.")]), 1, names)
 
 
+class KubeflowPsTest(NetnsTestCase):
+    """A PaddleJob in PS form: a Master replica (PADDLE_SERVER_NUM=1) and a Worker replica
+    (PADDLE_TRAINER_NUM=1); Paddle gives each node 1 server and 1 trainer (§7.2.2). The real PS
+    demo trains across the two namespaces."""
+
+    HOSTS = {"pdps-master-0": 0}
+    DOCKER_IN = None
+
+    def test_paddlejob_ps_form_trains(self):
+        common = dict(PADDLE_NNODES="2", PADDLE_JOB_ID="pdps", PYTHONUNBUFFERED="0")
+        envs = [self.env(PADDLE_MASTER=f"{self.ip(0)}:{MASTER_PORT}", PADDLE_SERVER_NUM="1",
+                         **common),
+                self.env(PADDLE_MASTER=f"pdps-master-0:{MASTER_PORT}", PADDLE_TRAINER_NUM="1",
+                         **common)]
+        args = [harness.EXAMPLES / "ps_demo.py", "--record", self.rec]
+        results = self.run_nodes([args, args], envs=envs)
+        self.assert_ok(results)
+        worker0 = json.loads((self.rec / "worker.0.json").read_text())["env"]
+        servers = worker0["PADDLE_PSERVERS_IP_PORT_LIST"].split(",")
+        self.assertEqual([s.rpartition(":")[0] for s in servers], [self.ip(0), self.ip(1)])
+        self.assertEqual(worker0["PADDLE_TRAINERS_NUM"], "2")
+        self.assertEqual(worker0["PADDLE_NNODES"], "2")
+        log = (self.dir / "node0" / "log" / "workerlog.0").read_text()
+        self.assertIn("final parameters: [", log)
+
+
 class TorchMasterTest(NetnsTestCase):
     """A real PyTorch gloo all-reduce across two namespaces through --master (labels torch)."""
 
@@ -258,6 +284,68 @@ class PaddleTestRunTest(LaunchTestCase):
             files = self.counted(self.dir / str(i))
             self.assertEqual(len(files), 3, files)
             self.assertEqual(files[1:], ["workerlog.0", "workerlog.1"])
+
+    def write_ps_train(self):
+        self.ps_train = self.dir / "ps_train.py"
+        self.ps_train.write_text("import os\n"
+                                 "for k in ('PADDLE_PSERVERS_IP_PORT_LIST', "
+                                 "'PADDLE_TRAINER_ENDPOINTS', 'PADDLE_ROLE'):\n"
+                                 "    assert k in os.environ, k\n")
+        return self.ps_train
+
+    def test_ps_1(self):
+        result = self.run_launch(["--run_mode", "ps", "--log_dir", self.dir / "l",
+                                  self.write_ps_train()])
+        self.assertEqual(result.code, 0, result)
+        files = self.counted(self.dir / "l")
+        self.assertEqual(files[1:], ["serverlog.0", "workerlog.0"])
+
+    def test_ps_2(self):
+        result = self.run_launch(["--job_id", "ps2", "--server_num=2", "--trainer_num=2",
+                                  "--log_dir", self.dir / "l", self.write_ps_train()])
+        self.assertEqual(result.code, 0, result)
+        files = self.counted(self.dir / "l")
+        self.assertEqual(len(files), 5, files)
+        self.assertRegex(files[0], r"^ps2\.[a-z]{6}\.log$")
+
+    def test_ps_3(self):
+        port = free_port(self)
+        train = self.write_ps_train()
+        procs = [self.start_launch(["--job_id", "ps3", "--log_dir", self.dir / str(i),
+                                    "--master", f"127.0.0.1:{port}", "--nnodes", 2,
+                                    "--server_num=1", "--trainer_num=1", train], name=f"n{i}")
+                 for i in (1, 2)]
+        for proc in procs:
+            result = self.finish(proc)
+            self.assertEqual(result.code, 0, result)
+        for i in (1, 2):
+            files = self.counted(self.dir / str(i))
+            self.assertEqual(len(files), 3, files)
+            self.assertEqual(files[1:], ["serverlog.0", "workerlog.0"])
+
+    def test_ps_4(self):
+        ports = PortReservation(4)
+        servers = ",".join(f"127.0.0.1:{p}" for p in ports.ports[:2])
+        trainers = ",".join(f"127.0.0.1:{p}" for p in ports.ports[2:])
+        ports.close()  # The servers and trainers of the job are told these ports.
+        result = self.run_launch(["--job_id", "ps4", "--log_dir", self.dir / "l", "--servers",
+                                  servers, "--trainers", trainers, self.write_ps_train()])
+        self.assertEqual(result.code, 0, result)
+        self.assertEqual(len(self.counted(self.dir / "l")), 5)
+
+    def test_rpc_on_one_node(self):
+        port = free_port(self)
+        result = self.run_launch(["--run_mode", "rpc", "--master", f"127.0.0.1:{port}",
+                                  "--nproc_per_node", 2] + self.rank_args())
+        self.assertEqual(result.code, 0, result)
+        envs = self.recorded_envs(2)
+        for rank, env in enumerate(envs):
+            self.assertEqual(env["PADDLE_TRAINER_ID"], str(rank))
+            self.assertEqual(env["PADDLE_TRAINERS_NUM"], "2")
+            self.assertEqual(env["PADDLE_MASTER_ENDPOINT"], envs[0]["PADDLE_MASTER_ENDPOINT"])
+            self.assertRegex(env["PADDLE_SERVER_ENDPOINT"], r"^127\.0\.0\.1:\d+$")
+        self.assertEqual(sorted(p.name for p in (self.dir / "log").glob("workerlog.*")),
+                         ["workerlog.0", "workerlog.1"])
 
     def test_legacy_command_keeps_endpoints_log(self):
         result = self.run_launch(["--gpus", "0,1", "--log_dir", self.dir / "l", self.train],

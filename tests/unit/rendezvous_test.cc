@@ -260,3 +260,96 @@ TEST(UsesNewInterfaceTest, FlagsOfTodaysLauncherOrItsEnvironment) {
 
 }  // namespace
 }  // namespace pdlaunch
+
+#include "pdlaunch/ps.h"
+#include "pdlaunch/trainer_env.h"
+
+namespace pdlaunch {
+namespace {
+
+std::string EnvOf(const EnvList& env, const std::string& name) {
+  for (const auto& [key, value] : env) {
+    if (key == name) return value;
+  }
+  return "<unset>";
+}
+
+TEST(PsPeerTest, EncodesPaddlesJsonAndRoundTrips) {
+  PsPeerInfo peer{"abcdef", -1, {"10.0.0.1:1", "10.0.0.1:2"}, {"10.0.0.1:3"}, "cpu", 4};
+  EXPECT_EQ(EncodePsPeer(peer),
+            R"({"name": "abcdef", "rank": -1, "servers": ["10.0.0.1:1", "10.0.0.1:2"], )"
+            R"("trainers": ["10.0.0.1:3"], "dtype": "cpu", "gloo_port": 4})");
+  EXPECT_EQ(DecodePsPeer("/k", EncodePsPeer(peer)), peer);
+  EXPECT_THROW(DecodePsPeer("/k", R"({"name": "a"})"), LaunchError);
+  EXPECT_THROW(DecodePsPeer("/k", R"({"name": "a", "rank": 0, "servers": ["x"], )"
+                                  R"("trainers": [], "gloo_port": 1})"),
+               LaunchError);
+}
+
+TEST(PsPeerTest, CountsDefaultToOne) {
+  LaunchOptions options;
+  EXPECT_EQ(PsMasterCounts(options), std::make_pair(1, 1));
+  options.server_num = 2;
+  options.worker_num = 0;
+  EXPECT_EQ(PsMasterCounts(options), std::make_pair(2, 1));
+}
+
+TEST(PlanPsFromPeersTest, ListsConcatenateInNodeOrder) {
+  const std::vector<PsPeerInfo> peers = {
+      {"host", -1, {"10.0.0.1:1"}, {"10.0.0.1:2", "10.0.0.1:3"}, "cpu", 9},
+      {"other", -1, {"10.0.0.2:1", "10.0.0.2:2"}, {"10.0.0.2:3"}, "cpu", 7}};
+  const JobEnv job{"/tmp/gloo", "1", "/abs/log"};
+  const std::vector<PsProcess> ps = PlanPsFromPeers(peers, 1, "10.0.0.2", "other", job);
+  ASSERT_EQ(ps.size(), 3u);
+  EXPECT_EQ(ps[0].log_name, "serverlog.0");
+  EXPECT_EQ(ps[1].log_name, "serverlog.1");
+  EXPECT_EQ(ps[2].log_name, "workerlog.0");
+  EXPECT_EQ(ps[1].global_id, 2);
+  EXPECT_EQ(EnvOf(ps[0].env, "PADDLE_PSERVERS_IP_PORT_LIST"), "10.0.0.1:1,10.0.0.2:1,10.0.0.2:2");
+  EXPECT_EQ(EnvOf(ps[0].env, "PADDLE_TRAINER_ENDPOINTS"), "10.0.0.1:2,10.0.0.1:3,10.0.0.2:3");
+  EXPECT_EQ(EnvOf(ps[0].env, "PADDLE_ROLE"), "PSERVER");
+  EXPECT_EQ(EnvOf(ps[0].env, "PADDLE_TRAINER_ID"), "<unset>");
+  EXPECT_EQ(EnvOf(ps[2].env, "PADDLE_ROLE"), "TRAINER");
+  EXPECT_EQ(EnvOf(ps[2].env, "TRAINING_ROLE"), "TRAINER");
+  EXPECT_EQ(EnvOf(ps[2].env, "PADDLE_TRAINER_ID"), "2");
+  EXPECT_EQ(EnvOf(ps[2].env, "PADDLE_TRAINERS_NUM"), "3");
+  EXPECT_EQ(EnvOf(ps[2].env, "PADDLE_PORT"), "3");
+  EXPECT_EQ(EnvOf(ps[2].env, "PADDLE_NNODES"), "2");
+  EXPECT_EQ(EnvOf(ps[2].env, "PADDLE_GLOO_HTTP_ENDPOINT"), "10.0.0.1:9");  // Peer 0's port.
+  EXPECT_EQ(EnvOf(ps[2].env, "POD_IP"), "10.0.0.2");
+  EXPECT_EQ(EnvOf(ps[2].env, "POD_NAME"), "other");
+  EXPECT_EQ(EnvOf(ps[2].env, "PADDLE_MASTER"), "<unset>");
+}
+
+TEST(MasterTrainerVariablesTest, ExactlyTodaysLaunchersNames) {
+  PeerOrder order;
+  order.peers = {Peer("host", -1, "10.0.0.1", 6000, 1), Peer("b", -1, "10.0.0.2", 7000, 2)};
+  order.own_index = 1;
+  DevicePlan devices;
+  devices.mode = DeviceMode::kGpu;
+  devices.devices_per_proc = {{0, 1}, {2, 3}};
+  const Cluster cluster = BuildMasterCluster(order, devices);
+  const EnvList env = MasterTrainerVariables(cluster, cluster.local_pod().trainers[1],
+                                             MasterJobEnv{"b", "/abs/log", std::nullopt});
+  std::vector<std::string> names;
+  for (const auto& [name, value] : env) names.push_back(name);
+  EXPECT_EQ(names, (std::vector<std::string>{
+                       "PADDLE_MASTER", "PADDLE_GLOBAL_SIZE", "PADDLE_LOCAL_SIZE",
+                       "PADDLE_GLOBAL_RANK", "PADDLE_LOCAL_RANK", "PADDLE_NNODES",
+                       "PADDLE_CURRENT_ENDPOINT", "PADDLE_TRAINER_ID", "PADDLE_TRAINERS_NUM",
+                       "PADDLE_RANK_IN_NODE", "PADDLE_TRAINER_ENDPOINTS", "FLAGS_selected_gpus",
+                       "POD_NAME", "PADDLE_LOG_DIR", "RANK", "WORLD_SIZE", "LOCAL_RANK",
+                       "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"}));
+  EXPECT_EQ(EnvOf(env, "PADDLE_MASTER"), "10.0.0.1:6001");
+  EXPECT_EQ(EnvOf(env, "PADDLE_GLOBAL_RANK"), "2");
+  EXPECT_EQ(EnvOf(env, "FLAGS_selected_gpus"), "2,3");
+  EXPECT_EQ(EnvOf(env, "MASTER_PORT"), "6001");
+  const EnvList rpc = RpcVariables(cluster, cluster.local_pod().trainers[0],
+                                   MasterJobEnv{"b", "/abs/log", std::nullopt});
+  EXPECT_EQ(EnvOf(rpc, "PADDLE_MASTER_ENDPOINT"), "10.0.0.1:6001");
+  EXPECT_EQ(EnvOf(rpc, "PADDLE_SERVER_ENDPOINT"), "10.0.0.2:7000");
+  EXPECT_EQ(EnvOf(rpc, "PADDLE_TRAINER_ID"), "1");
+}
+
+}  // namespace
+}  // namespace pdlaunch

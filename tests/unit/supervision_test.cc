@@ -172,5 +172,28 @@ TEST(SupervisionTest, FailedPrimaryIsNotACompletion) {
   EXPECT_EQ(s.exit_code(), 3);
 }
 
+TEST(SupervisionTest, HeldSecondariesKeepRunningUntilTheStop) {
+  Supervision s({false, true}, /*hold_secondaries=*/true);
+  const auto done = s.OnExit(1, ExitStatus::Exited(0));
+  EXPECT_TRUE(done.primaries_done);
+  EXPECT_FALSE(done.signal_groups);  // The server is not stopped...
+  EXPECT_FALSE(s.stopping());
+  // ...until the whole job is done elsewhere and the loop asks for the stop.
+  const auto stop = s.OnStopRequest();
+  EXPECT_EQ(stop.signal_groups, SIGTERM);
+  s.OnExit(0, ExitStatus::Killed(SIGTERM));
+  EXPECT_TRUE(s.all_exited());
+  EXPECT_EQ(s.exit_code(), 0);
+  EXPECT_TRUE(s.failed().empty());
+}
+
+TEST(SupervisionTest, HeldSecondaryFailingIsStillAFailure) {
+  Supervision s({false, true}, /*hold_secondaries=*/true);
+  s.OnExit(1, ExitStatus::Exited(0));
+  const auto c = s.OnExit(0, ExitStatus::Exited(5));
+  EXPECT_EQ(c.newly_failed, std::vector<int>{0});
+  EXPECT_EQ(s.exit_code(), 5);
+}
+
 }  // namespace
 }  // namespace pdlaunch
