@@ -233,7 +233,8 @@ MasterStep DecideMasterStep(const CoordState& state, const std::vector<std::stri
   bool all_done = true;
   for (const std::string& pod : members) {
     const bool done = state.done.count(pod) != 0;
-    if (!done) all_done = false;
+    // A node never seen alive (Paddle's own launcher) reports nothing: not waited for.
+    if (!done && seen_alive.count(pod) != 0) all_done = false;
     if (!done && state.alive.count(pod) == 0 && seen_alive.count(pod) != 0) {
       step.lost.push_back(pod);
     }

@@ -123,7 +123,8 @@ struct MasterStep {
 };
 
 /// The pure decision, from the keys alone: a published failure stops the job; a member that was
-/// seen alive and is neither alive nor done has been lost; every member done completes it.
+/// seen alive and is neither alive nor done has been lost; every member seen alive done
+/// completes it (a member never seen alive, a node of Paddle's launcher, reports nothing).
 /// `members` are the pods of the world; `seen_alive` those whose heartbeat key was ever seen (a
 /// node started by Paddle's launcher publishes none and is never counted as lost).
 MasterStep DecideMasterStep(const CoordState& state, const std::vector<std::string>& members,

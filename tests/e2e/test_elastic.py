@@ -100,6 +100,21 @@ class ElasticTest(ElasticTestCase):
         self.assertIn("job job1 completed", self.stderr("b"))
         self.assertEqual(self.job_keys(), {}, "keys left after completion")
 
+    def test_etcd_master_of_todays_interface_runs_the_elastic_controller(self):
+        """`--master etcd://host:port --nnodes 2` is the elastic job of --np 2 (docs/master.md)."""
+        def node(name):
+            args = ["--master", f"etcd://{self.etcd.endpoint}", "--nnodes", "2", "--job_id", JOB,
+                    "--host", HOSTS[name], "--log_dir", f"log_{name}"] + self.rank_args()
+            return self.start_launch(args, env=self.env(PADDLE_ELASTIC_TTL="3"), name=name)
+        a = node("a")
+        self.wait_for_text("a", "not ready for np 2", proc=a)
+        b = node("b")
+        ra, rb = self.finish(a, 60), self.finish(b, 60)
+        self.assertEqual((ra.code, rb.code), (0, 0), f"{ra!r}\n{rb!r}")
+        envs = self.recorded_envs(2)
+        self.assertEqual(envs[0]["PADDLE_TRAINERS"], "127.0.0.2,127.0.0.3")
+        self.assertIn("job job1 completed", self.stderr("b"))
+
     def test_killed_node_is_replaced_and_the_survivor_keeps_its_rank(self):
         a = self.node("a", "2", *self.rank_args("--ready", self.rec, "--sleep", "600"))
         self.wait_for_text("a", "not ready for np 2", proc=a)  # a joins first: rank 0.

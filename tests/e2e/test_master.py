@@ -355,6 +355,51 @@ class PaddleTestRunTest(LaunchTestCase):
                          ["endpoints.log", "workerlog.0", "workerlog.1"])
 
 
+PADDLE_KV = harness.HELPERS / "paddle_kv.py"
+
+
+class PaddleInteropTest(LaunchTestCase):
+    """pdlaunch with Paddle's side of the protocol, as paddle-new-launch.md §6.1 describes it
+    (tests/helpers/paddle_kv.py: Paddle's KV server and Paddle's sync_peers)."""
+
+    def test_pdlaunch_nodes_rendezvous_through_paddles_master(self):
+        port = free_port(self)
+        server = subprocess.Popen([harness.SYSTEM_PYTHON, PADDLE_KV, "serve", str(port)],
+                                  stdout=subprocess.PIPE, text=True)
+        self.addCleanup(server.wait)
+        self.addCleanup(server.kill)
+        self.assertEqual(server.stdout.readline().strip(), "serving")
+        # The master's address is not this launcher's to host: 127.0.0.1 is, so give the
+        # launchers a master address they cannot bind (the port is Paddle's server's).
+        args = ["--master", f"127.0.0.1:{port}", "--nnodes", 2] + self.rank_args()
+        procs = [self.start_launch(args, name=f"n{i}") for i in (0, 1)]
+        results = [self.finish(p) for p in procs]
+        for result in results:
+            self.assertEqual(result.code, 0, result)
+            self.assertIn("is not pdlaunch's", result.stderr)
+        envs = self.recorded_envs(2)
+        self.assertEqual(envs[0]["PADDLE_TRAINER_ENDPOINTS"], envs[1]["PADDLE_TRAINER_ENDPOINTS"])
+
+    def test_a_paddle_node_joins_pdlaunchs_master(self):
+        port = free_port(self)
+        ours = self.start_launch(["--master", f"127.0.0.1:{port}", "--nnodes", 2,
+                                  "--nproc_per_node", 2] + self.rank_args("--sleep", 1))
+        paddle = subprocess.run([harness.SYSTEM_PYTHON, PADDLE_KV, "join", f"127.0.0.1:{port}",
+                                 "default", "2", "127.0.0.9", "3"],
+                                capture_output=True, text=True, timeout=90)
+        self.assertEqual(paddle.returncode, 0, paddle.stderr)
+        peers = json.loads(paddle.stdout)
+        self.assertEqual([p["replicas"] for p in peers], [2, 3])  # The host sorts first.
+        result = self.finish(ours)
+        # The Paddle node publishes no heartbeat and reports nothing: it is neither counted as
+        # lost nor waited for.
+        self.assertEqual(result.code, 0, result)
+        envs = self.recorded_envs(2)
+        self.assertEqual(envs[0]["WORLD_SIZE"], "5")
+        self.assertEqual(envs[0]["PADDLE_TRAINER_ENDPOINTS"].split(",")[2:],
+                         ["127.0.0.9:10", "127.0.0.9:11", "127.0.0.9:12"])
+
+
 class WireTest(LaunchTestCase):
     """Our master against a client written from paddle-new-launch.md §6.1 alone."""
 

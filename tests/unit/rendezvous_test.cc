@@ -147,6 +147,10 @@ TEST(DecideMasterStepTest, Rules) {
   state.done["a"] = 0;
   state.done["c"] = 0;
   EXPECT_EQ(DecideMasterStep(state, members, {"a", "b", "c"}).kind, K::kAllDone);
+  // Members never seen alive (Paddle's nodes) are not waited for.
+  CoordState paddle;
+  paddle.done = {{"a", 0}};
+  EXPECT_EQ(DecideMasterStep(paddle, {"a", "p"}, {"a"}).kind, K::kAllDone);
   // A failure wins over everything.
   state.failure = JobFailure{"n", "a", "cause", 9};
   step = DecideMasterStep(state, members, {"a", "b", "c"});

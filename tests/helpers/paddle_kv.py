@@ -1,0 +1,86 @@
+"""Paddle's HTTP master and Paddle's rendezvous, written from paddle-new-launch.md §6.1 alone (not
+from pdlaunch's code), to show that pdlaunch interoperates with Paddle's own launcher.
+
+    paddle_kv.py serve PORT          a KV server as Paddle's kv_server.py: HTTP/1.0, one thread,
+                                     GET prefix / PUT / POST / DELETE, /healthy = ok; prints
+                                     "serving" when it listens
+    paddle_kv.py join HOST:PORT JOB NNODES IP REPLICAS
+                                     a Paddle node's sync_peers: PUT /JOB/info/<pod>/-1 with the
+                                     peer JSON, poll GET /JOB/info every 0.5 s until NNODES peers;
+                                     prints the ordered peer list as JSON and exits 0
+"""
+import http.client
+import http.server
+import json
+import random
+import string
+import sys
+import time
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+    def output(self, code, body=b""):
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json; charset=utf8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self):
+        found = {k: v.decode() for k, v in self.server.kv.items() if k.startswith(self.path)}
+        self.output(200, json.dumps(found).encode()) if found else self.output(404)
+
+    def do_PUT(self):
+        length = int(self.headers.get("Content-Length", 0))
+        self.server.kv[self.path] = self.rfile.read(length)
+        self.output(200)
+
+    do_POST = do_PUT
+
+    def do_DELETE(self):
+        self.output(200 if self.server.kv.pop(self.path, None) is not None else 404)
+
+
+def serve(port):
+    server = http.server.HTTPServer(("", port), Handler)
+    server.kv = {"/healthy": b"ok"}
+    print("serving", flush=True)
+    server.serve_forever()
+
+
+def join(master, job, nnodes, ip, replicas):
+    host, port = master.rsplit(":", 1)
+    pod = "".join(random.choice(string.ascii_lowercase) for _ in range(6))
+    value = json.dumps({"name": pod, "rank": -1, "replicas": replicas, "dtype": "cpu",
+                        "candidate": f"{ip}:1", "endpoints": ",".join(
+                            f"{ip}:{10 + i}" for i in range(replicas))})
+    key = f"/{job}/info/{pod}/-1"
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        try:
+            conn = http.client.HTTPConnection(host, int(port), timeout=5)
+            conn.request("POST", key, body=value)
+            conn.getresponse().read()
+            conn = http.client.HTTPConnection(host, int(port), timeout=5)
+            conn.request("GET", f"/{job}/info")
+            response = conn.getresponse()
+            body = response.read()
+            if response.status == 200:
+                peers = json.loads(body)
+                if len(peers) == nnodes:
+                    print(json.dumps([json.loads(peers[k]) for k in sorted(peers)]), flush=True)
+                    return 0
+        except OSError:
+            pass
+        time.sleep(0.5)
+    return 1
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "serve":
+        serve(int(sys.argv[2]))
+    else:
+        sys.exit(join(sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5], int(sys.argv[6])))
