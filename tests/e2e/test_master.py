@@ -18,6 +18,7 @@ import time
 import harness
 from etcd import PortReservation
 from harness import LaunchTestCase
+from netns import ETC_NETNS
 from test_multinode import NetnsTestCase
 
 MASTER_PORT = 36543  # Kubeflow's PaddleJob default.
@@ -183,6 +184,29 @@ class KubeflowTest(NetnsTestCase):
         for node in (0, 1):
             names = [p.name for p in (self.dir / f"node{node}" / "log").iterdir()]
             self.assertEqual(len([n for n in names if n.startswith("pdjob.")]), 1, names)
+
+
+class LateServiceNameTest(NetnsTestCase):
+    """A master named by a host name that does not resolve yet (a Kubernetes service whose pod
+    does not exist yet) is resolved again until it does."""
+
+    HOSTS = {"unrelated": 0}  # Gives every node an /etc/hosts (bind-mounted by ip netns exec).
+    DOCKER_IN = None
+
+    def test_master_name_resolving_later_is_retried(self):
+        late = self.start_on(1, ["--master", f"svc-master-0:{MASTER_PORT}", "--nnodes", 2]
+                             + self.mesh_args())
+        stderr = self.dir / "node1.stderr"
+        self.wait_until(lambda: "waiting for the master's host name 'svc-master-0'"
+                        in stderr.read_text(), "the resolution retry line", timeout=20)
+        # The name appears: rewrite the file in place (the bind mount keeps its inode).
+        hosts = ETC_NETNS / self.lab.names[1] / "hosts"
+        with open(hosts, "a") as f:
+            f.write(f"{self.ip(0)}\tsvc-master-0\n")
+        first = self.start_on(0, ["--master", f"{self.ip(0)}:{MASTER_PORT}", "--nnodes", 2]
+                              + self.mesh_args())
+        self.assert_ok([self.finish(first), self.finish(late)])
+        self.assertIn(f"master host svc-master-0 is {self.ip(0)}", stderr.read_text())
 
 
 class KubeflowPsTest(NetnsTestCase):
