@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstddef>
 #include <initializer_list>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -135,6 +136,13 @@ void StoreInt(LaunchOptions& options, std::string_view flag, const std::string& 
   options.*Field = ToInt(flag, value);
 }
 
+void StoreLogDir(LaunchOptions& options, std::string_view flag, const std::string& value) {
+  if (value.empty()) {
+    ThrowInvalid(flag, "directory", value, " (use --log_dir . for the current directory)");
+  }
+  options.log_dir = value;
+}
+
 void StoreStartPort(LaunchOptions& options, std::string_view flag, const std::string& value) {
   options.start_port = ToPort(flag, value);
 }
@@ -229,7 +237,7 @@ const auto kFlags = std::to_array<FlagSpec>({
      "show this help message and exit", ""},
     {"--version", "version", Kind::kVersion, O, nullptr, kOptionalGroup,
      "show program's version number and exit", ""},
-    {"--log_dir", "log_dir", Kind::kValue, L, &StoreText<&LO::log_dir>, kBaseGroup,
+    {"--log_dir", "log_dir", Kind::kValue, L, &StoreLogDir, kBaseGroup,
      "Directory of the log files (workerlog.N, ...). Default: log", "", "PADDLE_LOG_DIR"},
     {"--backend", "backend", Kind::kValue, L, &StoreText<&LO::backend>, kBaseGroup,
      "Collective backend: gloo, nccl or auto (nccl with GPUs, else gloo). Default: auto", ""},
@@ -349,8 +357,55 @@ const auto kFlags = std::to_array<FlagSpec>({
 
 bool IsPrimary(const FlagSpec& flag) { return flag.name.substr(2) == flag.dest; }
 
+const FlagSpec* FindExact(std::string_view name) {
+  for (const FlagSpec& flag : kFlags) {
+    if (flag.name == name) return &flag;
+  }
+  return nullptr;
+}
+
+// Spellings of other launchers (torchrun's dashes, its renamed flags) that mean one of ours.
+std::string_view KnownSpelling(std::string_view name) {
+  static constexpr std::array<std::pair<std::string_view, std::string_view>, 12> kOthers = {{
+      {"max_restarts", "--max_restart"},
+      {"node_rank", "--rank"},
+      {"master_addr", "--master"},
+      {"master_port", "--master"},
+      {"rdzv_endpoint", "--master"},
+      {"rdzv_id", "--job_id"},
+      {"nproc", "--nproc_per_node"},
+      {"local_ranks_filter", ""},
+      {"tee", ""},
+      {"redirects", ""},
+      {"standalone", ""},
+      {"monitor_interval", ""},
+  }};
+  for (const auto& [other, ours] : kOthers) {
+    if (name == other) return ours.empty() ? std::string_view("(none)") : ours;
+  }
+  return {};
+}
+
+const FlagSpec* FindExact(std::string_view name);
+
+// " (did you mean --nproc_per_node?)" for --nproc-per-node or torchrun's --max-restarts.
+std::string Hint(std::string_view token) {
+  std::string name(token.substr(2, token.find('=') == std::string_view::npos
+                                       ? std::string_view::npos
+                                       : token.find('=') - 2));
+  std::replace(name.begin(), name.end(), '-', '_');
+  if (const FlagSpec* flag = FindExact("--" + name)) {
+    return fmt::format(" (did you mean {}?)", flag->name);
+  }
+  const std::string_view ours = KnownSpelling(name);
+  if (ours == "(none)") return " (a torchrun flag; pdlaunch writes each rank's output to log/)";
+  if (!ours.empty()) return fmt::format(" (did you mean {}?)", ours);
+  return "";
+}
+
 [[noreturn]] void ThrowUnrecognized(std::string_view token) {
-  throw UsageError(fmt::format("unrecognized arguments: {}", token));
+  const std::string hint = token.starts_with("--") && token.size() > 2 ? Hint(token) : "";
+  throw UsageError(fmt::format("unrecognized arguments: {}{}", token, hint));
 }
 
 std::string JoinNames(const std::vector<const FlagSpec*>& flags) {
@@ -404,12 +459,14 @@ struct Scan {
   std::vector<std::string> cli11_args;
   std::set<std::string> given;
   std::set<std::string> new_flags;   // Typed flags of Tier::kNew.
+  std::map<std::string, std::string> typed;  // Destination → the name typed last.
   std::optional<Kind> exit_request;  // kHelp or kVersion.
   size_t script = 0;                 // Index of the training script in argv.
 };
 
 void Record(const FlagSpec& flag, Scan& scan) {
   scan.given.insert(std::string(flag.dest));
+  scan.typed[std::string(flag.dest)] = std::string(flag.name);
   if (flag.tier == Tier::kNew) scan.new_flags.insert(std::string(flag.name));
 }
 
@@ -679,10 +736,11 @@ CommandLine ParseArguments(const std::vector<std::string>& args) {
   LaunchOptions& options = command_line.options;
   BindOptions(scan.cli11_args, options);
   if (scan.script >= args.size()) {
-    throw UsageError("the following arguments are required: training_script, training_script_args");
+    throw UsageError(std::string(kMissingScript));
   }
   options.given = std::move(scan.given);
   options.new_flags = std::move(scan.new_flags);
+  options.typed = std::move(scan.typed);
   options.training_script = args[scan.script];
   options.training_script_args.assign(args.begin() + static_cast<std::ptrdiff_t>(scan.script) + 1,
                                       args.end());
@@ -699,7 +757,10 @@ CommandLine ParseCommandLine(const std::vector<std::string>& args) {
 void RejectUnsupportedOptions(const LaunchOptions& options) {
   for (const FlagSpec& flag : kFlags) {
     if (IsPrimary(flag) && !flag.refused.empty() && options.WasGiven(std::string(flag.dest))) {
-      throw UsageError(fmt::format("{} is not supported yet ({})", flag.name, flag.refused));
+      const auto typed = options.typed.find(std::string(flag.dest));
+      throw UsageError(fmt::format("{} is not supported yet ({})",
+                                   typed == options.typed.end() ? flag.name : typed->second,
+                                   flag.refused));
     }
   }
   if (options.backend == "bkcl") {

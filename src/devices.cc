@@ -85,6 +85,15 @@ std::vector<int> GpusFromFlag(const std::string& gpus, const DeviceEnv& env, Dev
                               DevicePlan& plan) {
   std::vector<std::string> tokens = SplitAndStrip(gpus, ',');
   if (tokens.empty()) tokens.emplace_back();
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (std::find(tokens.begin(), tokens.begin() + static_cast<std::ptrdiff_t>(i), tokens[i]) !=
+        tokens.begin() + static_cast<std::ptrdiff_t>(i)) {
+      plan.warnings.push_back(fmt::format(
+          "--gpus={} lists device {} more than once: its processes share that device", gpus,
+          tokens[i]));
+      break;
+    }
+  }
   const std::string cvd = env.cuda_visible_devices.value_or("");
   if (!cvd.empty()) return RelativeIds(gpus, tokens, cvd, plan);
   std::vector<int> ids;

@@ -30,6 +30,9 @@ Endpoint ParseEndpoint(std::string_view text) {
   }
   Endpoint endpoint;
   endpoint.host = std::string(text.substr(0, colon));
+  if (endpoint.host.size() > 2 && endpoint.host.front() == '[' && endpoint.host.back() == ']') {
+    endpoint.host = endpoint.host.substr(1, endpoint.host.size() - 2);
+  }
   endpoint.port =
       ParseInt(text.substr(colon + 1), fmt::format("port of endpoint '{}'", text), 1, 65535);
   return endpoint;

@@ -26,9 +26,10 @@
 #include "pdlaunch/training_command.h"
 
 namespace pdlaunch {
+namespace fs = std::filesystem;
+
 namespace {
 
-namespace fs = std::filesystem;
 using internal::BuildTrainerProcesses;
 using internal::EnvironmentMap;
 using internal::GatherNodeEnv;
@@ -121,32 +122,98 @@ CollectivePlan PlanCollective(const LaunchOptions& options, const EnvMap& env) {
 
 }  // namespace
 
-int Run(const LaunchOptions& given_options) {
-  const EnvMap env = EnvironmentMap();
-  LaunchOptions options = given_options;
-  const LaunchPath path = SelectLaunchPath(options, env);
-  if (path.kind == LaunchPath::Kind::kEtcd) {
+/// What a command line asks for, decided before anything is printed or started: every check
+/// that can end in a usage error (exit 2) happens here, before the configuration dump and before
+/// any check that gives exit 1 (a missing script must not hide a bad --gpus).
+struct JobDecision {
+  LaunchOptions options;  ///< With `--master etcd://` mapped to the elastic flags.
+  LaunchPath path;
+  JobMode mode = JobMode::kCollective;
+  bool rpc = false;
+  bool ps_counts = false;  ///< Today's PS form: counts, not endpoint lists (§7.2.2).
+  ElasticDecision elastic;
+};
+
+/// Flags that act only in elastic jobs; given to another job they are said to do nothing.
+void WarnModeBoundFlags(const LaunchOptions& options) {
+  for (const char* dest : {"max_restart", "elastic_pre_hook", "scale", "force"}) {
+    if (!options.WasGiven(dest) || options.from_env.count(dest) != 0) continue;
+    PDLOG_WARN(
+        "--{} has no effect here: it applies to elastic jobs (--elastic_server, --job_id and "
+        "--np, or --master etcd://host:port); this job runs once and is not restarted "
+        "(docs/elastic.md)",
+        dest);
+  }
+}
+
+/// --gpus and --nproc_per_node against CUDA_VISIBLE_DEVICES, and the fixed ports they need,
+/// without probing the machine (the real plan comes later).
+void CheckDeviceUsage(const LaunchOptions& options, const EnvMap& env) {
+  const auto cuda = env.find("CUDA_VISIBLE_DEVICES");
+  const std::optional<std::string> visible =
+      cuda == env.end() || cuda->second.empty() ? std::nullopt
+                                                : std::optional<std::string>(cuda->second);
+  if (!options.gpus && !visible && !options.nproc_per_node) return;
+  FakeDeviceProbe probe(0);  // No GPU unless listed: never a usage error the machine would not give.
+  DevicePlan plan;
+  try {
+    plan = ResolveDevices(options.gpus, options.nproc_per_node, options.backend,
+                          DeviceEnv{visible}, probe);
+  } catch (const UsageError&) {
+    throw;
+  } catch (const LaunchError&) {
+    return;  // Not a usage error (e.g. nccl without GPUs): Run reports it.
+  }
+  const std::optional<int> start = GivenStartPort(options);
+  const int needed = static_cast<int>(plan.devices_per_proc.size()) + 1;  // + MASTER_PORT.
+  if (start && *start + needed - 1 > 65535) {
+    throw UsageError(fmt::format(
+        "--start_port {}: {} processes and MASTER_PORT need ports {}..{}, past 65535", *start,
+        needed - 1, *start, *start + needed - 1));
+  }
+}
+
+JobDecision Decide(const LaunchOptions& given_options, const EnvMap& env) {
+  JobDecision d;
+  d.options = given_options;
+  LaunchOptions& options = d.options;
+  d.path = SelectLaunchPath(options, env);
+  if (d.path.kind == LaunchPath::Kind::kEtcd) {
     // --master etcd://host:port is the elastic controller with --nnodes as its np (docs/master.md).
-    options.elastic_server = path.etcd_server;
-    options.np = path.etcd_np;
+    options.elastic_server = d.path.etcd_server;
+    options.np = d.path.etcd_np;
     options.given.insert("elastic_server");
     options.given.insert("np");
   }
-  const bool rpc = options.run_mode == "rpc";
-  if (rpc && !options.master) {
+  d.rpc = options.run_mode == "rpc";
+  if (d.rpc && !options.master) {
     throw UsageError("--run_mode rpc needs --master host:port (the RPC master endpoint)");
   }
-  const JobMode mode = rpc ? JobMode::kCollective : SelectMode(options);
-  // Today's parameter-server form: counts (or nothing) instead of endpoint lists (§7.2.2).
-  const bool ps_counts = mode == JobMode::kPs && options.servers.empty() &&
-                         options.workers.empty() &&
-                         (path.kind == LaunchPath::Kind::kMaster || UsesNewInterface(options) ||
-                          (!options.server_num && !options.worker_num));
-  if (path.kind == LaunchPath::Kind::kMaster && mode != JobMode::kCollective && !ps_counts) {
+  d.mode = d.rpc ? JobMode::kCollective : SelectMode(options);
+  d.ps_counts = d.mode == JobMode::kPs && options.servers.empty() && options.workers.empty() &&
+                (d.path.kind == LaunchPath::Kind::kMaster || UsesNewInterface(options) ||
+                 (!options.server_num && !options.worker_num));
+  if (d.path.kind == LaunchPath::Kind::kMaster && d.mode != JobMode::kCollective &&
+      !d.ps_counts) {
     throw UsageError(
         "--master/--nnodes takes --server_num/--trainer_num, not --servers/--trainers lists or "
         "heter workers (give the lists to every node without --master instead)");
   }
+  if (d.mode == JobMode::kCollective && d.path.kind != LaunchPath::Kind::kMaster && !d.rpc) {
+    d.elastic = ResolveElasticConfig(options, env);
+  }
+  if (d.mode == JobMode::kCollective) CheckDeviceUsage(options, env);
+  return d;
+}
+
+int RunDecided(const JobDecision& decision) {
+  const LaunchOptions& options = decision.options;
+  const LaunchPath& path = decision.path;
+  const JobMode mode = decision.mode;
+  const bool rpc = decision.rpc;
+  const bool ps_counts = decision.ps_counts;
+  const EnvMap env = EnvironmentMap();
+  if (!decision.elastic.config) WarnModeBoundFlags(options);
   const TrainingCommand command = ResolveTrainingCommand(
       options.training_script, options.training_script_args, GetEnv("PADDLE_LAUNCH_PYTHON"),
       GetEnv("PATH").value_or("/bin:/usr/bin"));
@@ -155,7 +222,7 @@ int Run(const LaunchOptions& given_options) {
     return internal::RunMaster(options, *path.master, command, ps_counts, rpc);
   }
   if (mode != JobMode::kCollective) return internal::RunPs(options, mode, command);
-  const ElasticDecision elastic = ResolveElasticConfig(options, env);
+  const ElasticDecision& elastic = decision.elastic;
   if (!elastic.info.empty()) PDLOG_INFO("{}", elastic.info);
   if (elastic.config) {
     if (options.WasGiven("ips")) {
@@ -203,6 +270,32 @@ int Run(const LaunchOptions& given_options) {
   return RunSupervised(std::move(processes), supervisor);
 }
 
+int Run(const LaunchOptions& options) {
+  return RunDecided(Decide(options, EnvironmentMap()));
+}
+
+namespace {
+
+/// Removes `dir` if this run created it and left it empty (a launch refused before any process
+/// wrote there must not leave an empty log/ behind).
+class LogDirGuard {
+ public:
+  explicit LogDirGuard(std::string dir) : dir_(std::move(dir)) {
+    std::error_code ec;
+    existed_ = fs::exists(dir_, ec);
+  }
+  void CleanUp() const {
+    std::error_code ec;
+    if (!existed_ && fs::is_directory(dir_, ec) && fs::is_empty(dir_, ec)) fs::remove(dir_, ec);
+  }
+
+ private:
+  std::string dir_;
+  bool existed_ = true;
+};
+
+}  // namespace
+
 int Main(int argc, char** argv) {
   // The console may go away (a closed pipe); that must not kill the launcher and orphan the job.
   ::signal(SIGPIPE, SIG_IGN);
@@ -210,6 +303,7 @@ int Main(int argc, char** argv) {
   ::signal(SIGCHLD, SIG_DFL);
   RaiseOpenFileLimit();
   SetupLogging();
+  std::optional<LogDirGuard> log_dir;
   try {
     CommandLine command_line = ParseCommandLine(std::vector<std::string>(argv + 1, argv + argc));
     if (command_line.exit_text) {
@@ -217,21 +311,28 @@ int Main(int argc, char** argv) {
       return 0;
     }
     LaunchOptions& options = command_line.options;
-    const std::vector<std::string> notes =
-        ApplyEnvironmentTwins(options, internal::EnvironmentMap());
+    const EnvMap env = EnvironmentMap();
+    const std::vector<std::string> notes = ApplyEnvironmentTwins(options, env);
     SetLogLevel(options.log_level);
     options.program = argv[0];
     options.command_line.assign(argv + 1, argv + argc);
+    const JobDecision decision = Decide(options, env);  // Usage errors: one line, nothing else.
+    log_dir.emplace(decision.options.log_dir);
     fmt::print("{}", FormatConfigurationArguments(options));
     for (const std::string& note : notes) PDLOG_INFO("{}", note);
-    return Run(options);
+    return RunDecided(decision);
   } catch (const LaunchError& e) {
     std::fflush(stdout);
+    if (argc == 1) {  // A bare `launch`: the short usage line.
+      fmt::print(stderr, "usage: launch [options] training_script [training_script_args ...]\n");
+    }
     fmt::print(stderr, "launch: error: {}\n", e.what());
+    if (log_dir) log_dir->CleanUp();
     return e.exit_code();
   } catch (const std::exception& e) {
     std::fflush(stdout);
     fmt::print(stderr, "launch: error: {}\n", e.what());
+    if (log_dir) log_dir->CleanUp();
     return kExitSetupError;
   }
 }

@@ -139,7 +139,7 @@ class MasterNode {
   void PublishFailure(const JobFailure& failure);
   void PublishDone();
   void Stop();
-  std::string MasterText() const { return fmt::format("{}:{}", settings_.master_host, port_); }
+  std::string MasterText() const { return Endpoint{settings_.master_host, port_}.ToString(); }
 
   const LaunchOptions& options_;
   MasterSettings settings_;

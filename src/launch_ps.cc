@@ -53,7 +53,7 @@ int RunPsDirect(const LaunchOptions& options, const TrainingCommand& command) {
   PDLOG_INFO(
       "PaddleCloud parameter-server job: the platform starts each role; running {} once, "
       "as it is",
-      command.argv.size() > 1 ? command.argv[1] : command.executable);
+      options.training_script);
   SupervisedProcess process;
   process.role_size = 1;
   process.spec = ProcessSpec{command.executable, command.argv, ParentEnvironment(), -1};
@@ -61,7 +61,12 @@ int RunPsDirect(const LaunchOptions& options, const TrainingCommand& command) {
   supervisor.grace_seconds = options.grace;
   std::vector<SupervisedProcess> processes;
   processes.push_back(std::move(process));
-  return RunSupervised(std::move(processes), supervisor);
+  const int code = RunSupervised(std::move(processes), supervisor);
+  if (code != 0) {
+    PDLOG_ERROR("{}'s output is above: in this mode it goes to the console, not to a log file",
+                options.training_script);
+  }
+  return code;
 }
 
 }  // namespace

@@ -12,6 +12,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <string>
 #include <utility>
 
 #include "pdlaunch/errors.h"
@@ -170,6 +172,19 @@ void Process::ConfirmStarted() {
   exec_error_fd_ = -1;
   if (child_errno != 0) {
     Wait();
+    // execve says ENOENT both for a missing file and for a missing #! interpreter.
+    if (child_errno == ENOENT && ::access(executable_.c_str(), F_OK) == 0) {
+      std::ifstream script(executable_);
+      std::string line;
+      if (std::getline(script, line) && line.starts_with("#!")) {
+        std::string interpreter = line.substr(2);
+        interpreter.erase(0, interpreter.find_first_not_of(" \t"));
+        interpreter = interpreter.substr(0, interpreter.find_first_of(" \t\r"));
+        throw LaunchError(fmt::format(
+            "cannot execute '{}': its interpreter '{}' (the #! line) does not exist",
+            executable_, interpreter));
+      }
+    }
     ThrowSystemError(child_errno, fmt::format("cannot execute '{}'", executable_));
   }
 }

@@ -25,7 +25,12 @@ std::optional<int> KeyRank(const std::string& key) {
 }
 
 uint32_t Ipv4Number(const std::string& candidate) {
-  const std::string host = candidate.substr(0, candidate.rfind(':'));
+  std::string host;
+  try {
+    host = ParseEndpoint(candidate).host;
+  } catch (const LaunchError&) {
+    return 0;
+  }
   in_addr address{};
   if (::inet_pton(AF_INET, host.c_str(), &address) != 1) return 0;
   return ntohl(address.s_addr);

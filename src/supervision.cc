@@ -69,9 +69,14 @@ Supervision::Commands Supervision::OnExits(const std::vector<std::pair<int, Exit
   return commands;
 }
 
-Supervision::Commands Supervision::OnSignal(int signal) {
+Supervision::Commands Supervision::OnSignal(int signal, double now) {
   if (IsForwardedSignal(signal)) return SignalGroups(signal);
   if (!IsTerminationSignal(signal)) return {};
+  if (signal_ && !killed_ && now - signal_time_ < kRepeatWindow) {
+    Commands commands;
+    commands.repeat_ignored = true;
+    return commands;
+  }
   if (stopping_) {
     // A second interrupt means "now": skip what is left of the grace period.
     if (!signal_) signal_ = signal;
@@ -79,6 +84,7 @@ Supervision::Commands Supervision::OnSignal(int signal) {
     return SignalGroups(SIGKILL);
   }
   signal_ = signal;
+  signal_time_ = now;
   return BeginTeardown(signal);
 }
 

@@ -185,6 +185,10 @@ class EventLoop {
     if (policy_.exit_code() == 0 && !idle_ && !policy_.stop_requested() &&
         !policy_.received_signal()) {
       PDLOG_INFO("Local processes completed.");
+    } else if (policy_.received_signal() && !idle_ && policy_.failed().empty()) {
+      // The last line after a Ctrl-C says what happened.
+      PDLOG_WARN("stopped by {}: all {} processes ended; exit code {}",
+                 SignalName(*policy_.received_signal()), children_.size(), policy_.exit_code());
     }
     return SupervisorResult{policy_.exit_code(), policy_.received_signal(),
                             !policy_.failed().empty(), policy_.stop_requested()};
@@ -294,15 +298,29 @@ class EventLoop {
   }
 
   void OnSignal(int signal) {
-    if (Supervision::IsTerminationSignal(signal)) {
-      if (policy_.stopping()) {
+    const double now =
+        std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+            .count();
+    const bool was_signalled = policy_.received_signal().has_value();
+    const bool was_stopping = policy_.stopping();
+    const Supervision::Commands commands = policy_.OnSignal(signal, now);
+    if (commands.repeat_ignored) {
+      PDLOG_INFO("received {} again within {} s: the same request (a wrapper relaying it?), "
+                 "still stopping gracefully",
+                 SignalName(signal), Supervision::kRepeatWindow);
+    } else if (Supervision::IsTerminationSignal(signal)) {
+      if (was_stopping && was_signalled) {
         PDLOG_WARN("received {} again, killing all processes now", SignalName(signal));
+      } else if (was_stopping) {
+        PDLOG_WARN("received {} while stopping, killing all processes now", SignalName(signal));
+      } else if (children_.empty()) {
+        PDLOG_WARN("received {}, stopping", SignalName(signal));
       } else {
         PDLOG_WARN("received {}, stopping {} processes (grace {}s; again to kill at once)",
                    SignalName(signal), children_.size(), options_.grace_seconds);
       }
     }
-    Execute(policy_.OnSignal(signal));
+    Execute(commands);
     MaybeFinish();
   }
 

@@ -42,6 +42,10 @@ CommandLine ParseCommandLine(const std::vector<std::string>& args);
 /// checked for its type and choices, whatever the mode.
 CommandLine ParseArguments(const std::vector<std::string>& args);
 
+/// The UsageError of a command line without a training script.
+inline constexpr std::string_view kMissingScript =
+    "the following arguments are required: training_script (see launch --help)";
+
 /// Every process the launcher starts has this variable (the launcher's pid); a launcher that finds
 /// it in its own environment runs inside another job's process (a nested launch).
 inline constexpr std::string_view kNestedMarker = "PDLAUNCH_PARENT";

@@ -6,17 +6,22 @@
 
 namespace pdlaunch {
 
-/// A TCP endpoint as Paddle writes it: "host:port" (IPv4 address or host name, no brackets).
+/// A TCP endpoint as Paddle writes it: "host:port" (IPv4 address or host name), and
+/// "[addr]:port" for an IPv6 address, so that every consumer can split it at its last colon.
 struct Endpoint {
-  std::string host;
+  std::string host;  ///< Without brackets.
   int port = 0;
 
-  std::string ToString() const { return host + ":" + std::to_string(port); }
+  std::string ToString() const {
+    const std::string h = host.find(':') == std::string::npos ? host : "[" + host + "]";
+    return h + ":" + std::to_string(port);
+  }
   friend bool operator==(const Endpoint&, const Endpoint&) = default;
 };
 
-/// Parses "host:port". Throws UsageError naming `text` when the colon, host or port is missing or
-/// the port is not an integer in 1..65535.
+/// Parses "host:port" or "[ipv6]:port" (the host is kept without brackets). Throws UsageError
+/// naming `text` when the colon, host or port is missing or the port is not an integer in
+/// 1..65535.
 Endpoint ParseEndpoint(std::string_view text);
 
 /// Joins endpoints as "a:1,b:2" (the format of PADDLE_TRAINER_ENDPOINTS).

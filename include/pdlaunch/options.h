@@ -1,5 +1,6 @@
 #pragma once
 
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -83,6 +84,8 @@ struct LaunchOptions {
   /// Flags typed that only today's launcher has (--devices, --master, --nnodes, ...): with any
   /// of them, or PADDLE_MASTER/PADDLE_NNODES, the command is a "new interface" one (docs/cli.md).
   std::set<std::string> new_flags;
+  /// Destination → the name typed for it (--selected_xpus for xpus), for messages.
+  std::map<std::string, std::string> typed;
 
   bool WasGiven(const std::string& dest) const { return given.count(dest) != 0; }
 };

@@ -13,7 +13,9 @@ namespace pdlaunch {
 /// * a process exiting non-zero or by a signal fails the job: every group gets SIGTERM at once and
 ///   one shared grace timer starts; when it expires, SIGKILL to every group;
 /// * SIGINT, SIGTERM, SIGHUP, SIGQUIT to the launcher: the same teardown, but the signal itself is
-///   what the groups receive; a second SIGINT (or any second termination signal) kills at once;
+///   what the groups receive; a second SIGINT (or any second termination signal) kills at once,
+///   if it comes kRepeatWindow or more after the first: one Ctrl-C under a wrapper that relays it
+///   (timeout, srun) arrives twice within milliseconds and is one request (docs/exit-codes.md);
 /// * SIGUSR1/SIGUSR2 are forwarded without teardown;
 /// * exit code: the first failing process's ShellCode(), or 128 + the launcher's signal; 0 only
 ///   when every process exited 0 and no signal arrived;
@@ -31,7 +33,11 @@ class Supervision {
     std::vector<int> newly_failed;     ///< Indices that failed in this event (report them).
     bool completing = false;           ///< The primaries are done; the rest are being stopped.
     bool primaries_done = false;  ///< hold_secondaries: the primaries are done, the rest held.
+    bool repeat_ignored = false;  ///< A repeated termination signal inside kRepeatWindow.
   };
+
+  /// Seconds within which a repeated termination signal is the same request, not a second one.
+  static constexpr double kRepeatWindow = 0.5;
 
   /// Every process is primary.
   explicit Supervision(int num_processes);
@@ -43,7 +49,8 @@ class Supervision {
   /// exits after a teardown began are its consequences and are not failures.
   Commands OnExits(const std::vector<std::pair<int, ExitStatus>>& exits);
   Commands OnExit(int index, ExitStatus status) { return OnExits({{index, status}}); }
-  Commands OnSignal(int signal);
+  /// `now`: seconds on any monotonic clock (only differences matter).
+  Commands OnSignal(int signal, double now = 0);
   Commands OnGraceExpired();
   /// Something outside the processes ends the run: the same teardown as a failure (SIGTERM, shared
   /// grace), but nothing failed and the exit code stays as it is.
@@ -86,6 +93,7 @@ class Supervision {
   bool hold_secondaries_ = false;
   bool held_ = false;
   std::optional<int> signal_;
+  double signal_time_ = 0;
 };
 
 }  // namespace pdlaunch

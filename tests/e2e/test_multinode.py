@@ -289,6 +289,36 @@ class BusyPortTest(NetnsTestCase):
                                               "python3)"))
 
 
+class Ipv6Test(NetnsTestCase):
+    """--ips with IPv6 addresses (issue #13): endpoints are bracketed, [fd00::2]:6070, so every
+    consumer can split them at the last colon; MASTER_ADDR is the bare address."""
+
+    DOCKER_IN = None
+
+    def setUp(self):
+        super().setUp()
+        self.v6 = [f"fd00:211::{i + 1}" for i in range(self.NODES)]
+        for node, address in enumerate(self.v6):
+            proc = subprocess.run(["ip", "-n", self.lab.names[node], "-6", "addr", "add",
+                                   f"{address}/64", "dev", "eth0", "nodad"],
+                                  capture_output=True, text=True)
+            if proc.returncode != 0:
+                self.skipTest(f"SKIPPED: ip netns refused by the kernel: IPv6: {proc.stderr}")
+
+    def address_of(self, endpoint):
+        return endpoint.rpartition(":")[0].strip("[]")
+
+    def test_ipv6_ips_form_one_world_with_bracketed_endpoints(self):
+        args = ["--ips", ",".join(self.v6), "--nproc_per_node", 2] + self.mesh_args()
+        self.assert_ok(self.run_nodes([args, args]))
+        endpoints = [f"[{self.v6[n]}]:{6070 + i}" for n in range(2) for i in range(2)]
+        records = self.assert_full_mesh(endpoints)
+        env = records[0]["env"]
+        self.assertEqual(env["PADDLE_TRAINER_ENDPOINTS"], ",".join(endpoints))
+        self.assertEqual(env["MASTER_ADDR"], self.v6[0])
+        self.assertEqual(env["PADDLE_MASTER"], f"[{self.v6[0]}]:6072")
+
+
 class TorchMultiNodeTest(NetnsTestCase):
     """A real PyTorch gloo all-reduce across 2 namespaces × 2 ranks (labels netns, torch)."""
 

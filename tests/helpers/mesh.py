@@ -26,8 +26,9 @@ ENV_KEYS = ("PADDLE_TRAINER_ID", "PADDLE_CURRENT_ENDPOINT", "PADDLE_TRAINERS_NUM
 
 
 def split_endpoint(text):
+    """"host:port" or "[ipv6]:port" -> (host without brackets, port)."""
     host, _, port = text.rpartition(":")
-    return host, int(port)
+    return host.strip("[]"), int(port)
 
 
 def read_line(conn):
@@ -45,7 +46,8 @@ class Server(threading.Thread):
 
     def __init__(self, endpoint):
         super().__init__(daemon=True)
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        family = socket.AF_INET6 if ":" in split_endpoint(endpoint)[0] else socket.AF_INET
+        self.sock = socket.socket(family, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind(split_endpoint(endpoint))
         self.sock.listen(64)
@@ -54,7 +56,8 @@ class Server(threading.Thread):
 
     def run(self):
         while True:
-            conn, (address, _) = self.sock.accept()
+            conn, peer_address = self.sock.accept()
+            address = peer_address[0]
             with conn:
                 conn.settimeout(10)
                 try:

@@ -86,8 +86,8 @@ TEST(CliTest, AcceptsEqualsValues) {
 }
 
 TEST(CliTest, EqualsValueMayBeEmpty) {
-  const LaunchOptions o = Options({"--log_dir=", "--ips=", "t.py"});
-  EXPECT_EQ(o.log_dir, "");
+  const LaunchOptions o = Options({"--job_id=", "--ips=", "t.py"});
+  EXPECT_EQ(o.job_id, "");
   EXPECT_EQ(o.ips, "");
   EXPECT_TRUE(o.WasGiven("ips"));
 }
@@ -159,7 +159,7 @@ TEST(CliTest, ExactNameBeatsLongerNameItPrefixes) {
   EXPECT_EQ(o.np, "2");
   EXPECT_EQ(o.nproc_per_node, std::nullopt);
   EXPECT_EQ(ArgumentsErrorOf({"--np", "2"}),
-            "the following arguments are required: training_script, training_script_args");
+            "the following arguments are required: training_script (see launch --help)");
   EXPECT_EQ(ParseArguments({"--np", "2", "t.py"}).options.np, "2");
 }
 
@@ -212,7 +212,7 @@ TEST(CliTest, RemovedPaddleOneFlagsAreUnknown) {
 
 TEST(CliTest, MissingScriptIsUsageError) {
   const std::string message =
-      "the following arguments are required: training_script, training_script_args";
+      "the following arguments are required: training_script (see launch --help)";
   EXPECT_EQ(ErrorOf({}), message);
   EXPECT_EQ(ErrorOf({"--gpus", "0"}), message);
   EXPECT_EQ(ErrorOf({"--"}), message);
@@ -335,7 +335,6 @@ TEST(CliTest, HostIsAcceptedForCollective) {
 
 TEST(CliTest, XpuFlagsAreRefused) {
   EXPECT_EQ(ErrorOf({"--xpus", "0", "t.py"}), "--xpus is not supported yet (XPU devices)");
-  EXPECT_EQ(ErrorOf({"--selected_xpus", "0", "t.py"}), "--xpus is not supported yet (XPU devices)");
   EXPECT_EQ(ErrorOf({"--backend", "bkcl", "t.py"}),
             "--backend=bkcl is not supported yet (XPU devices)");
 }
@@ -571,6 +570,37 @@ TEST(NewInterfaceCliTest, HelpListsBothInterfaces) {
     EXPECT_NE(help.find(flag), std::string::npos) << flag;
   }
   EXPECT_NE(help.find("Launch Parameters (paddle.distributed.launch)"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace pdlaunch
+
+namespace pdlaunch {
+namespace {
+
+TEST(NewUserCliTest, OtherLaunchersSpellingsGetAHint) {
+  EXPECT_EQ(ErrorOf({"--nproc-per-node", "2", "t.py"}),
+            "unrecognized arguments: --nproc-per-node (did you mean --nproc_per_node?)");
+  EXPECT_EQ(ErrorOf({"--max-restarts=3", "t.py"}),
+            "unrecognized arguments: --max-restarts=3 (did you mean --max_restart?)");
+  EXPECT_EQ(ErrorOf({"--node-rank", "1", "t.py"}),
+            "unrecognized arguments: --node-rank (did you mean --rank?)");
+  EXPECT_EQ(ErrorOf({"--tee", "3", "t.py"}),
+            "unrecognized arguments: --tee (a torchrun flag; pdlaunch writes each rank's output "
+            "to log/)");
+  EXPECT_EQ(ErrorOf({"--bogus", "t.py"}), "unrecognized arguments: --bogus");
+}
+
+TEST(NewUserCliTest, EmptyLogDirIsRefused) {
+  EXPECT_EQ(ErrorOf({"--log_dir=", "t.py"}),
+            "argument --log_dir: invalid directory value: '' (use --log_dir . for the current "
+            "directory)");
+}
+
+TEST(NewUserCliTest, RefusalNamesTheFlagAsTyped) {
+  EXPECT_EQ(ErrorOf({"--selected_xpus", "0", "t.py"}),
+            "--selected_xpus is not supported yet (XPU devices)");
+  EXPECT_EQ(ErrorOf({"--xpus", "0", "t.py"}), "--xpus is not supported yet (XPU devices)");
 }
 
 }  // namespace

@@ -74,12 +74,24 @@ TEST(SupervisionTest, TerminateGives143) {
 
 TEST(SupervisionTest, SecondInterruptKillsAtOnce) {
   Supervision s(2);
-  s.OnSignal(SIGINT);
-  const auto c = s.OnSignal(SIGINT);
+  s.OnSignal(SIGINT, 10.0);
+  const auto c = s.OnSignal(SIGINT, 10.0 + Supervision::kRepeatWindow);
   EXPECT_EQ(c.signal_groups, SIGKILL);
   EXPECT_FALSE(c.arm_grace_timer);
   EXPECT_FALSE(s.OnGraceExpired().signal_groups);  // Already killed.
   EXPECT_EQ(s.received_signal(), SIGINT);
+}
+
+TEST(SupervisionTest, RepeatWithinTheWindowIsTheSameRequest) {
+  // Ctrl-C under `timeout`: the terminal's SIGINT and the wrapper's relayed one, 1 ms apart.
+  Supervision s(1);
+  EXPECT_EQ(s.OnSignal(SIGINT, 5.000).signal_groups, SIGINT);
+  const auto repeat = s.OnSignal(SIGINT, 5.001);
+  EXPECT_TRUE(repeat.repeat_ignored);
+  EXPECT_FALSE(repeat.signal_groups);
+  EXPECT_EQ(s.OnGraceExpired().signal_groups, SIGKILL);  // The grace still runs its course.
+  s.OnExit(0, ExitStatus::Exited(0));
+  EXPECT_EQ(s.exit_code(), 130);
 }
 
 TEST(SupervisionTest, UserSignalsAreForwardedWithoutTeardown) {
