@@ -269,9 +269,9 @@ const auto kFlags = std::to_array<FlagSpec>({
     {"--heter_devices", "heter_devices", Kind::kValue, L, &StoreText<&LO::heter_devices>,
      kPsGroup, "Device of each heter stage, cpu;gpu;cpu", ""},
     {"--worker_num", "worker_num", Kind::kValue, L, &StoreInt<&LO::worker_num>, kPsGroup,
-     "Workers on this host", "", "PADDLE_TRAINER_NUM"},
+     "Workers on this host (1 with --master and no --workers)", "", "PADDLE_TRAINER_NUM"},
     {"--server_num", "server_num", Kind::kValue, L, &StoreInt<&LO::server_num>, kPsGroup,
-     "Servers on this host", "", "PADDLE_SERVER_NUM"},
+     "Servers on this host (1 with --master and no --servers)", "", "PADDLE_SERVER_NUM"},
     {"--heter_worker_num", "heter_worker_num", Kind::kValue, L,
      &StoreText<&LO::heter_worker_num>, kPsGroup, "Heter workers of each stage, 1;2;3", ""},
     {"--http_port", "http_port", Kind::kValue, L, &StoreInt<&LO::http_port>, kPsGroup,
@@ -283,7 +283,8 @@ const auto kFlags = std::to_array<FlagSpec>({
      "", "PADDLE_JOB_ID"},
     {"--np", "np", Kind::kValue, L, &StoreText<&LO::np>, kElasticGroup,
      "Nodes of an elastic job: N, or N:M for a range", ""},
-    {"--scale", "scale", Kind::kValue, L, &StoreInt<&LO::scale>, kElasticGroup, "scale np", ""},
+    {"--scale", "scale", Kind::kValue, L, &StoreInt<&LO::scale>, kElasticGroup,
+     "Scale np by this many nodes (elastic). Default: 0", ""},
     {"--host", "host", Kind::kValue, L, &StoreText<&LO::host>, kElasticGroup,
      "This node's address (default: env POD_IP, else detected)", ""},
     {"--force", "force", Kind::kOptionalBool, L, &StoreBool<&LO::force>, kElasticGroup,
@@ -702,7 +703,11 @@ std::string HelpGroup(const GroupInfo& group) {
   }
   if (!group.description.empty()) out += "\n";
   for (const FlagSpec& flag : kFlags) {
-    if (flag.group == group.name) out += HelpEntry(Invocation(flag), flag.help);
+    if (flag.group != group.name) continue;
+    const std::string help = flag.env.empty()
+                                 ? std::string(flag.help)
+                                 : fmt::format("{} [env {}]", flag.help, flag.env);
+    out += HelpEntry(Invocation(flag), help);
   }
   if (group.name == kBaseGroup) {
     out += HelpEntry("training_script", kScriptHelp);
@@ -817,10 +822,35 @@ std::string UsageText() {
   return out + "\n";
 }
 
+constexpr std::string_view kEpilog = R"(
+Environment (besides the flags' twins above):
+  CUDA_VISIBLE_DEVICES      the devices --devices/--gpus labels refer to
+  POD_IP                    this node's address (as --host)
+  FLAGS_START_PORT, PADDLE_START_PORT
+                            fixed first port (after --start_port)
+  PADDLE_TRAINERS, PADDLE_TRAINER_ID, ...
+                            PaddleCloud's cluster description (docs/multi-node.md)
+  PADDLE_LAUNCH_PYTHON      the interpreter of a .py script (default: python3 on PATH)
+
+Exit codes:
+  0        every process exited 0 (on every node, with --master)
+  N        a process exited with N (128+S: killed by signal S); with --master, every
+           node exits with the failing process's code
+  2        a usage error: one line names the bad token; nothing was started
+  1        set-up error (script not found, busy port, ...), a lost node or master,
+           or a rendezvous that timed out
+  130/143  the launcher got SIGINT/SIGTERM (a second one kills at once)
+  101, 3   an elastic job failed for good (--np N, --np N:M)
+
+Documentation: docs/cli.md (every flag), docs/master.md (several hosts, no IP list),
+docs/multi-node.md (--ips), docs/ps.md, docs/elastic.md, docs/exit-codes.md.
+)";
+
 std::string HelpText() {
   std::string out = UsageText();
   out += fmt::format("\n{}", kDescription);
   for (const GroupInfo& group : kGroups) out += HelpGroup(group);
+  out += kEpilog;
   return out;
 }
 

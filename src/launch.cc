@@ -276,8 +276,9 @@ int Run(const LaunchOptions& options) {
 
 namespace {
 
-/// Removes `dir` if this run created it and left it empty (a launch refused before any process
-/// wrote there must not leave an empty log/ behind).
+/// A launch refused at set-up (a missing script, a bad #! line, a duplicate endpoint) must not
+/// leave behind a log directory it created: removed when this run created it and no process
+/// wrote a byte there (what is left are empty logs and the launcher's own endpoints/pod logs).
 class LogDirGuard {
  public:
   explicit LogDirGuard(std::string dir) : dir_(std::move(dir)) {
@@ -286,7 +287,14 @@ class LogDirGuard {
   }
   void CleanUp() const {
     std::error_code ec;
-    if (!existed_ && fs::is_directory(dir_, ec) && fs::is_empty(dir_, ec)) fs::remove(dir_, ec);
+    if (existed_ || !fs::is_directory(dir_, ec)) return;
+    for (const fs::directory_entry& entry : fs::directory_iterator(dir_, ec)) {
+      const std::string name = entry.path().filename().string();
+      const bool output = name.starts_with("workerlog.") || name.starts_with("serverlog.") ||
+                          name.starts_with("heterlog.");
+      if (!entry.is_regular_file(ec) || (output && entry.file_size(ec) != 0)) return;
+    }
+    fs::remove_all(dir_, ec);
   }
 
  private:

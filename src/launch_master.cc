@@ -600,9 +600,12 @@ int MasterNode::RunRanks() {
   supervisor.on_first_failure = [this](const SupervisedProcess& p, const ExitStatus& status) {
     if (failure_) return;  // Stopping for another node's failure: ours are consequences.
     failure_ = JobFailure{node_ip_, pod_,
-                          fmt::format("{} {} on node {} ended with {}",
+                          fmt::format("{} {} on node {} {}",
                                       p.role == "trainer" ? "rank" : p.role, p.rank, node_ip_,
-                                      status.Describe()),
+                                      status.signaled
+                                          ? fmt::format("was killed by signal {} ({})",
+                                                        status.value, SignalName(status.value))
+                                          : fmt::format("exited with code {}", status.value)),
                           status.ShellCode()};
     PublishFailure(*failure_);
   };

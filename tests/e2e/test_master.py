@@ -90,7 +90,7 @@ class MasterNetnsTest(NetnsTestCase):
         for result in results:
             self.assertEqual(result.code, 7, result)
             self.assertLess(result.elapsed, 30, result)
-        cause = f"rank 3 on node {self.ip(1)} ended with exit code 7"
+        cause = f"rank 3 on node {self.ip(1)} exited with code 7"
         self.assertIn(harness.abort_line(4, [3]), results[1].stderr)
         self.assert_logged(results[0].stderr, "ERROR",
                            f"job failed: {cause}; stopping this node's processes")

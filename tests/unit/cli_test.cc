@@ -440,9 +440,11 @@ TEST(CliTest, HelpIsOurs) {
   EXPECT_EQ(help.find("Specifize"), std::string::npos);
   EXPECT_NE(help.find("\n  -h, --help            show this help message and exit\n"),
             std::string::npos);
-  EXPECT_NE(help.find("\n  --run_mode RUN_MODE   collective (default), ps or ps-heter\n"),
+  EXPECT_NE(help.find("\n  --run_mode RUN_MODE   collective (default), ps or ps-heter [env\n"
+                      "                        PADDLE_RUN_MODE]\n"),
             std::string::npos);
-  EXPECT_NE(help.find("\n  --http_port HTTP_PORT\n                        Gloo HTTP port\n"),
+  EXPECT_NE(help.find("\n  --http_port HTTP_PORT\n                        Gloo HTTP port [env "
+                      "PADDLE_GLOO_PORT]\n"),
             std::string::npos);
   for (const std::string group : {"\noptional arguments:\n", "\nBase Parameters:\n",
                                   "\nLaunch Parameters (paddle.distributed.launch):\n",
