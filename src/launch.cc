@@ -1,6 +1,7 @@
 #include "pdlaunch/launch.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <signal.h>
 
 #include <cstdio>
@@ -15,6 +16,7 @@
 #include "pdlaunch/errors.h"
 #include "pdlaunch/logging.h"
 #include "pdlaunch/master_config.h"
+#include "pdlaunch/slurm.h"
 #include "pdlaunch/messages.h"
 #include "pdlaunch/node.h"
 #include "pdlaunch/ports.h"
@@ -132,7 +134,37 @@ struct JobDecision {
   bool rpc = false;
   bool ps_counts = false;  ///< Today's PS form: counts, not endpoint lists (§7.2.2).
   ElasticDecision elastic;
+  std::optional<SlurmStep> slurm;  ///< Inside an srun step of several nodes (docs/slurm.md).
 };
+
+/// A Slurm step of several nodes is the --ips job of its nodes, this node chosen by SLURM_NODEID;
+/// the names are resolved once, forward only (docs/slurm.md).
+void ApplySlurmStep(LaunchOptions& options, const SlurmStep& step) {
+  std::vector<std::string> addresses;
+  for (const std::string& name : step.nodes) {
+    if (IsIpLiteral(name)) {
+      addresses.push_back(name);
+      continue;
+    }
+    std::vector<std::string> found;
+    try {
+      found = ResolveHostName(name);
+    } catch (const LaunchError&) {
+    }
+    if (found.empty()) {
+      throw LaunchError(fmt::format("cannot resolve the Slurm node name '{}' (from {})", name,
+                                    step.source));
+    }
+    addresses.push_back(found.front());
+  }
+  const std::string& self = addresses.at(static_cast<size_t>(step.node_rank));
+  PDLOG_INFO("Slurm step of {} nodes [{}] ({}); this node is {} ({}), SLURM_NODEID {}",
+             step.nodes.size(), fmt::join(step.nodes, ", "), step.source,
+             step.nodes[static_cast<size_t>(step.node_rank)], self, step.node_rank);
+  options.ips = fmt::format("{}", fmt::join(addresses, ","));
+  options.given.insert("ips");
+  if (!options.host) options.host = self;
+}
 
 /// Flags that act only in elastic jobs; given to another job they are said to do nothing.
 void WarnModeBoundFlags(const LaunchOptions& options) {
@@ -203,10 +235,17 @@ JobDecision Decide(const LaunchOptions& given_options, const EnvMap& env) {
     d.elastic = ResolveElasticConfig(options, env);
   }
   if (d.mode == JobMode::kCollective) CheckDeviceUsage(options, env);
+  // Explicit flags, PaddleCloud and Kubeflow always win over Slurm.
+  if (d.mode == JobMode::kCollective && d.path.kind == LaunchPath::Kind::kDefault && !d.rpc &&
+      !d.elastic.config && !options.WasGiven("ips") && !options.master && !DetectCloud(env)) {
+    d.slurm = DetectSlurmStep(env);
+    if (d.slurm && d.slurm->nodes.size() < 2) d.slurm.reset();  // One node: nothing to do.
+  }
   return d;
 }
 
-int RunDecided(const JobDecision& decision) {
+int RunDecided(JobDecision decision) {
+  if (decision.slurm) ApplySlurmStep(decision.options, *decision.slurm);
   const LaunchOptions& options = decision.options;
   const LaunchPath& path = decision.path;
   const JobMode mode = decision.mode;

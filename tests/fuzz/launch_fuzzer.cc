@@ -32,6 +32,7 @@
 #include "pdlaunch/kv_http.h"
 #include "pdlaunch/master_config.h"
 #include "pdlaunch/rendezvous.h"
+#include "pdlaunch/slurm.h"
 #include "pdlaunch/cloud.h"
 #include "pdlaunch/devices.h"
 #include "pdlaunch/elastic.h"
@@ -569,6 +570,15 @@ void FuzzMaster(const FuzzInput& input, const LaunchOptions& options, const EnvM
   const CoordState coord = ParseCoordState(keys, all);
   std::vector<std::string> members(coord.alive.begin(), coord.alive.end());
   (void)DecideMasterStep(coord, members, coord.alive);
+  // Hostlists: a UsageError or names without brackets; the step from the input's environment.
+  for (const std::string& token : input.args) {
+    if (const auto hosts = Try([&] { return ExpandHostlist(token); })) {
+      for (const std::string& host : *hosts) {
+        PDLAUNCH_FUZZ_CHECK(!host.empty() && host.find_first_of("[]") == std::string::npos);
+      }
+    }
+  }
+  (void)Try([&] { return DetectSlurmStep(env); });
   // Path selection and the environment twins never fail but with a UsageError.
   LaunchOptions twins = options;
   (void)Try([&] { return ApplyEnvironmentTwins(twins, env); });
