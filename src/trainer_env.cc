@@ -18,6 +18,17 @@ bool IsProxyVariable(const std::string& name) {
          name == "HTTPS_PROXY";
 }
 
+// PyTorch's names (env:// init): the same master as Paddle's PADDLE_MASTER.
+EnvList TorchVariables(const Cluster& cluster, const Trainer& trainer) {
+  const std::string local_size = std::to_string(cluster.local_pod().trainers.size());
+  return {{"RANK", std::to_string(trainer.global_rank)},
+          {"WORLD_SIZE", std::to_string(cluster.world_size())},
+          {"LOCAL_RANK", std::to_string(trainer.local_rank)},
+          {"LOCAL_WORLD_SIZE", local_size},
+          {"MASTER_ADDR", cluster.master.host},
+          {"MASTER_PORT", std::to_string(cluster.master.port)}};
+}
+
 }  // namespace
 
 EnvList TrainerTable(const Cluster& cluster, const Trainer& trainer) {
@@ -56,15 +67,11 @@ EnvList TrainerVariables(const Cluster& cluster, const Trainer& trainer, const J
       {"PADDLE_NNODES", std::to_string(cluster.pods.size())},
       {"PADDLE_MASTER", cluster.master.ToString()},
       {"PADDLE_LOG_DIR", job.log_dir},
-      {"RANK", global_rank},
-      {"WORLD_SIZE", world_size},
-      {"LOCAL_RANK", local_rank},
-      {"LOCAL_WORLD_SIZE", local_size},
-      {"MASTER_ADDR", cluster.master.host},
-      {"MASTER_PORT", std::to_string(cluster.master.port)},
-      {"PYTHONUNBUFFERED", "1"},
   };
   vars.insert(vars.end(), rest.begin(), rest.end());
+  const EnvList torch = TorchVariables(cluster, trainer);
+  vars.insert(vars.end(), torch.begin(), torch.end());
+  vars.emplace_back("PYTHONUNBUFFERED", "1");
   return vars;
 }
 
@@ -93,17 +100,10 @@ EnvList MasterTrainerVariables(const Cluster& cluster, const Trainer& trainer,
   } else {
     vars.emplace_back("PADDLE_DISTRI_BACKEND", "gloo");
   }
-  const EnvList rest = {
-      {"POD_NAME", job.pod_name},
-      {"PADDLE_LOG_DIR", job.log_dir},
-      {"RANK", global_rank},
-      {"WORLD_SIZE", world_size},
-      {"LOCAL_RANK", local_rank},
-      {"LOCAL_WORLD_SIZE", local_size},
-      {"MASTER_ADDR", cluster.master.host},
-      {"MASTER_PORT", std::to_string(cluster.master.port)},
-  };
-  vars.insert(vars.end(), rest.begin(), rest.end());
+  vars.emplace_back("POD_NAME", job.pod_name);
+  vars.emplace_back("PADDLE_LOG_DIR", job.log_dir);
+  const EnvList torch = TorchVariables(cluster, trainer);
+  vars.insert(vars.end(), torch.begin(), torch.end());
   return vars;
 }
 

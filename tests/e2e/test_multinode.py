@@ -117,6 +117,18 @@ class NetnsTestCase(LaunchTestCase):
             self.assertEqual(env["PADDLE_MASTER"], master)
             self.assertEqual(env["WORLD_SIZE"], str(len(endpoints)))
 
+    def assert_allreduce(self, results, nodes=2, per_node=2):
+        """Every rank of examples/torch_allreduce.py logged the right sum of all ranks."""
+        self.assert_ok(results)
+        world = nodes * per_node
+        total = world * (world + 1) // 2
+        for node in range(nodes):
+            for local in range(per_node):
+                rank = node * per_node + local
+                log = (self.dir / f"node{node}" / "log" / f"workerlog.{local}").read_text()
+                self.assertIn(f"rank {rank}: allreduce sum = {total} (expected {total})",
+                              log.splitlines(), f"node {node} workerlog.{local}:\n{log}")
+
     def assert_ok(self, results):
         for result in results:
             self.assertEqual(result.code, 0, result)
@@ -333,15 +345,7 @@ class TorchMultiNodeTest(NetnsTestCase):
         # gloo binds the address of the interface it is told; without it, it resolves the
         # machine's host name, which names no address of these namespaces.
         env = self.env(PADDLE_LAUNCH_PYTHON=harness.SYSTEM_PYTHON, GLOO_SOCKET_IFNAME="eth0")
-        results = self.run_nodes([args, args], envs=[env, env])
-        self.assert_ok(results)
-        total = 4 * 5 // 2
-        for node in (0, 1):
-            for local in (0, 1):
-                rank = node * 2 + local
-                log = (self.dir / f"node{node}" / "log" / f"workerlog.{local}").read_text()
-                self.assertIn(f"rank {rank}: allreduce sum = {total} (expected {total})",
-                              log.splitlines(), f"node {node} workerlog.{local}:\n{log}")
+        self.assert_allreduce(self.run_nodes([args, args], envs=[env, env]))
 
 
 if __name__ == "__main__":
