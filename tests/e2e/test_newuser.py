@@ -1,8 +1,12 @@
 """Issue #13: what a new user hit. Each test fails on the code before the fix."""
+import fcntl
 import os
+import pty
 import re
 import signal
 import subprocess
+import termios
+import threading
 import time
 
 import harness
@@ -19,6 +23,29 @@ open(os.path.join(sys.argv[1], 'ready.' + rank), 'w').write('ok')
 time.sleep(120)
 """
 
+# A wrapper in the terminal's foreground group with the launcher: it relays SIGINT 0.1 s late.
+RELAY_LATER = """import os, signal, subprocess, sys, time
+child = subprocess.Popen(sys.argv[1:])
+def relay(*_):
+    time.sleep(0.1)
+    child.send_signal(signal.SIGINT)
+signal.signal(signal.SIGINT, relay)
+code = child.wait()
+sys.exit(code if code >= 0 else 128 - code)
+"""
+
+
+def _drain(fd, chunks):
+    """Reads a terminal's output until every holder of its other end has closed it."""
+    while True:
+        try:
+            data = os.read(fd, 65536)
+        except OSError:  # EIO: no process holds the terminal any more
+            return
+        if not data:
+            return
+        chunks.append(data)
+
 
 class NewUserTest(LaunchTestCase):
     def test_force_takes_a_bool_word_not_the_script(self):
@@ -31,25 +58,55 @@ class NewUserTest(LaunchTestCase):
                            "(--elastic_server, --job_id and --np, or --master etcd://host:port); "
                            "this job runs once and is not restarted (docs/elastic.md)")
 
+    def run_in_terminal(self, argv):
+        """Runs `argv` as the foreground job of a terminal of its own, as an interactive shell
+        with job control does (session leader, its group the terminal's foreground group),
+        presses Ctrl-C once both ranks are ready and returns (exit code, terminal output).
+        No `script(1)`: which shell it starts, and whether that shell execs, comes from $SHELL
+        and decides whether the job is in the foreground group at all."""
+        master, slave = pty.openpty()
+        self.addCleanup(os.close, master)
+
+        def take_terminal():
+            fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+        proc = subprocess.Popen([str(a) for a in argv], stdin=slave, stdout=slave, stderr=slave,
+                                env=self.env(), cwd=self.dir, start_new_session=True,
+                                preexec_fn=take_terminal)
+        os.close(slave)
+        self.addCleanup(lambda: proc.poll() is None and os.killpg(proc.pid, signal.SIGKILL))
+        chunks = []
+        reader = threading.Thread(target=_drain, args=(master, chunks), daemon=True)
+        reader.start()
+        self.wait_until(lambda: len(list(self.rec.glob("ready.*"))) == 2, "both ranks ready")
+        os.write(master, b"\x03")  # the Ctrl-C key: SIGINT to the terminal's foreground group
+        code = proc.wait(timeout=harness.RUN_TIMEOUT)
+        reader.join(timeout=harness.GONE_TIMEOUT)
+        return code, b"".join(chunks).decode(errors="replace")
+
     def test_one_ctrl_c_under_timeout_is_one_request(self):
+        # timeout(1) relays the SIGINT the launcher also got from the terminal. The two may
+        # arrive as one pending signal or as two; either way it is one graceful stop.
         script = self.dir / "save.py"
         script.write_text(SAVE_ON_INT)
-        launch = f"timeout 3600 {harness.BIN} --nproc_per_node 2 {script} {self.rec}"
-        env = self.env()
-        # `script` gives the wrapper and the launcher a terminal; \x03 is the Ctrl-C key.
-        proc = subprocess.Popen(["script", "-qfec", launch, "/dev/null"], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
-                                cwd=self.dir, start_new_session=True)
-        self.addCleanup(lambda: proc.poll() is None and os.killpg(proc.pid, signal.SIGKILL))
-        self.wait_until(lambda: len(list(self.rec.glob("ready.*"))) == 2, "both ranks ready")
-        proc.stdin.write(b"\x03")
-        proc.stdin.flush()
-        out, _ = proc.communicate(timeout=60)
-        text = out.decode(errors="replace")
-        self.assertEqual(proc.returncode, 130, text)
+        code, text = self.run_in_terminal(["timeout", 3600, harness.BIN, "--nproc_per_node", 2,
+                                           script, self.rec])
+        self.assertEqual(code, 130, text)
         self.assertEqual(sorted(p.name for p in self.rec.glob("saved.*")), ["saved.0", "saved.1"],
                          text)
-        self.assertIn("the same request", text)
+        self.assertNotIn("killing all processes now", text)
+
+    def test_a_relayed_ctrl_c_is_the_same_request(self):
+        # A wrapper that relays a moment later (as srun and mpirun do) makes the two deliveries
+        # certain to be separate: the second is recognised, not taken as "kill now".
+        script = self.dir / "save.py"
+        script.write_text(SAVE_ON_INT)
+        code, text = self.run_in_terminal([harness.SYSTEM_PYTHON, "-c", RELAY_LATER, harness.BIN,
+                                           "--nproc_per_node", 2, script, self.rec])
+        self.assertEqual(code, 130, text)
+        self.assertEqual(sorted(p.name for p in self.rec.glob("saved.*")), ["saved.0", "saved.1"],
+                         text)
+        self.assertIn("received SIGINT again within 0.5 s: the same request", text)
         self.assertNotIn("killing all processes now", text)
 
     def test_usage_error_is_one_line_before_anything_else(self):
