@@ -35,7 +35,7 @@ LOG_LINE = re.compile(
 
 # Variables of an outer launcher or cluster that would change what the launcher under test does.
 _INHERITED_PREFIXES = ("PADDLE_", "FLAGS_", "DISTRIBUTED_", "POD_IP", "TRAINER_", "CUDA_VISIBLE",
-                       "MASTER_", "GLOO_")
+                       "MASTER_", "GLOO_", "SLURM_", "SLURMD_")
 _INHERITED_NAMES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE")
 
 
