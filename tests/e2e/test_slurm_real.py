@@ -129,6 +129,23 @@ class RealSlurmTest(LaunchTestCase):
         self.assertEqual(sorted(p.name for p in self.rec.glob("got.*")),
                          [f"got.SIGUSR1.{r}" for r in range(4)])
 
+    def test_kill_on_bad_exit_stops_the_other_node(self):
+        # No cross-node fail-fast of our own under Slurm (docs/slurm.md): srun -K gives it.
+        proc = self.start_srun(["--nproc_per_node", 2, harness.RANK_PY, "--record", self.rec,
+                                "--ready", self.rec, "--exit", "3:7", "--delay", 1,
+                                "--sleep", 600],
+                               srun_args=("-N2", "--ntasks-per-node=1", "--kill-on-bad-exit=1"))
+        # srun exits with the largest of its tasks' codes: 143 here, 7 on snode2.
+        self.assertEqual(self.finish_srun(proc), 143, self.srun_output())
+        self.assert_all_gone(self.recorded_pids("pid").values())
+        self.assertIn("srun: error: snode2: task 1: Exited with exit code 7",
+                      (self.dir / "srun.out").read_text())
+        self.assertIn("ABORT!!! Out of all 4 trainers, the trainer process with rank=[3] was "
+                      "aborted.", self.launcher_err("snode2"))
+        self.assertRegex(self.launcher_err("snode1").splitlines()[-1],
+                         r"stopped by SIGTERM: all 2 processes ended; exit code 143$",
+                         self.srun_output())
+
     def test_several_tasks_per_node_are_refused_by_name(self):
         proc = self.start_srun(["--nproc_per_node", 1, harness.RANK_PY, "--record", self.rec],
                                srun_args=("-N2", "--ntasks-per-node=2"))
