@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -74,7 +75,10 @@ class ScopedBlockAllSignals {
 
 // Runs in the forked child: only async-signal-safe calls, no allocation. Never returns.
 [[noreturn]] void ExecChild(pid_t parent, const char* executable, char* const* argv,
-                            char* const* envp, int devnull, int output_fd, int error_fd) {
+                            char* const* envp, int devnull, int output_fd, int cgroup_procs_fd,
+                            int error_fd) {
+  // Into the job's cgroup first: whatever this process starts is born there too.
+  if (cgroup_procs_fd >= 0 && ::write(cgroup_procs_fd, "0", 1) != 1) goto fail;
   // Own process group: terminal signals reach only the launcher, and teardown can signal the
   // rank together with every process it forks.
   ::setpgid(0, 0);
@@ -149,7 +153,7 @@ Process Process::Start(const ProcessSpec& spec) {
     pid = ::fork();
     if (pid == 0) {
       ExecChild(parent, spec.executable.c_str(), argv.data(), envp.data(), devnull.get(),
-                spec.output_fd, error_write.get());
+                spec.output_fd, spec.cgroup_procs_fd, error_write.get());
     }
   }
   if (pid < 0) ThrowSystemError(errno, fmt::format("cannot fork to start '{}'", spec.executable));
@@ -256,36 +260,75 @@ bool Process::GroupAlive() const noexcept {
   return !LiveGroupMembers({pid_}).empty();
 }
 
-std::vector<pid_t> LiveGroupMembers(const std::vector<pid_t>& pgids) noexcept {
-  std::vector<pid_t> members;
-  DIR* proc = ::opendir("/proc");
-  if (proc == nullptr) return members;
+namespace {
+
+/// One /proc/<pid>/stat: state, ppid, pgrp. False when gone or unreadable.
+bool ReadStat(const char* pid, char* state, int* ppid, int* pgrp) noexcept {
   char path[300];
   char stat[512];
+  std::snprintf(path, sizeof path, "/proc/%s/stat", pid);
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const ssize_t n = ::read(fd, stat, sizeof stat - 1);
+  ::close(fd);
+  if (n <= 0) return false;
+  stat[n] = '\0';
+  // The command name may contain anything; the fields after its ')' are: state ppid pgrp.
+  const char* after_comm = std::strrchr(stat, ')');
+  return after_comm != nullptr && std::sscanf(after_comm + 1, " %c %d %d", state, ppid, pgrp) == 3;
+}
+
+/// Calls visit(pid, state, ppid, pgrp) for every process in /proc.
+template <typename Visit>
+void ScanProc(Visit visit) noexcept {
+  DIR* proc = ::opendir("/proc");
+  if (proc == nullptr) return;
   while (const dirent* entry = ::readdir(proc)) {
     if (entry->d_name[0] < '0' || entry->d_name[0] > '9') continue;
-    std::snprintf(path, sizeof path, "/proc/%s/stat", entry->d_name);
-    const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) continue;
-    const ssize_t n = ::read(fd, stat, sizeof stat - 1);
-    ::close(fd);
-    if (n <= 0) continue;
-    stat[n] = '\0';
-    // The command name may contain anything; the fields after its ')' are: state ppid pgrp.
-    const char* after_comm = std::strrchr(stat, ')');
     char state = 0;
     int ppid = 0;
     int pgrp = 0;
-    if (after_comm == nullptr ||
-        std::sscanf(after_comm + 1, " %c %d %d", &state, &ppid, &pgrp) != 3) {
-      continue;
-    }
-    if (state == 'Z' || state == 'X') continue;
-    for (pid_t pgid : pgids) {
-      if (pgrp == pgid) members.push_back(static_cast<pid_t>(std::atoi(entry->d_name)));
+    if (ReadStat(entry->d_name, &state, &ppid, &pgrp)) {
+      visit(static_cast<pid_t>(std::atoi(entry->d_name)), state, ppid, pgrp);
     }
   }
   ::closedir(proc);
+}
+
+}  // namespace
+
+bool ProcessLive(pid_t pid) noexcept {
+  char name[16];
+  std::snprintf(name, sizeof name, "%d", static_cast<int>(pid));
+  char state = 0;
+  int ppid = 0;
+  int pgrp = 0;
+  return ReadStat(name, &state, &ppid, &pgrp) && state != 'Z' && state != 'X';
+}
+
+std::vector<pid_t> AdoptedChildren(const std::vector<pid_t>& known) noexcept {
+  std::vector<pid_t> live;
+  std::vector<pid_t> exited;
+  const pid_t self = ::getpid();
+  ScanProc([&](pid_t pid, char state, int ppid, int) {
+    if (ppid != self || std::find(known.begin(), known.end(), pid) != known.end()) return;
+    (state == 'Z' || state == 'X' ? exited : live).push_back(pid);
+  });
+  for (pid_t pid : exited) {
+    siginfo_t info{};
+    ::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG);
+  }
+  return live;
+}
+
+std::vector<pid_t> LiveGroupMembers(const std::vector<pid_t>& pgids) noexcept {
+  std::vector<pid_t> members;
+  ScanProc([&](pid_t pid, char state, int, int pgrp) {
+    if (state == 'Z' || state == 'X') return;
+    for (pid_t pgid : pgids) {
+      if (pgrp == pgid) members.push_back(pid);
+    }
+  });
   return members;
 }
 

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/inotify.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -21,6 +22,7 @@
 
 #include "pdlaunch/console_echo.h"
 #include "pdlaunch/errors.h"
+#include "pdlaunch/job_cgroup.h"
 #include "pdlaunch/logging.h"
 #include "pdlaunch/messages.h"
 #include "pdlaunch/supervision.h"
@@ -144,6 +146,25 @@ std::vector<bool> Primaries(const std::vector<SupervisedProcess>& processes) {
   return primary;
 }
 
+/// The job's cgroup, or null with the launcher made a subreaper instead (docs/design.md,
+/// "Containment"). PDLAUNCH_NO_CGROUP=1 forces the fallback (tests of both paths).
+std::unique_ptr<JobCgroup> ContainJob() {
+  std::string why_not = "PDLAUNCH_NO_CGROUP is set";
+  const char* off = std::getenv("PDLAUNCH_NO_CGROUP");
+  std::unique_ptr<JobCgroup> cgroup =
+      off != nullptr && *off != '\0' && std::string(off) != "0" ? nullptr
+                                                                : JobCgroup::Create(&why_not);
+  if (cgroup) {
+    PDLOG_DEBUG("containment: the job's cgroup is {}", cgroup->dir());
+  } else {
+    ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+    PDLOG_DEBUG("containment: no cgroup ({}); orphaned descendants are re-parented to the "
+                "launcher (PR_SET_CHILD_SUBREAPER)",
+                why_not);
+  }
+  return cgroup;
+}
+
 class EventLoop {
  public:
   EventLoop(std::vector<SupervisedProcess> processes, const SupervisorOptions& options)
@@ -156,7 +177,9 @@ class EventLoop {
         external_event_(io_),
         policy_(Primaries(processes), options.hold_secondaries),
         echo_(io_, options.echo_path),
-        watchdog_(echo_.SharedDescriptors(), options.remove_if_killed) {
+        cgroup_(ContainJob()),
+        watchdog_(echo_.SharedDescriptors(), options.remove_if_killed,
+                  cgroup_ ? cgroup_->dir() : std::string()) {
     pending_ = std::move(processes);
     idle_ = pending_.empty() && (options_.external != nullptr || options_.stop_hook != nullptr);
     for (int signal : {SIGQUIT, SIGUSR1, SIGUSR2}) signals_.add(signal);
@@ -201,6 +224,7 @@ class EventLoop {
     std::vector<pid_t> pids;
     for (SupervisedProcess& p : pending_) {
       const off_t log_start = FileSize(p.log_path);
+      if (cgroup_) p.spec.cgroup_procs_fd = cgroup_->procs_fd();
       Process process = Process::Start(p.spec);
       watchdog_.Register(process.pid());
       if (options_.on_spawn) options_.on_spawn(process.pid());
@@ -337,6 +361,40 @@ class EventLoop {
                    child.process.pid());
       }
     }
+    if (!Supervision::IsTerminationSignal(signal) && signal != SIGKILL) return;
+    // What left the groups (setsid, a double fork) is stopped with them.
+    if (signal == SIGKILL && cgroup_) {
+      cgroup_->Kill();
+      return;
+    }
+    for (pid_t pid : Escaped()) {
+      PDLOG_INFO("{} to pid {}, which left its rank's process group", SignalName(signal), pid);
+      ::kill(pid, signal);
+    }
+  }
+
+  /// Live processes of the job outside every child's process group: members of the job's
+  /// cgroup, or (the fallback) orphans re-parented to the launcher as their subreaper.
+  std::vector<pid_t> Escaped() {
+    std::vector<pid_t> known;
+    for (const Child& child : children_) known.push_back(child.process.pid());
+    std::vector<pid_t> escaped;
+    if (cgroup_) {
+      for (pid_t pid : cgroup_->Members()) {
+        if (std::find(known.begin(), known.end(), ::getpgid(pid)) == known.end() &&
+            ProcessLive(pid)) {
+          escaped.push_back(pid);
+        }
+      }
+      return escaped;
+    }
+    known.push_back(watchdog_.pid());
+    for (pid_t pid : AdoptedChildren(known)) {
+      if (std::find(known.begin(), known.end(), ::getpgid(pid)) == known.end()) {
+        escaped.push_back(pid);
+      }
+    }
+    return escaped;
   }
 
   void ArmGraceTimer() {
@@ -362,7 +420,8 @@ class EventLoop {
       if (::kill(-child.process.pid(), 0) == 0 || errno == EPERM)
         groups.push_back(child.process.pid());
     }
-    const std::vector<pid_t> members = groups.empty() ? groups : LiveGroupMembers(groups);
+    std::vector<pid_t> members = groups.empty() ? groups : LiveGroupMembers(groups);
+    for (pid_t pid : Escaped()) members.push_back(pid);
     if (members.empty() || grace_expired_) {
       Finish();
       return;
@@ -454,6 +513,7 @@ class EventLoop {
   StreamDescriptor external_event_;
   Supervision policy_;
   ConsoleEcho echo_;
+  std::unique_ptr<JobCgroup> cgroup_;  // Null: the subreaper fallback. Removed last.
   Watchdog watchdog_;  // Declared before children_: it is disarmed only after they are gone.
   std::vector<SupervisedProcess> pending_;
   std::vector<Child> children_;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "pdlaunch/errors.h"
+#include "pdlaunch/job_cgroup.h"
 
 namespace pdlaunch {
 namespace {
@@ -70,7 +71,8 @@ void DetachFromLauncher(int read_fd, const std::vector<int>& inherit_fds) {
 }
 
 [[noreturn]] void WatchdogMain(int read_fd, const std::vector<int>& inherit_fds,
-                               const std::vector<std::string>& remove_if_killed) {
+                               const std::vector<std::string>& remove_if_killed,
+                               const std::string& cgroup_dir) {
   DetachFromLauncher(read_fd, inherit_fds);
   std::vector<pid_t> groups;
   Message message{};
@@ -79,6 +81,7 @@ void DetachFromLauncher(int read_fd, const std::vector<int>& inherit_fds) {
     if (message.op == 'R') groups.push_back(message.pgid);
   }
   // EOF without 'Q': the launcher died without tearing down. Nothing else will stop these.
+  if (!cgroup_dir.empty()) KillAndRemoveCgroup(cgroup_dir, 5.0);
   for (pid_t pgid : groups) ::kill(-pgid, SIGKILL);
   for (const std::string& path : remove_if_killed) {
     std::error_code ignored;
@@ -90,11 +93,11 @@ void DetachFromLauncher(int read_fd, const std::vector<int>& inherit_fds) {
 }  // namespace
 
 Watchdog::Watchdog(const std::vector<int>& inherit_fds,
-                   std::vector<std::string> remove_if_killed) {
+                   std::vector<std::string> remove_if_killed, std::string cgroup_dir) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) ThrowSystemError(errno, "pipe2 for the watchdog");
   pid_ = ::fork();
-  if (pid_ == 0) WatchdogMain(fds[0], inherit_fds, remove_if_killed);
+  if (pid_ == 0) WatchdogMain(fds[0], inherit_fds, remove_if_killed, cgroup_dir);
   const int fork_errno = errno;
   ::close(fds[0]);
   if (pid_ < 0) {

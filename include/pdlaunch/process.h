@@ -19,6 +19,9 @@ struct ProcessSpec {
   std::vector<std::string> argv;  ///< argv[0] included.
   std::vector<std::string> env;   ///< "NAME=value" entries; the complete environment.
   int output_fd = -1;             ///< Borrowed; dup'ed onto 1 and 2 in the child.
+  /// Borrowed; a cgroup.procs open for writing (JobCgroup): the child moves itself into that
+  /// cgroup before anything else, so it and all it ever starts are born there. -1: stay.
+  int cgroup_procs_fd = -1;
 };
 
 /// A started child: move-only, waited exactly once. Not thread-safe.
@@ -76,6 +79,14 @@ class Process {
 /// back before exec (select()-based programs rely on it). Never throws; a failure leaves the
 /// limit as it was.
 void RaiseOpenFileLimit() noexcept;
+
+/// True while `pid` exists and is not a zombie. Never throws.
+bool ProcessLive(pid_t pid) noexcept;
+
+/// Children of this process that it did not start itself (not in `known`): descendants orphaned
+/// while the launcher is their subreaper (PR_SET_CHILD_SUBREAPER) and re-parented to it. Those
+/// that have exited are reaped here; the live ones are returned. Scans /proc once. Never throws.
+std::vector<pid_t> AdoptedChildren(const std::vector<pid_t>& known) noexcept;
 
 /// Processes of the given process groups that can still run (zombies excluded: kill() succeeds
 /// for them, and a PID 1 that does not reap, common in containers, keeps them forever). Scans

@@ -7,7 +7,7 @@
 
 namespace pdlaunch {
 
-/// Kills the job's process groups if the launcher dies without cleaning up (e.g. SIGKILL).
+/// Kills the job's process groups (and its cgroup) if the launcher dies without cleaning up (e.g. SIGKILL).
 /// A helper process blocks on a pipe whose write end only the launcher holds; EOF without a prior
 /// Disarm() means the launcher is gone, and the helper sends SIGKILL to every registered group
 /// (grandchildren included, which the parent-death signal of the ranks does not reach).
@@ -20,9 +20,12 @@ class Watchdog {
   /// last reference to an inotify instance blocks for an SRCU grace period, 5-25 ms, which the
   /// helper pays instead of the launcher's exit) and closes every other descriptor. Throws
   /// std::system_error on failure. `remove_if_killed`: directories (the launcher's temporary
-  /// ones) the helper removes, with their contents, after killing the groups.
+  /// ones) the helper removes, with their contents, after killing the groups. `cgroup_dir`: the
+  /// job's cgroup (JobCgroup), killed with cgroup.kill and removed; it reaches the processes that
+  /// left the registered groups (setsid, double fork). Empty: none.
   explicit Watchdog(const std::vector<int>& inherit_fds = {},
-                    std::vector<std::string> remove_if_killed = {});
+                    std::vector<std::string> remove_if_killed = {},
+                    std::string cgroup_dir = {});
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;
   /// Disarms the helper. Never throws, never waits.

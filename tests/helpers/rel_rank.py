@@ -16,7 +16,9 @@ comparable between processes). Steps, in this order, each only when its option i
                         DIR/tree.RANK: fork (a forked child, as a data-loader worker), shell
                         (`sh -c` starting a `sleep` and waiting for it; two lines, "shell" and
                         "shell-sleep"), double (a double-forked orphan, still in the rank's
-                        process group), stubborn (a forked child ignoring TERM, INT and HUP);
+                        process group), stubborn (a forked child ignoring TERM, INT and HUP),
+                        daemon (a daemon: fork, setsid, fork; out of the rank's process group
+                        and session), stubborn-daemon (a daemon ignoring TERM, INT and HUP);
                         all of them run (sleep 600 s) by the time the file is written
   --bind                listen on PADDLE_CURRENT_ENDPOINT and, on rank 0, MASTER_PORT; exit 98
                         with "bind HOST:PORT failed: ..." on stderr when it cannot
@@ -187,6 +189,26 @@ def double_fork():
         return int(f.read())
 
 
+def daemonize(ignored=()):
+    """A daemon as daemon(3) makes one: fork, setsid in the child, fork again, the middle one
+    exits. Returns the daemon's pid; it is in a session and process group of its own."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_end)
+        os.setsid()
+        if os.fork() == 0:
+            reset_signals(ignored)
+            os.write(write_end, str(os.getpid()).encode())
+            os.close(write_end)
+            time.sleep(600)
+        os._exit(0)
+    os.close(write_end)
+    os.waitpid(pid, 0)
+    with os.fdopen(read_end) as f:
+        return int(f.read())
+
+
 def shell_tree(directory):
     """(pid of `sh`, pid of the `sleep` it started and waits for)."""
     pid_file = os.path.join(directory, f"shell-sleep.{RANK}")
@@ -212,6 +234,10 @@ def start_tree(directory, kinds):
             lines.append(f"shell-sleep {sleeper}")
         elif kind == "double":
             pid = double_fork()
+        elif kind == "daemon":
+            pid = daemonize()
+        elif kind == "stubborn-daemon":
+            pid = daemonize(ignored=("TERM", "INT", "HUP"))
         else:
             sys.exit(f"rel_rank.py: unknown --tree kind {kind}")
         lines.append(f"{kind} {pid}")

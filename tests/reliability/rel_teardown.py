@@ -147,5 +147,96 @@ class LauncherKillTest(RelTestCase):
         self.assertEqual(self.finish(proc).code, -signal.SIGKILL)
 
 
+DAEMONS = "daemon,stubborn-daemon"
+CGROUP_ROOTS = ("/sys/fs/cgroup/unified", "/sys/fs/cgroup")
+
+
+def job_cgroups(launcher_pids):
+    """The cgroup directories (pdlaunch-<pid>-<n>) of these launchers in the unified
+    hierarchy."""
+    prefixes = tuple(f"pdlaunch-{pid}-" for pid in launcher_pids)
+    found = []
+    for root in CGROUP_ROOTS:
+        if os.path.exists(os.path.join(root, "cgroup.procs")):
+            for dirpath, dirnames, _ in os.walk(root):
+                found += [os.path.join(dirpath, d) for d in dirnames if d.startswith(prefixes)]
+            break
+    return found
+
+
+class EscapeTest(RelTestCase):
+    """R3, the part process groups cannot do: daemons (fork, setsid, fork; one of them ignoring
+    SIGTERM) started by the ranks are found through the job's cgroup and stopped after a
+    failure, after a clean exit and after a SIGKILL of the launcher (labels reliability,
+    cgroup). EscapeFallbackTest runs the same without cgroups (the subreaper path)."""
+
+    GRACE = 0.3
+    RUNS = 20
+    ENV = {}
+
+    def setUp(self):
+        super().setUp()
+        probe = self.run_launch(["--log_level", "DEBUG"] + self.rank_args(),
+                                env=self.env(**self.ENV))
+        self.assertEqual(probe.code, 0, probe)
+        self.containment = next((m for m in harness.log_messages(probe.stderr, "DEBUG")
+                                 if m.startswith("containment: ")), None)
+        self.assertIsNotNone(self.containment, probe)
+        if not self.ENV and "the job's cgroup is" not in self.containment:
+            self.skipTest(f"SKIPPED: no cgroup v2 here: {self.containment}")
+
+    def daemon_job(self, *flags):
+        return self.start_timed(["--grace", self.GRACE, "--nproc_per_node", 2] + self.rel_args(
+            "--tree", DAEMONS, "--ready", *flags), env=self.env(**self.ENV))
+
+    def daemons(self):
+        found = [pid for _, kind, pid in self.tree_pids() if kind in DAEMONS.split(",")]
+        self.assertEqual(len(found), 4, self.tree_pids())
+        return found
+
+    def cgroups_left(self):
+        return job_cgroups(proc.pid for proc in self.launchers())
+
+    def assert_no_cgroup_left(self):
+        self.assertEqual(self.cgroups_left(), [])
+
+    def test_daemons_are_stopped_after_a_failure_twenty_times(self):
+        for run in range(self.RUNS):
+            for path in self.rec.iterdir():
+                path.unlink()
+            proc = self.daemon_job("--barrier", 2, "--exit", "1:3", "--sleep", 600)
+            result = self.finish(proc)
+            self.assertEqual(result.code, 3, f"run {run}: {result!r}")
+            self.assert_all_gone(self.daemons())
+            self.assert_no_cgroup_left()
+
+    def test_daemons_left_by_ranks_exiting_zero_are_stopped(self):
+        result = self.finish(self.daemon_job("--barrier", 2))
+        self.assertEqual(result.code, 0, result)
+        self.assert_logged(result.stderr, "WARNING", "all ranks exited but 4 processes they "
+                                                     "started are still running; stopping them")
+        self.assert_all_gone(self.daemons())
+        self.assert_no_cgroup_left()
+
+    def test_sigkill_of_the_launcher_stops_the_daemons(self):
+        if self.ENV:
+            self.skipTest("the subreaper path cannot: orphans of a dead launcher go to init "
+                          "(docs/design.md, Containment)")
+        proc = self.daemon_job("--sleep", 600)
+        self.wait_ready_files(2, [proc])
+        daemons = self.daemons()
+        os.kill(proc.pid, signal.SIGKILL)
+        self.assert_all_gone(daemons)
+        self.wait_until(lambda: not self.cgroups_left(), "the job's cgroup removed",
+                        timeout=harness.GONE_TIMEOUT)
+
+
+class EscapeFallbackTest(EscapeTest):
+    """EscapeTest with cgroups off (PDLAUNCH_NO_CGROUP=1): the launcher is the subreaper of its
+    descendants and stops the orphans re-parented to it."""
+
+    ENV = {"PDLAUNCH_NO_CGROUP": "1"}
+
+
 if __name__ == "__main__":
     harness.main()
