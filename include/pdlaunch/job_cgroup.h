@@ -9,11 +9,12 @@
 namespace pdlaunch {
 
 /// The job's own cgroup v2 directory, `pdlaunch-<pid>-<n>` under the launcher's own cgroup (so a
-/// launcher inside a rank nests under its parent's job). Every rank is born in it (the forked
-/// child writes itself into cgroup.procs before exec), and so is everything a rank starts,
-/// whatever session or process group it moves to: a daemon that called setsid() and double-
-/// forked is still found (Members) and killed (Kill: cgroup.kill, Linux 5.14). No controller is
-/// enabled: the cgroup only contains, it never limits.
+/// launcher inside a rank nests under its parent's job). Every rank is born in it (clone3 with
+/// CLONE_INTO_CGROUP; where the kernel lacks it, the forked child writes itself into
+/// cgroup.procs before exec), and so is everything a rank starts, whatever session or process
+/// group it moves to: a daemon that called setsid() and double-forked is still found (Members)
+/// and killed (Kill: cgroup.kill, Linux 5.14). No controller is enabled: the cgroup only
+/// contains, it never limits.
 class JobCgroup {
  public:
   /// Creates the directory. Returns null, with the reason in `*why_not`, where that cannot be
@@ -27,6 +28,8 @@ class JobCgroup {
   JobCgroup& operator=(const JobCgroup&) = delete;
 
   const std::string& dir() const { return dir_; }
+  /// The directory (O_PATH), for clone3's CLONE_INTO_CGROUP.
+  int dir_fd() const { return dir_fd_; }
   /// cgroup.procs, open for writing: a forked child writes "0" to it to move itself in.
   int procs_fd() const { return procs_fd_; }
   /// Every process in the cgroup and the cgroups below it. Never throws.
@@ -38,9 +41,11 @@ class JobCgroup {
   bool WaitEmpty(double seconds) const noexcept;
 
  private:
-  JobCgroup(std::string dir, int procs_fd) : dir_(std::move(dir)), procs_fd_(procs_fd) {}
+  JobCgroup(std::string dir, int dir_fd, int procs_fd)
+      : dir_(std::move(dir)), dir_fd_(dir_fd), procs_fd_(procs_fd) {}
 
   std::string dir_;
+  int dir_fd_ = -1;
   int procs_fd_ = -1;
 };
 

@@ -19,8 +19,12 @@ struct ProcessSpec {
   std::vector<std::string> argv;  ///< argv[0] included.
   std::vector<std::string> env;   ///< "NAME=value" entries; the complete environment.
   int output_fd = -1;             ///< Borrowed; dup'ed onto 1 and 2 in the child.
-  /// Borrowed; a cgroup.procs open for writing (JobCgroup): the child moves itself into that
-  /// cgroup before anything else, so it and all it ever starts are born there. -1: stay.
+  /// Borrowed; the job's cgroup directory (JobCgroup::dir_fd): the child is created in it
+  /// (clone3 with CLONE_INTO_CGROUP, Linux 5.7), so it and all it ever starts live there.
+  /// -1: the launcher's own cgroup.
+  int cgroup_dir_fd = -1;
+  /// Borrowed; that cgroup's cgroup.procs open for writing: where clone3 cannot place the child,
+  /// it forks and the child writes itself in before anything else.
   int cgroup_procs_fd = -1;
 };
 

@@ -28,6 +28,7 @@
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
 
+#include "pdlaunch/cgroup_path.h"
 #include "pdlaunch/cli.h"
 #include "pdlaunch/kv_http.h"
 #include "pdlaunch/master_config.h"
@@ -579,6 +580,13 @@ void FuzzMaster(const FuzzInput& input, const LaunchOptions& options, const EnvM
     }
   }
   (void)Try([&] { return DetectSlurmStep(env); });
+  // The cgroup of /proc/self/mountinfo and /proc/self/cgroup: pairs of tokens as the two files.
+  for (size_t i = 0; i + 1 < input.args.size(); i += 2) {
+    if (const auto dir = OwnCgroupDir(input.args[i], input.args[i + 1])) {
+      PDLAUNCH_FUZZ_CHECK(!dir->empty());
+    }
+    (void)CgroupEventsValue(input.args[i], input.args[i + 1]);
+  }
   // Path selection and the environment twins never fail but with a UsageError.
   LaunchOptions twins = options;
   (void)Try([&] { return ApplyEnvironmentTwins(twins, env); });
