@@ -38,6 +38,8 @@ bool Supervision::IsTerminationSignal(int signal) {
 
 bool Supervision::IsForwardedSignal(int signal) { return signal == SIGUSR1 || signal == SIGUSR2; }
 
+bool Supervision::IsJobControlSignal(int signal) { return signal == SIGTSTP || signal == SIGCONT; }
+
 Supervision::Commands Supervision::OnExits(const std::vector<std::pair<int, ExitStatus>>& exits) {
   Commands commands;
   const bool was_stopping = stopping_;
@@ -70,7 +72,14 @@ Supervision::Commands Supervision::OnExits(const std::vector<std::pair<int, Exit
 }
 
 Supervision::Commands Supervision::OnSignal(int signal, double now) {
-  if (IsForwardedSignal(signal)) return SignalGroups(signal);
+  if (IsForwardedSignal(signal) || signal == SIGCONT) return SignalGroups(signal);
+  if (signal == SIGTSTP) {
+    // SIGSTOP, not SIGTSTP: a rank that handles or ignores SIGTSTP must not keep running while
+    // the launcher (and the user's shell) consider the job stopped.
+    Commands commands = SignalGroups(SIGSTOP);
+    commands.stop_launcher = true;
+    return commands;
+  }
   if (!IsTerminationSignal(signal)) return {};
   if (signal_ && !killed_ && now - signal_time_ < kRepeatWindow) {
     Commands commands;

@@ -189,7 +189,7 @@ class EventLoop {
                   cgroup_ ? cgroup_->dir() : std::string()) {
     pending_ = std::move(processes);
     idle_ = pending_.empty() && (options_.external != nullptr || options_.stop_hook != nullptr);
-    for (int signal : {SIGQUIT, SIGUSR1, SIGUSR2}) signals_.add(signal);
+    for (int signal : {SIGQUIT, SIGUSR1, SIGUSR2, SIGTSTP, SIGCONT}) signals_.add(signal);
     Watchdogs().push_back(watchdog_.pid());
   }
 
@@ -343,6 +343,12 @@ class EventLoop {
       PDLOG_INFO("received {} again within {} s: the same request (a wrapper relaying it?), "
                  "still stopping gracefully",
                  SignalName(signal), Supervision::kRepeatWindow);
+    } else if (signal == SIGTSTP) {
+      PDLOG_INFO("received SIGTSTP: stopping {} processes and the launcher (fg or SIGCONT "
+                 "resumes them)",
+                 RunningCount());
+    } else if (signal == SIGCONT) {
+      PDLOG_INFO("received SIGCONT: resuming {} processes", RunningCount());
     } else if (Supervision::IsTerminationSignal(signal)) {
       if (was_stopping && was_signalled) {
         PDLOG_WARN("received {} again, killing all processes now", SignalName(signal));
@@ -362,6 +368,16 @@ class EventLoop {
   void Execute(const Supervision::Commands& commands) {
     if (commands.signal_groups) SignalAllGroups(*commands.signal_groups);
     if (commands.arm_grace_timer) ArmGraceTimer();
+    if (commands.stop_launcher) {
+      std::fflush(stdout);
+      ::raise(SIGSTOP);  // Returns once resumed; the SIGCONT then reaches the loop, and the groups.
+    }
+  }
+
+  size_t RunningCount() const {
+    size_t running = 0;
+    for (const Child& child : children_) running += child.process.reaped() ? 0 : 1;
+    return running;
   }
 
   void SignalAllGroups(int signal) {
@@ -372,14 +388,19 @@ class EventLoop {
                    child.process.pid());
       }
     }
-    if (!Supervision::IsTerminationSignal(signal) && signal != SIGKILL) return;
+    if (!Supervision::IsTerminationSignal(signal) && signal != SIGKILL && signal != SIGSTOP &&
+        signal != SIGCONT) {
+      return;
+    }
     // What left the groups (setsid, a double fork) is stopped with them.
     if (signal == SIGKILL && cgroup_) {
       cgroup_->Kill();
       return;
     }
     for (pid_t pid : Escaped()) {
-      PDLOG_INFO("{} to pid {}, which left its rank's process group", SignalName(signal), pid);
+      if (signal != SIGSTOP && signal != SIGCONT) {
+        PDLOG_INFO("{} to pid {}, which left its rank's process group", SignalName(signal), pid);
+      }
       ::kill(pid, signal);
     }
   }

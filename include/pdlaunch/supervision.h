@@ -17,6 +17,8 @@ namespace pdlaunch {
 ///   if it comes kRepeatWindow or more after the first: one Ctrl-C under a wrapper that relays it
 ///   (timeout, srun) arrives twice within milliseconds and is one request (docs/exit-codes.md);
 /// * SIGUSR1/SIGUSR2 are forwarded without teardown;
+/// * job control: SIGTSTP (Ctrl-Z) stops every group with SIGSTOP, then the launcher itself;
+///   SIGCONT (`fg`, `bg`) is forwarded to every group. A stopped rank is not an exit;
 /// * exit code: the first failing process's ShellCode(), or 128 + the launcher's signal; 0 only
 ///   when every process exited 0 and no signal arrived;
 /// * completion: once every *primary* process has exited 0 (collective: all of them; PS: the
@@ -34,6 +36,7 @@ class Supervision {
     bool completing = false;           ///< The primaries are done; the rest are being stopped.
     bool primaries_done = false;  ///< hold_secondaries: the primaries are done, the rest held.
     bool repeat_ignored = false;  ///< A repeated termination signal inside kRepeatWindow.
+    bool stop_launcher = false;   ///< Job control: stop the launcher too, after the groups.
   };
 
   /// Seconds within which a repeated termination signal is the same request, not a second one.
@@ -76,6 +79,8 @@ class Supervision {
 
   static bool IsTerminationSignal(int signal);
   static bool IsForwardedSignal(int signal);
+  /// SIGTSTP and SIGCONT.
+  static bool IsJobControlSignal(int signal);
 
  private:
   Commands BeginTeardown(int signal);

@@ -6,14 +6,18 @@ Environment (set by tests/e2e/CMakeLists.txt; defaults make a manual run from th
 The directory of a test method is wiped when the method starts and left in place afterwards, so
 the logs of a failed test can be read.
 """
+import fcntl
 import json
 import os
+import pty
 import re
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import termios
+import threading
 import time
 import unittest
 from pathlib import Path
@@ -37,6 +41,56 @@ LOG_LINE = re.compile(
 _INHERITED_PREFIXES = ("PADDLE_", "FLAGS_", "DISTRIBUTED_", "POD_IP", "TRAINER_", "CUDA_VISIBLE",
                        "MASTER_", "GLOO_", "SLURM_", "SLURMD_")
 _INHERITED_NAMES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE")
+
+
+class Terminal:
+    """A pseudo-terminal of our own whose controlling process is `argv`: a session leader whose
+    group is the terminal's foreground group, as an interactive shell with job control makes
+    a job (or, with `bash -i`, the shell itself). Keys go in with press(); everything shown
+    comes out in output(). No `script(1)`: which shell it starts, and whether that shell execs,
+    comes from $SHELL and decides whether a job is in the foreground group at all."""
+
+    def __init__(self, argv, env, cwd):
+        self.master, slave = pty.openpty()
+
+        def take_terminal():
+            fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+        self.proc = subprocess.Popen([str(a) for a in argv], stdin=slave, stdout=slave,
+                                     stderr=slave, env=env, cwd=cwd, start_new_session=True,
+                                     preexec_fn=take_terminal)
+        os.close(slave)
+        self._chunks = []
+        self._reader = threading.Thread(target=self._drain, daemon=True)
+        self._reader.start()
+
+    def _drain(self):
+        while True:
+            try:
+                data = os.read(self.master, 65536)
+            except OSError:  # EIO: no process holds the terminal any more
+                return
+            if not data:
+                return
+            self._chunks.append(data)
+
+    def press(self, keys):
+        os.write(self.master, keys)
+
+    def output(self):
+        return b"".join(self._chunks).decode(errors="replace")
+
+    def wait(self, timeout=RUN_TIMEOUT):
+        """The controlling process's exit code, once everything holding the terminal let go."""
+        code = self.proc.wait(timeout=timeout)
+        self._reader.join(timeout=GONE_TIMEOUT)
+        return code
+
+    def close(self):
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+        os.close(self.master)
 
 
 class Result:
@@ -110,6 +164,12 @@ class LaunchTestCase(unittest.TestCase):
         return env
 
     # --- running ------------------------------------------------------------------------------
+
+    def terminal(self, argv, env=None):
+        """A Terminal running `argv` in self.dir, closed (its group killed) after the test."""
+        term = Terminal(argv, env or self.env(), self.dir)
+        self.addCleanup(term.close)
+        return term
 
     def run_launch(self, args, env=None, timeout=RUN_TIMEOUT, cwd=None):
         """Runs `launch args` to completion; fails the test if it takes more than `timeout`."""

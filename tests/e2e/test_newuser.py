@@ -1,13 +1,8 @@
 """Issue #13: what a new user hit. Each test fails on the code before the fix."""
-import fcntl
 import os
-import pty
 import re
 import signal
 import subprocess
-import termios
-import threading
-import time
 
 import harness
 from harness import LaunchTestCase
@@ -35,18 +30,6 @@ sys.exit(code if code >= 0 else 128 - code)
 """
 
 
-def _drain(fd, chunks):
-    """Reads a terminal's output until every holder of its other end has closed it."""
-    while True:
-        try:
-            data = os.read(fd, 65536)
-        except OSError:  # EIO: no process holds the terminal any more
-            return
-        if not data:
-            return
-        chunks.append(data)
-
-
 class NewUserTest(LaunchTestCase):
     def test_force_takes_a_bool_word_not_the_script(self):
         # Once ran /usr/bin/yes as the training program.
@@ -59,30 +42,12 @@ class NewUserTest(LaunchTestCase):
                            "this job runs once and is not restarted (docs/elastic.md)")
 
     def run_in_terminal(self, argv):
-        """Runs `argv` as the foreground job of a terminal of its own, as an interactive shell
-        with job control does (session leader, its group the terminal's foreground group),
-        presses Ctrl-C once both ranks are ready and returns (exit code, terminal output).
-        No `script(1)`: which shell it starts, and whether that shell execs, comes from $SHELL
-        and decides whether the job is in the foreground group at all."""
-        master, slave = pty.openpty()
-        self.addCleanup(os.close, master)
-
-        def take_terminal():
-            fcntl.ioctl(0, termios.TIOCSCTTY, 0)
-
-        proc = subprocess.Popen([str(a) for a in argv], stdin=slave, stdout=slave, stderr=slave,
-                                env=self.env(), cwd=self.dir, start_new_session=True,
-                                preexec_fn=take_terminal)
-        os.close(slave)
-        self.addCleanup(lambda: proc.poll() is None and os.killpg(proc.pid, signal.SIGKILL))
-        chunks = []
-        reader = threading.Thread(target=_drain, args=(master, chunks), daemon=True)
-        reader.start()
+        """Runs `argv` as the foreground job of a terminal of its own, presses Ctrl-C once both
+        ranks are ready and returns (exit code, terminal output)."""
+        term = self.terminal(argv)
         self.wait_until(lambda: len(list(self.rec.glob("ready.*"))) == 2, "both ranks ready")
-        os.write(master, b"\x03")  # the Ctrl-C key: SIGINT to the terminal's foreground group
-        code = proc.wait(timeout=harness.RUN_TIMEOUT)
-        reader.join(timeout=harness.GONE_TIMEOUT)
-        return code, b"".join(chunks).decode(errors="replace")
+        term.press(b"\x03")  # the Ctrl-C key: SIGINT to the terminal's foreground group
+        return term.wait(), term.output()
 
     def test_one_ctrl_c_under_timeout_is_one_request(self):
         # timeout(1) relays the SIGINT the launcher also got from the terminal. The two may

@@ -5,6 +5,7 @@ Bounds are generous (2 busy cores, sanitizer builds); the tight targets are in b
 import os
 import signal
 import time
+from pathlib import Path
 
 import harness
 from relcase import RelTestCase
@@ -107,6 +108,51 @@ class SignalForwardTest(SignalTestCase):
         self.assertEqual([m for m in harness.log_messages(result.stderr, "WARNING")
                           if m.startswith("received")], [])
         self.assert_logged(result.stderr, "INFO", "Local processes completed.")
+
+
+class JobControlTest(SignalTestCase):
+    """R6, job control: in an interactive bash on a real terminal, Ctrl-Z stops the ranks and
+    the launcher (bash says the job stopped), `fg` resumes them all, and the job ends with
+    exit 0; the ranks saw SIGCONT only (SIGSTOP cannot be caught; no SIGTSTP, no SIGTERM)."""
+
+    STOPPED_FOR = 1.5  # seconds the job must stay stopped, its ranks' sleep notwithstanding
+
+    @staticmethod
+    def state(pid):
+        try:
+            return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            return "gone"
+
+    def test_ctrl_z_stops_everything_and_fg_resumes_it(self):
+        term = self.terminal(["bash", "--norc", "--noprofile", "-i"],
+                             env=self.env(PS1="$ ", TERM="dumb"))
+        command = " ".join(str(a) for a in [harness.BIN, "--nproc_per_node", 2] + self.rel_args(
+            "--on", "CONT:stay", "--on", "TSTP:stay", "--on", "TERM:stay", "--ready",
+            "--sleep", 3))
+        term.press(f"{command}\n".encode())
+        self.wait_ready_files(2)
+        ranks = list(self.recorded_pids("pid").values())
+        launcher = int(Path(f"/proc/{ranks[0]}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        term.press(b"\x1a")  # Ctrl-Z
+        everyone = ranks + [launcher]
+        self.wait_until(lambda: all(self.state(p) == "T" for p in everyone),
+                        "the launcher and both ranks stopped")
+        self.wait_until(lambda: "Stopped" in term.output(), "bash saying the job stopped")
+        time.sleep(self.STOPPED_FOR)
+        self.assertEqual([self.state(p) for p in everyone], ["T"] * 3, term.output())
+        term.press(b"fg\n")
+        self.wait_until(lambda: self.state(launcher) == "gone", "the job's end after fg")
+        term.press(b"echo EXIT=$?\n")  # fg's status: the job's
+        self.wait_until(lambda: "EXIT=" in term.output().split("fg", 1)[-1], "the exit code")
+        text = term.output()
+        self.assertIn("EXIT=0", text.split("fg", 1)[-1])
+        self.assertIn("received SIGTSTP: stopping 2 processes and the launcher", text)
+        self.assertIn("received SIGCONT: resuming 2 processes", text)
+        self.assertIn("Local processes completed.", text)
+        self.assertEqual(self.stamp_names(range(2)), {0: ["CONT"], 1: ["CONT"]})
+        term.press(b"exit\n")
+        self.assertEqual(term.wait(), 0, text)
 
 
 class PreemptionTest(SignalTestCase):

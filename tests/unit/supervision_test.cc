@@ -107,6 +107,22 @@ TEST(SupervisionTest, UserSignalsAreForwardedWithoutTeardown) {
   EXPECT_EQ(s.exit_code(), 0);
 }
 
+TEST(SupervisionTest, CtrlZStopsTheGroupsThenTheLauncherAndContinueResumes) {
+  Supervision s(2);
+  const auto stop = s.OnSignal(SIGTSTP);
+  EXPECT_EQ(stop.signal_groups, SIGSTOP);  // not TSTP: a rank may catch or ignore that
+  EXPECT_TRUE(stop.stop_launcher);
+  EXPECT_FALSE(stop.arm_grace_timer);
+  const auto resume = s.OnSignal(SIGCONT);
+  EXPECT_EQ(resume.signal_groups, SIGCONT);
+  EXPECT_FALSE(resume.stop_launcher);
+  EXPECT_FALSE(s.stopping());
+  EXPECT_FALSE(s.received_signal());
+  s.OnExit(0, ExitStatus::Exited(0));
+  s.OnExit(1, ExitStatus::Exited(0));
+  EXPECT_EQ(s.exit_code(), 0);
+}
+
 TEST(SupervisionTest, HangupAndQuitTearDown) {
   for (int sig : {SIGHUP, SIGQUIT}) {
     Supervision s(1);
