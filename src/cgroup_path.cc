@@ -54,8 +54,7 @@ std::string Unescape(std::string_view field) {
 
 }  // namespace
 
-std::optional<std::string> OwnCgroupDir(std::string_view mountinfo,
-                                        std::string_view self_cgroup) {
+std::optional<std::string> OwnCgroupDir(std::string_view mountinfo, std::string_view self_cgroup) {
   std::optional<std::string> path;
   for (std::string_view line : Lines(self_cgroup)) {
     if (line.starts_with("0::")) path = std::string(line.substr(3));

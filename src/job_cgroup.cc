@@ -8,8 +8,8 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <cstring>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -73,8 +73,8 @@ std::unique_ptr<JobCgroup> JobCgroup::Create(std::string* why_not) {
     return nullptr;
   }
   static std::atomic<int> serial{0};
-  const std::string dir = *own + "/pdlaunch-" + std::to_string(::getpid()) + "-" +
-                          std::to_string(serial.fetch_add(1));
+  const std::string dir =
+      *own + "/pdlaunch-" + std::to_string(::getpid()) + "-" + std::to_string(serial.fetch_add(1));
   if (::mkdir(dir.c_str(), 0755) != 0) {
     *why_not = "cannot create " + dir + ": " + std::strerror(errno);
     return nullptr;
@@ -112,9 +112,7 @@ std::vector<pid_t> JobCgroup::Members() const noexcept {
 
 bool JobCgroup::Kill() const noexcept { return WriteString(dir_ + "/cgroup.kill", "1"); }
 
-bool JobCgroup::WaitEmpty(double seconds) const noexcept {
-  return WaitCgroupEmpty(dir_, seconds);
-}
+bool JobCgroup::WaitEmpty(double seconds) const noexcept { return WaitCgroupEmpty(dir_, seconds); }
 
 bool WaitCgroupEmpty(const std::string& dir, double seconds) noexcept {
   // The common case, and cheap: closing an inotify instance waits for an SRCU grace period

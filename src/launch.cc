@@ -10,6 +10,7 @@
 #include <system_error>
 
 #include "launch_support.h"
+#include "pdlaunch/address_syntax.h"
 #include "pdlaunch/cli.h"
 #include "pdlaunch/cloud.h"
 #include "pdlaunch/elastic.h"
@@ -209,6 +210,7 @@ JobDecision Decide(const LaunchOptions& given_options, const EnvMap& env) {
   JobDecision d;
   d.options = given_options;
   LaunchOptions& options = d.options;
+  CheckAddressArguments(options);  // A malformed address never reaches the resolver.
   d.path = SelectLaunchPath(options, env);
   if (d.path.kind == LaunchPath::Kind::kEtcd) {
     // --master etcd://host:port is the elastic controller with --nnodes as its np (docs/master.md).

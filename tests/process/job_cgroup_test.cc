@@ -29,18 +29,14 @@ class JobCgroupTest : public ::testing::Test {
 
   /// A shell that starts a daemon (setsid, its own session and group) and then sleeps.
   ProcessSpec ShellWithDaemon(bool clone_into) {
-    ProcessSpec spec{"/bin/sh",
-                     {"sh", "-c", "setsid sleep 600 & sleep 600"},
-                     {"PATH=/usr/bin:/bin"},
-                     -1};
+    ProcessSpec spec{
+        "/bin/sh", {"sh", "-c", "setsid sleep 600 & sleep 600"}, {"PATH=/usr/bin:/bin"}, -1};
     if (clone_into) spec.cgroup_dir_fd = cgroup_->dir_fd();
     spec.cgroup_procs_fd = cgroup_->procs_fd();
     return spec;
   }
 
-  std::string CgroupOf(pid_t pid) {
-    return ReadFile("/proc/" + std::to_string(pid) + "/cgroup");
-  }
+  std::string CgroupOf(pid_t pid) { return ReadFile("/proc/" + std::to_string(pid) + "/cgroup"); }
 
   std::unique_ptr<JobCgroup> cgroup_;
 };
@@ -50,15 +46,17 @@ TEST_F(JobCgroupTest, ChildrenAreBornInItAndDaemonsStayInIt) {
     SCOPED_TRACE(clone_into ? "clone3" : "fork and move");
     Process shell = Process::Spawn(ShellWithDaemon(clone_into));
     const std::string name = cgroup_->dir().substr(cgroup_->dir().rfind('/'));
-    EXPECT_NE(CgroupOf(shell.pid()).find(name + "\n"), std::string::npos)
-        << CgroupOf(shell.pid());
-    // The shell and both sleeps, the daemon included although it left the group and session.
-    ASSERT_TRUE(WaitFor([&] { return cgroup_->Members().size() == 3; }));
-    const std::vector<pid_t> members = cgroup_->Members();
-    EXPECT_NE(std::find(members.begin(), members.end(), shell.pid()), members.end());
-    bool found_daemon = false;
-    for (pid_t pid : members) found_daemon |= ::getsid(pid) == pid && pid != shell.pid();
-    EXPECT_TRUE(found_daemon);
+    EXPECT_NE(CgroupOf(shell.pid()).find(name + "\n"), std::string::npos) << CgroupOf(shell.pid());
+    // The shell and both sleeps, the daemon included although it left the group and session
+    // (waited for: `setsid` is in the cgroup before it has called setsid()).
+    auto daemon_in_cgroup = [&] {
+      const std::vector<pid_t> members = cgroup_->Members();
+      bool daemon = false;
+      for (pid_t pid : members) daemon |= pid != shell.pid() && ::getsid(pid) == pid;
+      return members.size() == 3 && daemon &&
+             std::find(members.begin(), members.end(), shell.pid()) != members.end();
+    };
+    EXPECT_TRUE(WaitFor(daemon_in_cgroup));
 
     EXPECT_TRUE(cgroup_->Kill());
     EXPECT_EQ(shell.Wait(), ExitStatus::Killed(SIGKILL));

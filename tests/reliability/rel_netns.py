@@ -119,6 +119,27 @@ class NoDnsTest(RelNetnsTestCase):
         self.measure("R13", "DNS questions during a 2-node job given IPs only",
                      sum(len(q.splitlines()) for q in questions), "questions", "== 0")
 
+    def test_malformed_addresses_are_refused_without_a_name_lookup(self):
+        # R27: each looks like an address and is not one; the resolver would have been asked
+        # (getaddrinfo even reads 1.2.3 as 1.2.0.3). Refused before anything, no DNS question.
+        cases = {
+            ("--ips", f"{self.ip(0)},10.0.0.300"): "--ips: '10.0.0.300' is not an IPv4 address",
+            ("--ips", f"{self.ip(0)},1.2.3"): "--ips: '1.2.3' is not an IPv4 address",
+            ("--ips", f"{self.ip(0)},10.0.0.1:80"): "--ips: '10.0.0.1:80' is not a host",
+            ("--ips", f"{self.ip(0)},::gg"): "--ips: '::gg' is not an IPv6 address",
+            ("--master", "host:port:port"): "--master: 'host:port:port' is not host:port",
+            ("--servers", "10.0.0.300:6000"): "--servers: '10.0.0.300' is not an IPv4 address",
+        }
+        for (flag, value), message in cases.items():
+            args = [flag, value] + (["--nnodes", 2] if flag == "--master" else []) + \
+                self.rank_args()
+            result = self.finish(self.start_on(0, args))
+            self.assertEqual(result.code, 2, result)
+            self.assertEqual(len(result.stderr.splitlines()), 1, result)
+            self.assertIn(message, result.stderr)
+        self.assertEqual(self.trap_logs[0].read_text(), "")
+        self.assertEqual(list(self.rec.iterdir()), [])
+
 
 if __name__ == "__main__":
     harness.main()
