@@ -8,7 +8,7 @@ import time
 
 import harness
 from harness import abort_line
-from relcase import RelTestCase
+from relcase import REL_RANK, RelTestCase
 
 TREE = "fork,shell,double,stubborn"
 
@@ -229,6 +229,42 @@ class EscapeTest(RelTestCase):
         self.assert_all_gone(daemons)
         self.wait_until(lambda: not self.cgroups_left(), "the job's cgroup removed",
                         timeout=harness.GONE_TIMEOUT)
+
+
+    def test_a_nested_launch_is_stopped_with_its_daemons(self):
+        # Rank 0 starts a launcher of its own (2 ranks, each with a daemon), then fails.
+        script = self.dir / "nested.py"
+        script.write_text(NESTED_PY)
+        inner = self.rec / "inner"
+        inner.mkdir()
+        proc = self.start_timed(["--grace", self.GRACE, "--nproc_per_node", 2, script,
+                                 harness.BIN, REL_RANK, inner], env=self.env(**self.ENV))
+        result = self.finish(proc)
+        self.assertEqual(result.code, 3, result)
+        inner_launcher = int((inner / "launcher").read_text())
+        pids = [inner_launcher] + [int(p.read_text()) for p in inner.glob("pid.*")]
+        daemons = [int(line.split()[1]) for p in inner.glob("tree.*")
+                   for line in p.read_text().splitlines()]
+        self.assertEqual((len(pids), len(daemons)), (3, 2), result)
+        self.assert_all_gone(pids + daemons)
+        self.assertEqual(job_cgroups([proc.pid, inner_launcher]), [])
+
+
+NESTED_PY = """import os, subprocess, sys, time
+launcher, rel_rank, rec = sys.argv[1:4]
+if os.environ["PADDLE_TRAINER_ID"] != "0":
+    time.sleep(600)
+inner = subprocess.Popen([launcher, "--log_dir", "inner_log", "--nproc_per_node", "2", rel_rank,
+                          "--rec", rec, "--tree", "daemon", "--ready", "--sleep", "600"])
+with open(os.path.join(rec, "launcher"), "w") as f:
+    f.write(str(inner.pid))
+deadline = time.monotonic() + 60
+while len([n for n in os.listdir(rec) if n.startswith("ready.")]) < 2:
+    if time.monotonic() > deadline:
+        sys.exit("nested.py: the inner launcher's ranks are not ready after 60 s")
+    time.sleep(0.02)
+sys.exit(3)
+"""
 
 
 class EscapeFallbackTest(EscapeTest):
