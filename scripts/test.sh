@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole check, as CI runs it, on a fresh Debian 12 (as root) or an already prepared machine:
 #   1. install the Debian packages that are missing (nothing is downloaded otherwise);
-#   2. build/      RelWithDebInfo, warnings as errors; every CTest test (unit, process, e2e, torch);
+#   2. build/      RelWithDebInfo, warnings as errors; every CTest test (unit, process, e2e, torch),
+#                  then the reliability label again with PDLAUNCH_NO_CGROUP=1 (the subreaper path);
 #   3. build-asan/ Debug with AddressSanitizer + UBSan; the unit, process and e2e tests;
 #   4. build-fuzz/ clang++ with libFuzzer + ASan + UBSan; 60 s of scripts/fuzz.sh.
 # Usage: bash scripts/test.sh [--quick]     (--quick skips steps 3 and 4)
@@ -21,7 +22,7 @@ quick=0
 for arg in "$@"; do
   case "${arg}" in
     --quick) quick=1 ;;
-    -h | --help) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "test.sh: unknown argument: ${arg}" >&2; exit 2 ;;
   esac
 done
@@ -66,6 +67,13 @@ install_packages "${PACKAGES[@]}"
 if build_tree build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPDLAUNCH_WARNINGS_AS_ERRORS=ON \
   -DPDLAUNCH_SANITIZE=; then
   if run_tests build; then summary+=("build/ ok"); else failed+=("build/ tests"); fi
+  # The reliability suite again on the other containment path: no cgroup, the launcher as the
+  # subreaper of its descendants (docs/design.md, Containment).
+  if PDLAUNCH_NO_CGROUP=1 run_tests build -L reliability; then
+    summary+=("build/ reliability without cgroup ok")
+  else
+    failed+=("build/ reliability without cgroup")
+  fi
 else
   failed+=("build/ build")
 fi
