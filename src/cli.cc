@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "pdlaunch/echo_choice.h"
 #include "pdlaunch/endpoint.h"
 #include "pdlaunch/errors.h"
 #include "pdlaunch/version.h"
@@ -145,6 +146,11 @@ void StoreLogDir(LaunchOptions& options, std::string_view flag, const std::strin
 
 void StoreStartPort(LaunchOptions& options, std::string_view flag, const std::string& value) {
   options.start_port = ToPort(flag, value);
+}
+
+void StoreEcho(LaunchOptions& options, std::string_view, const std::string& value) {
+  ParseEchoChoice(value);  // A usage error now, not when the processes start.
+  options.echo = value;
 }
 
 void StoreGrace(LaunchOptions& options, std::string_view flag, const std::string& value) {
@@ -343,6 +349,11 @@ const auto kFlags = std::to_array<FlagSpec>({
      ""},
     {"--log_overwrite", "log_overwrite", Kind::kFlag, O, &StoreLogOverwrite, kOwnGroup,
      "Truncate the log files instead of appending to them.", "", "PADDLE_LOG_OVERWRITE"},
+    {"--echo", "echo", Kind::kValue, O, &StoreEcho, kOwnGroup,
+     "Show these local processes' output on the console, each line prefixed with its rank "
+     "([rank 3]: ...; the node's host first in a multi-node job): all, or local ranks such as "
+     "0,3,5. Default: local rank 0, unprefixed, as Paddle.",
+     "", "PADDLE_ECHO"},
     {"--grace", "grace", Kind::kValue, O, &StoreGrace, kOwnGroup,
      "Seconds between SIGTERM and SIGKILL when the trainers are stopped. Default 5.", ""},
     {"--rendezvous_timeout", "rendezvous_timeout", Kind::kValue, O,

@@ -34,6 +34,7 @@ namespace fs = std::filesystem;
 namespace {
 
 using internal::BuildTrainerProcesses;
+using internal::ChooseEcho;
 using internal::EnvironmentMap;
 using internal::GatherNodeEnv;
 using internal::GetEnv;
@@ -306,6 +307,7 @@ int RunDecided(JobDecision decision) {
   SupervisorOptions supervisor;
   supervisor.grace_seconds = options.grace;
   supervisor.echo_path = processes.front().log_path;
+  ChooseEcho(supervisor, options, cluster.pods.size() > 1, cluster.local_pod().ip);
   supervisor.on_started = PrintStarted;
   supervisor.remove_if_killed = {gloo_dir.path()};
   return RunSupervised(std::move(processes), supervisor);

@@ -382,6 +382,7 @@ int ElasticNodeAgent::RunWorld(const WorldRecord& world) {
   stop_reason_.reset();
   SupervisorOptions loop = LoopOptions();
   loop.echo_path = processes.front().log_path;
+  internal::ChooseEcho(loop, options_, cluster.pods.size() > 1, cluster.local_pod().ip);
   loop.remove_if_killed = {gloo_dir.path()};
   loop.on_started = PrintStarted;
   loop.on_first_failure = [this](const SupervisedProcess& p, const ExitStatus& s) {

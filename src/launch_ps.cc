@@ -130,6 +130,7 @@ int RunPs(const LaunchOptions& options, JobMode mode, const TrainingCommand& com
   supervisor.grace_seconds = options.grace;
   supervisor.remove_if_killed = {gloo_dir.path()};
   SetPsSupervision(processes, supervisor);
+  ChooseEcho(supervisor, options, false, "");  // Roles and ranks name a PS process already.
   return RunSupervised(std::move(processes), supervisor);
 }
 

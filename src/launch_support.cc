@@ -12,6 +12,7 @@
 #include <system_error>
 
 #include "pdlaunch/cli.h"
+#include "pdlaunch/echo_choice.h"
 #include "pdlaunch/errors.h"
 #include "pdlaunch/options.h"
 #include "pdlaunch/ports.h"
@@ -193,6 +194,13 @@ std::vector<SupervisedProcess> BuildPsProcesses(const std::vector<PsProcess>& ps
     processes.push_back(std::move(p));
   }
   return processes;
+}
+
+void ChooseEcho(SupervisorOptions& supervisor, const LaunchOptions& options, bool multi_node,
+                const std::string& host) {
+  if (!options.echo) return;
+  supervisor.echo = ParseEchoChoice(*options.echo);
+  supervisor.echo_host = multi_node ? host : std::string();
 }
 
 void SetPsSupervision(const std::vector<SupervisedProcess>& processes,

@@ -63,6 +63,11 @@ DevicePlan ResolveCollectiveDevices(const LaunchOptions& options);
 /// Paddle's "launch proc_id:<pid> idx:<i>" line for every started process, on stdout.
 void PrintStarted(const std::vector<pid_t>& pids);
 
+/// --echo for a run: the choice, and the node's host in the prefix when the job spans nodes
+/// (`multi_node`). Without --echo the supervisor echoes `echo_path` as it is.
+void ChooseEcho(SupervisorOptions& supervisor, const LaunchOptions& options, bool multi_node,
+                const std::string& host);
+
 /// Creates `log_dir` (and parents); returns its absolute path. Throws LaunchError naming it.
 std::filesystem::path PrepareLogDir(const std::string& log_dir);
 

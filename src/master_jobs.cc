@@ -84,6 +84,7 @@ class CollectiveJob : public MasterJob {
                                                    : MasterTrainerVariables(cluster, first, job));
     local.mode_line = devices_.mode_line;
     local.supervisor.echo_path = local.processes.front().log_path;
+    ChooseEcho(local.supervisor, options_, cluster.pods.size() > 1, cluster.local_pod().ip);
     return local;
   }
 
@@ -177,6 +178,7 @@ class PsJob : public MasterJob {
                          command_, log_dir, options_.log_overwrite, logs);
     local.supervisor.remove_if_killed = {gloo_dir_.path()};
     SetPsSupervision(local.processes, local.supervisor);
+    ChooseEcho(local.supervisor, options_, false, "");
     local.job_wide_completion = peers_.size() > 1;
     if (!ps.empty()) local.debug_table = FormatDistributedEnvs(ps.front().env);
     return local;

@@ -111,6 +111,7 @@ Lines NewInterfaceLines(const LaunchOptions& o) {
 Lines ConfigurationLines(const LaunchOptions& o) {
   return {
       {"backend", PythonStr(o.backend)},
+      {"echo", PythonStr(o.echo)},
       {"elastic_pre_hook", PythonStr(o.elastic_pre_hook)},
       {"elastic_server", PythonStr(o.elastic_server)},
       {"force", PythonStr(o.force)},

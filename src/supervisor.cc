@@ -60,25 +60,40 @@ std::string TailOfFile(const std::string& path, off_t from, int max_lines) {
   return tail;
 }
 
-/// Copies what local rank 0 writes to its log file onto the launcher's stdout, whole lines only.
-/// Driven by inotify: no polling. The kernel writes the file; we only read it.
+/// A log file whose new lines go to the console.
+struct EchoSource {
+  std::string path;
+  std::string prefix;  ///< Before every line; empty: the bytes as they are (Paddle's echo).
+};
+
+/// Copies what the chosen processes write to their log files onto the launcher's stdout, whole
+/// lines only, so that lines of different processes never splice. Driven by inotify (one
+/// instance, a watch per file): no polling. The kernel writes the files; we only read them.
 class ConsoleEcho {
  public:
-  ConsoleEcho(asio::io_context& io, const std::string& path) : inotify_(io) {
-    if (path.empty()) return;
-    file_fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (file_fd_ < 0) ThrowSystemError(errno, "cannot open " + path + " to echo it");
-    ::lseek(file_fd_, 0, SEEK_END);  // Earlier runs' output stays in the file, not on screen.
+  ConsoleEcho(asio::io_context& io, const std::vector<EchoSource>& sources) : inotify_(io) {
+    if (sources.empty()) return;
     const int ifd = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
     if (ifd < 0) ThrowSystemError(errno, "inotify_init1");
     inotify_.assign(ifd);
-    if (::inotify_add_watch(ifd, path.c_str(), IN_MODIFY) < 0) {
-      ThrowSystemError(errno, "inotify_add_watch " + path);
+    for (const EchoSource& source : sources) {
+      File file;
+      file.prefix = source.prefix;
+      file.fd = ::open(source.path.c_str(), O_RDONLY | O_CLOEXEC);
+      if (file.fd < 0) ThrowSystemError(errno, "cannot open " + source.path + " to echo it");
+      ::lseek(file.fd, 0, SEEK_END);  // Earlier runs' output stays in the file, not on screen.
+      file.watch = ::inotify_add_watch(ifd, source.path.c_str(), IN_MODIFY);
+      if (file.watch < 0) {
+        const int error = errno;
+        ::close(file.fd);
+        ThrowSystemError(error, "inotify_add_watch " + source.path);
+      }
+      files_.push_back(std::move(file));
     }
     Arm();
   }
   ~ConsoleEcho() {
-    if (file_fd_ >= 0) ::close(file_fd_);
+    for (File& file : files_) ::close(file.fd);
   }
 
   /// Descriptors the watchdog should hold so that their expensive release happens there.
@@ -87,50 +102,97 @@ class ConsoleEcho {
     return {inotify_.native_handle()};
   }
 
-  /// Echoes everything up to the end of the file, the last partial line included.
+  /// Echoes everything up to the end of every file, last partial lines included (a prefixed
+  /// one gets a newline, so that the next process's line does not continue it).
   void Finish() {
-    Drain();
-    WriteOut(assembler_.Finish());
+    for (File& file : files_) {
+      Drain(file);
+      std::string rest = file.assembler.Finish();
+      if (!file.prefix.empty() && !rest.empty()) rest += '\n';
+      WriteOut(file, rest);
+    }
     boost::system::error_code ignored;
     inotify_.close(ignored);
   }
 
  private:
+  struct File {
+    int fd = -1;
+    int watch = -1;
+    std::string prefix;
+    LineAssembler assembler;
+  };
+
   void Arm() {
     inotify_.async_wait(StreamDescriptor::wait_read, [this](boost::system::error_code ec) {
       if (ec) return;
-      char events[4096];
-      while (::read(inotify_.native_handle(), events, sizeof events) > 0) {
+      alignas(inotify_event) char events[4096];
+      ssize_t n;
+      while ((n = ::read(inotify_.native_handle(), events, sizeof events)) > 0) {
+        for (ssize_t at = 0; at < n;) {
+          const auto* event = reinterpret_cast<const inotify_event*>(events + at);
+          for (File& file : files_) {
+            if (file.watch == event->wd) Drain(file);
+          }
+          at += static_cast<ssize_t>(sizeof(inotify_event) + event->len);
+        }
       }
-      Drain();
       Arm();
     });
   }
 
-  void Drain() {
-    if (file_fd_ < 0) return;
+  void Drain(File& file) {
     // Not zero-filled: only the pages a read fills are ever touched.
     if (!buffer_) buffer_ = std::make_unique_for_overwrite<char[]>(kEchoBufferSize);
     for (;;) {
-      const ssize_t n = ::read(file_fd_, buffer_.get(), kEchoBufferSize);
+      const ssize_t n = ::read(file.fd, buffer_.get(), kEchoBufferSize);
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) return;
-      WriteOut(assembler_.Feed(std::string_view(buffer_.get(), static_cast<size_t>(n))));
+      WriteOut(file,
+               file.assembler.Feed(std::string_view(buffer_.get(), static_cast<size_t>(n))));
     }
   }
 
-  void WriteOut(const std::string& lines) {
+  void WriteOut(const File& file, const std::string& lines) {
     if (!console_ok_ || lines.empty()) return;
-    console_ok_ = WriteAll(STDOUT_FILENO, lines);  // EPIPE: the console went away; keep going.
+    // EPIPE: the console went away; keep going.
+    console_ok_ = WriteAll(STDOUT_FILENO, file.prefix.empty() ? lines
+                                                              : PrefixLines(lines, file.prefix));
   }
 
   StreamDescriptor inotify_;
-  int file_fd_ = -1;
-  LineAssembler assembler_;
+  std::vector<File> files_;
   static constexpr size_t kEchoBufferSize = 1 << 20;
   std::unique_ptr<char[]> buffer_;
   bool console_ok_ = true;
 };
+
+/// The files to echo: --echo's choice, prefixed, or `echo_path` as it is.
+std::vector<EchoSource> EchoSources(const std::vector<SupervisedProcess>& processes,
+                                    const SupervisorOptions& options) {
+  std::vector<EchoSource> sources;
+  if (!options.echo) {
+    if (!options.echo_path.empty()) sources.push_back({options.echo_path, ""});
+    return sources;
+  }
+  const EchoChoice& choice = *options.echo;
+  for (size_t i = 0; i < processes.size(); ++i) {
+    const bool chosen = choice.all || std::find(choice.locals.begin(), choice.locals.end(),
+                                                static_cast<int>(i)) != choice.locals.end();
+    const SupervisedProcess& p = processes[i];
+    if (chosen && !p.log_path.empty()) {
+      sources.push_back({p.log_path, EchoPrefix(p.role, p.rank, options.echo_host)});
+    }
+  }
+  for (int local : choice.locals) {
+    if (local >= static_cast<int>(processes.size())) {
+      PDLOG_WARN("--echo: this node runs {} processes (local ranks 0..{}); nothing to echo for "
+                 "local rank {}",
+                 processes.size(), processes.size() - 1, local);
+    }
+  }
+  return sources;
+}
 
 /// One supervised child and the descriptor that reports its exit.
 struct Child {
@@ -183,7 +245,7 @@ class EventLoop {
         tick_timer_(io_),
         external_event_(io_),
         policy_(Primaries(processes), options.hold_secondaries),
-        echo_(io_, options.echo_path),
+        echo_(io_, EchoSources(processes, options)),
         cgroup_(ContainJob()),
         watchdog_(echo_.SharedDescriptors(), options.remove_if_killed,
                   cgroup_ ? cgroup_->dir() : std::string()) {

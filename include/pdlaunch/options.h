@@ -65,6 +65,9 @@ struct LaunchOptions {
   std::optional<int> start_port;  ///< First fixed port; beats FLAGS_START_PORT, PADDLE_START_PORT.
   bool log_overwrite = false;     ///< Truncate log files instead of appending.
   double grace = 5.0;             ///< Seconds between SIGTERM and SIGKILL at teardown.
+  /// --echo: "all" or local ranks "0,3,5" shown on the console, prefixed; unset: local rank 0
+  /// unprefixed (Paddle's).
+  std::optional<std::string> echo;
   double rendezvous_timeout = 600;  ///< Master mode: seconds to wait for every node.
   double heartbeat_timeout = 10;    ///< Master mode: a node silent this long is lost.
 

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "pdlaunch/echo_choice.h"
 #include "pdlaunch/exit_status.h"
 #include "pdlaunch/process.h"
 
@@ -45,6 +46,10 @@ struct SupervisorOptions {
   double grace_seconds = 5.0;
   int world_size = 0;     ///< For the ABORT line.
   std::string echo_path;  ///< Log file to echo to stdout live (local rank 0's); empty: none.
+  /// --echo: echo these local processes (indices into the processes) instead of echo_path, each
+  /// line prefixed (EchoPrefix); `echo_host` non-empty puts the node's host in the prefix.
+  std::optional<EchoChoice> echo;
+  std::string echo_host;
   int tail_lines = 20;    ///< Lines of a failed rank's log shown on failure.
   /// Logged (INFO) once every primary process has exited 0 (PS: "all workers exit, going to
   /// finish parameter server and heter_worker."). Empty: nothing.

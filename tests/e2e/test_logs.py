@@ -56,6 +56,71 @@ class LogFilesTest(LaunchTestCase):
                          ["endpoints.log", "workerlog.0", "workerlog.1"])
 
 
+ECHO_LINE = re.compile(r"^\[rank (\d+)\]: rank (\d+) line (\d{6})/(\d+) x{80} end$")
+MID_LINE = """import os, sys
+rank = os.environ["PADDLE_TRAINER_ID"]
+sys.stdout.write(f"rank {rank} whole\\nrank {rank} cut mid-li")
+sys.stdout.flush()
+os._exit(0 if rank == "0" else 3)
+"""
+
+
+class EchoTest(LaunchTestCase):
+    """--echo (issue #11): the chosen local ranks' output on the console, each line prefixed
+    with its rank; whole lines only, nothing lost or duplicated."""
+
+    def test_sixteen_ranks_of_ten_thousand_lines_all_arrive_once_prefixed(self):
+        lines = 10000
+        result = self.run_launch(["--echo", "all", "--nproc_per_node", 16]
+                                 + self.rank_args("--lines", lines))
+        self.assertEqual(result.code, 0, result)
+        numbers = {rank: [] for rank in range(16)}
+        for line in result.stdout.splitlines():
+            if "x" * 10 in line or FRAGMENT.search(line):
+                m = ECHO_LINE.match(line)
+                self.assertIsNotNone(m, f"split, spliced or unprefixed line: {line[:200]!r}")
+                self.assertEqual(m.group(1), m.group(2), f"prefix of another rank: {line!r}")
+                numbers[int(m.group(1))].append(int(m.group(3)))
+        for rank in range(16):
+            self.assertEqual(numbers[rank], list(range(1, lines + 1)), f"rank {rank}")
+
+    def test_chosen_local_ranks_only(self):
+        result = self.run_launch(["--echo", "3, 0", "--nproc_per_node", 4]
+                                 + self.rank_args("--say", "hi"))
+        self.assertEqual(result.code, 0, result)
+        echoed = [line for line in result.stdout.splitlines() if line.endswith(": hi")]
+        self.assertEqual(sorted(echoed), ["[rank 0]: rank 0: hi", "[rank 3]: rank 3: hi"])
+
+    def test_environment_twin_and_default(self):
+        result = self.run_launch(["--nproc_per_node", 2] + self.rank_args("--say", "hi"),
+                                 env=self.env(PADDLE_ECHO="1"))
+        self.assertIn("[rank 1]: rank 1: hi", result.stdout.splitlines())
+        self.assertNotIn("rank 0: hi", result.stdout)
+        result = self.run_launch(["--nproc_per_node", 2] + self.rank_args("--say", "hi"))
+        self.assertIn("rank 0: hi", result.stdout.splitlines())  # Paddle's: rank 0, as it is
+        self.assertNotIn("rank 1: hi", result.stdout)
+
+    def test_a_rank_dying_mid_line_leaves_a_whole_prefixed_line(self):
+        script = self.dir / "mid_line.py"
+        script.write_text(MID_LINE)
+        result = self.run_launch(["--echo", "all", "--nproc_per_node", 2, script])
+        self.assertEqual(result.code, 3, result)
+        lines = result.stdout.splitlines()
+        for rank in (0, 1):
+            self.assertIn(f"[rank {rank}]: rank {rank} whole", lines)
+            self.assertIn(f"[rank {rank}]: rank {rank} cut mid-li", lines)
+
+    def test_bad_values_are_usage_errors(self):
+        for value, message in [
+                ("0,0", "--echo: local rank 0 is listed twice in '0,0'"),
+                ("some", "--echo: 'some' is not a local rank (expected all, or local ranks "
+                         "such as 0,3,5)"),
+                ("", "--echo: '' names no process (expected all, or local ranks such as "
+                     "0,3,5)")]:
+            result = self.run_launch([f"--echo={value}"] + self.rank_args())
+            self.assertEqual((result.code, result.stderr), (2, f"launch: error: {message}\n"))
+
+
 class ConsoleTest(LaunchTestCase):
     """The launcher's stdout: configuration, pids, and local rank 0's output, whole lines."""
 

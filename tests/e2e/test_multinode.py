@@ -331,6 +331,24 @@ class Ipv6Test(NetnsTestCase):
         self.assertEqual(env["PADDLE_MASTER"], f"[{self.v6[0]}]:6072")
 
 
+class EchoMultiNodeTest(NetnsTestCase):
+    """--echo in a job of two nodes: each line carries the node's address and the global rank."""
+
+    DOCKER_IN = None
+
+    def test_prefix_has_the_node_and_the_global_rank(self):
+        ips = f"{self.ip(0)},{self.ip(1)}"
+        args = ["--ips", ips, "--echo", "all", "--nproc_per_node", 2] + self.rank_args(
+            "--say", "hi")
+        results = self.run_nodes([args, args])
+        self.assert_ok(results)
+        for node in (0, 1):
+            echoed = sorted(line for line in results[node].stdout.splitlines()
+                            if line.endswith(": hi"))
+            self.assertEqual(echoed, [f"[{self.ip(node)} rank {r}]: rank {r}: hi"
+                                      for r in (2 * node, 2 * node + 1)])
+
+
 class TorchMultiNodeTest(NetnsTestCase):
     """A real PyTorch gloo all-reduce across 2 namespaces × 2 ranks (labels netns, torch)."""
 

@@ -30,6 +30,7 @@
 
 #include "pdlaunch/cgroup_path.h"
 #include "pdlaunch/cli.h"
+#include "pdlaunch/echo_choice.h"
 #include "pdlaunch/kv_http.h"
 #include "pdlaunch/master_config.h"
 #include "pdlaunch/rendezvous.h"
@@ -154,8 +155,8 @@ size_t ItemCount(const std::optional<std::string>& list, char separator) {
 void CheckConfiguration(const LaunchOptions& options) {
   const std::string text = FormatConfigurationArguments(options);
   // Tokens hold no '\n' (the input is split on it) and list items are escaped: one line each.
-  // 28 options and the two rule lines; 13 more for a command of today's interface.
-  PDLAUNCH_FUZZ_CHECK(CountLines(text) == (UsesNewInterface(options) ? 43u : 30u));
+  // 29 options and the two rule lines; 13 more for a command of today's interface.
+  PDLAUNCH_FUZZ_CHECK(CountLines(text) == (UsesNewInterface(options) ? 44u : 31u));
   PDLAUNCH_FUZZ_CHECK(text.rfind("-----------  Configuration Arguments -----------\n", 0) == 0);
   PDLAUNCH_FUZZ_CHECK(text.ends_with(std::string(48, '-') + "\n"));
 }
@@ -580,6 +581,14 @@ void FuzzMaster(const FuzzInput& input, const LaunchOptions& options, const EnvM
     }
   }
   (void)Try([&] { return DetectSlurmStep(env); });
+  // --echo values: a choice or a UsageError; a choice is never empty and sorted.
+  for (const std::string& token : input.args) {
+    if (const auto choice = Try([&] { return ParseEchoChoice(token); })) {
+      PDLAUNCH_FUZZ_CHECK(choice->all || !choice->locals.empty());
+      PDLAUNCH_FUZZ_CHECK(std::is_sorted(choice->locals.begin(), choice->locals.end()));
+    }
+    PDLAUNCH_FUZZ_CHECK(PrefixLines(token, "> ").size() >= token.size());
+  }
   // The cgroup of /proc/self/mountinfo and /proc/self/cgroup: pairs of tokens as the two files.
   for (size_t i = 0; i + 1 < input.args.size(); i += 2) {
     if (const auto dir = OwnCgroupDir(input.args[i], input.args[i + 1])) {

@@ -30,6 +30,7 @@ TEST(OptionsTest, ConfigurationDumpMatchesContractExample) {
   EXPECT_EQ(FormatConfigurationArguments(options),
             "-----------  Configuration Arguments -----------\n"
             "backend: auto\n"
+            "echo: None\n"
             "elastic_pre_hook: None\n"
             "elastic_server: None\n"
             "force: False\n"
