@@ -121,6 +121,36 @@ class EchoTest(LaunchTestCase):
             self.assertEqual((result.code, result.stderr), (2, f"launch: error: {message}\n"))
 
 
+class LogLevelTest(LaunchTestCase):
+    """--log_level (and PADDLE_LOG_LEVEL) filters the launcher's own messages, case-insensitive;
+    the ABORT line is an ERROR and "Local processes completed." an INFO line, as in Paddle."""
+
+    def levels(self, stderr):
+        return {m.group(1) for m in map(harness.LOG_LINE.match, stderr.splitlines()) if m}
+
+    def test_each_level_filters(self):
+        failing = self.rank_args("--exit", "1:3")
+        seen = {}
+        for level in ("debug", "INFO", "Warning", "ERROR", "CRITICAL"):
+            ok = self.run_launch(["--log_level", level, "--nproc_per_node", 2] + self.rank_args())
+            bad = self.run_launch(["--log_level", level, "--nproc_per_node", 2] + failing)
+            self.assertEqual((ok.code, bad.code), (0, 3), (ok, bad))
+            seen[level.upper()] = (self.levels(ok.stderr) | self.levels(bad.stderr),
+                                   "Local processes completed." in ok.stderr,
+                                   "ABORT!!!" in bad.stderr)
+        self.assertEqual(seen["DEBUG"], ({"DEBUG", "INFO", "WARNING", "ERROR"}, True, True))
+        self.assertEqual(seen["INFO"], ({"INFO", "WARNING", "ERROR"}, True, True))
+        self.assertEqual(seen["WARNING"], ({"WARNING", "ERROR"}, False, True))
+        self.assertEqual(seen["ERROR"], ({"ERROR"}, False, True))
+        self.assertEqual(seen["CRITICAL"], (set(), False, False))
+
+    def test_environment_twin(self):
+        result = self.run_launch(["--nproc_per_node", 1] + self.rank_args(),
+                                 env=self.env(PADDLE_LOG_LEVEL="warning"))
+        self.assertEqual(result.code, 0, result)
+        self.assertNotIn("INFO", self.levels(result.stderr))
+
+
 class ConsoleTest(LaunchTestCase):
     """The launcher's stdout: configuration, pids, and local rank 0's output, whole lines."""
 
