@@ -153,6 +153,13 @@ void StoreEcho(LaunchOptions& options, std::string_view, const std::string& valu
   options.echo = value;
 }
 
+void StoreReport(LaunchOptions& options, std::string_view flag, const std::string& value) {
+  if (StripSpace(value).empty()) {
+    throw UsageError(fmt::format("argument {}: expected a file name", flag));
+  }
+  options.report = value;
+}
+
 void StoreGrace(LaunchOptions& options, std::string_view flag, const std::string& value) {
   options.grace = ToSeconds(flag, value);
 }
@@ -354,6 +361,10 @@ const auto kFlags = std::to_array<FlagSpec>({
      "([rank 3]: ...; the node's host first in a multi-node job): all, or local ranks such as "
      "0,3,5. Default: local rank 0, unprefixed, as Paddle.",
      "", "PADDLE_ECHO"},
+    {"--report", "report", Kind::kValue, O, &StoreReport, kOwnGroup,
+     "Write a JSON report of the run to FILE when the launcher exits: every process, its exit, "
+     "the root cause (docs/report.md)",
+     "", "PADDLE_REPORT"},
     {"--grace", "grace", Kind::kValue, O, &StoreGrace, kOwnGroup,
      "Seconds between SIGTERM and SIGKILL when the trainers are stopped. Default 5.", ""},
     {"--rendezvous_timeout", "rendezvous_timeout", Kind::kValue, O,

@@ -17,9 +17,10 @@ EchoChoice ParseEchoChoice(std::string_view value) {
   }
   for (const std::string& entry : SplitAndStrip(value, ',')) {
     if (entry.empty()) {
-      throw UsageError(fmt::format("--echo: '{}' has an empty entry (expected all, or local "
-                                   "ranks such as 0,3,5)",
-                                   value));
+      throw UsageError(
+          fmt::format("--echo: '{}' has an empty entry (expected all, or local "
+                      "ranks such as 0,3,5)",
+                      value));
     }
     int local = 0;
     try {

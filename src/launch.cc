@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -23,10 +24,12 @@
 #include "pdlaunch/ports.h"
 #include "pdlaunch/process.h"
 #include "pdlaunch/ps.h"
+#include "pdlaunch/run_recorder.h"
 #include "pdlaunch/supervisor.h"
 #include "pdlaunch/topology.h"
 #include "pdlaunch/trainer_env.h"
 #include "pdlaunch/training_command.h"
+#include "pdlaunch/version.h"
 
 namespace pdlaunch {
 namespace fs = std::filesystem;
@@ -295,6 +298,8 @@ int RunDecided(JobDecision decision) {
   }
 
   const Cluster& cluster = plan.cluster;
+  TheRunReport().node_rank = cluster.local_index;
+  TheRunReport().nodes = static_cast<int>(cluster.pods.size());
   PDLOG_INFO(
       "Local start {} processes. First process distributed environment info (Only For Debug): {}",
       processes.size(),
@@ -347,6 +352,49 @@ class LogDirGuard {
 
 }  // namespace
 
+namespace {
+
+/// Fills in the outcome and writes --report, if asked; the launcher's exit code is unchanged.
+int Finish(const std::optional<std::string>& report_path, int code, const std::string& error) {
+  if (!report_path) return code;
+  RunReport& report = TheRunReport();
+  report.exit_code = code;
+  report.end_time = WallClockNow();
+  if (!error.empty()) {
+    report.reason = error;
+  } else if (code == 0) {
+    report.reason = "success";
+  } else if (report.root_cause) {
+    report.reason = "process failure";
+  } else if (report.signal) {
+    report.reason = "signal " + SignalName(*report.signal);
+  } else {
+    report.reason = fmt::format("exit code {}", code);
+  }
+  if (const auto failed = WriteRunReport(*report_path, report)) {
+    fmt::print(stderr, "launch: warning: --report: {}\n", *failed);
+  }
+  return code;
+}
+
+std::string HostName() {
+  char name[256] = {};
+  return ::gethostname(name, sizeof name - 1) == 0 ? std::string(name) : std::string();
+}
+
+const char* PathName(const JobDecision& d) {
+  if (d.elastic.config) return "elastic";
+  if (d.slurm) return "slurm";
+  switch (d.path.kind) {
+    case LaunchPath::Kind::kMaster: return "master";
+    case LaunchPath::Kind::kEtcd: return "elastic";
+    case LaunchPath::Kind::kDefault: break;
+  }
+  return d.options.WasGiven("ips") ? "ips" : "local";
+}
+
+}  // namespace
+
 int Main(int argc, char** argv) {
   // The console may go away (a closed pipe); that must not kill the launcher and orphan the job.
   ::signal(SIGPIPE, SIG_IGN);
@@ -354,7 +402,13 @@ int Main(int argc, char** argv) {
   ::signal(SIGCHLD, SIG_DFL);
   RaiseOpenFileLimit();
   SetupLogging();
+  RunReport& report = TheRunReport();
+  report.version = kVersion;
+  report.command_line.assign(argv, argv + argc);
+  report.host = HostName();
+  report.start_time = WallClockNow();
   std::optional<LogDirGuard> log_dir;
+  std::optional<std::string> report_path;  // Known once parsed; a usage error writes none.
   try {
     CommandLine command_line = ParseCommandLine(std::vector<std::string>(argv + 1, argv + argc));
     if (command_line.exit_text) {
@@ -368,10 +422,13 @@ int Main(int argc, char** argv) {
     options.program = argv[0];
     options.command_line.assign(argv + 1, argv + argc);
     const JobDecision decision = Decide(options, env);  // Usage errors: one line, nothing else.
+    report_path = options.report;
+    report.mode = decision.rpc ? "rpc" : decision.mode == JobMode::kCollective ? "collective" : "ps";
+    report.launch_path = PathName(decision);
     log_dir.emplace(decision.options.log_dir);
     fmt::print("{}", FormatConfigurationArguments(options));
     for (const std::string& note : notes) PDLOG_INFO("{}", note);
-    return RunDecided(decision);
+    return Finish(report_path, RunDecided(decision), "");
   } catch (const LaunchError& e) {
     std::fflush(stdout);
     if (argc == 1) {  // A bare `launch`: the short usage line.
@@ -379,12 +436,13 @@ int Main(int argc, char** argv) {
     }
     fmt::print(stderr, "launch: error: {}\n", e.what());
     if (log_dir) log_dir->CleanUp();
-    return e.exit_code();
+    return Finish(e.exit_code() == kExitUsageError ? std::nullopt : report_path, e.exit_code(),
+                  e.what());
   } catch (const std::exception& e) {
     std::fflush(stdout);
     fmt::print(stderr, "launch: error: {}\n", e.what());
     if (log_dir) log_dir->CleanUp();
-    return kExitSetupError;
+    return Finish(report_path, kExitSetupError, e.what());
   }
 }
 

@@ -17,6 +17,7 @@
 #include "pdlaunch/elastic.h"
 #include "pdlaunch/elastic_policy.h"
 #include "pdlaunch/errors.h"
+#include "pdlaunch/run_recorder.h"
 #include "pdlaunch/kv_store.h"
 #include "pdlaunch/logging.h"
 #include "pdlaunch/messages.h"
@@ -349,6 +350,8 @@ void ElasticNodeAgent::PublishFailure(const SupervisedProcess& process, const Ex
 
 int ElasticNodeAgent::RunWorld(const WorldRecord& world) {
   const Cluster cluster = BuildElasticCluster(world, id_, devices_);
+  TheRunReport().node_rank = cluster.local_index;
+  TheRunReport().nodes = static_cast<int>(cluster.pods.size());
   std::vector<std::string> hosts;
   for (const Pod& pod : cluster.pods) hosts.push_back(pod.ip);
   PDLOG_INFO("ready with hosts [{}]", fmt::join(hosts, ", "));

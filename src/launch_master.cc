@@ -26,6 +26,7 @@
 #include "pdlaunch/node.h"
 #include "pdlaunch/options.h"
 #include "pdlaunch/rendezvous.h"
+#include "pdlaunch/run_recorder.h"
 #include "pdlaunch/supervisor.h"
 #include "pdlaunch/trainer_env.h"
 
@@ -504,6 +505,8 @@ void MasterNode::OnRendezvousNews(const std::map<std::string, std::string>& kvs,
     member_addresses_ = world.addresses;
     peer_keys_ = world.keys;
     own_index_ = world.own_index;
+    TheRunReport().node_rank = own_index_;
+    TheRunReport().nodes = static_cast<int>(member_addresses_.size());
   } catch (const LaunchError& e) {
     rendezvous_error_ = e.what();
     return Stop();

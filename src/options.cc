@@ -129,6 +129,7 @@ Lines ConfigurationLines(const LaunchOptions& o) {
       {"max_restart", PythonStr(o.max_restart)},
       {"np", PythonStr(o.np)},
       {"nproc_per_node", PythonStr(o.nproc_per_node)},
+      {"report", PythonStr(o.report)},
       {"run_mode", PythonStr(o.run_mode)},
       {"scale", PythonStr(o.scale)},
       {"server_num", PythonStr(o.server_num)},

@@ -25,6 +25,7 @@
 #include "pdlaunch/job_cgroup.h"
 #include "pdlaunch/logging.h"
 #include "pdlaunch/messages.h"
+#include "pdlaunch/run_recorder.h"
 #include "pdlaunch/supervision.h"
 #include "pdlaunch/watchdog.h"
 
@@ -200,7 +201,33 @@ struct Child {
   StreamDescriptor exit_event;
   SupervisedProcess info;
   off_t log_start = 0;
+  size_t report_index = 0;  ///< Its record in TheRunReport().processes.
 };
+
+/// The value of `name` in a process's environment ("NAME=value" entries), or "".
+std::string EnvValue(const std::vector<std::string>& env, std::string_view name) {
+  for (const std::string& entry : env) {
+    if (entry.size() > name.size() && entry.starts_with(name) && entry[name.size()] == '=') {
+      return entry.substr(name.size() + 1);
+    }
+  }
+  return {};
+}
+
+/// What --report says of a process about to start.
+ProcessRecord RecordOf(const SupervisedProcess& p, int local_rank, pid_t pid) {
+  ProcessRecord record;
+  record.role = p.role;
+  record.rank = p.rank;
+  record.local_rank = local_rank;
+  record.pid = pid;
+  record.endpoint = EnvValue(p.spec.env, "PADDLE_CURRENT_ENDPOINT");
+  record.devices = EnvValue(p.spec.env, "FLAGS_selected_gpus");
+  if (record.devices.empty()) record.devices = EnvValue(p.spec.env, "FLAGS_selected_xpus");
+  record.log_path = p.log_path;
+  record.start_time = WallClockNow();
+  return record;
+}
 
 std::vector<bool> Primaries(const std::vector<SupervisedProcess>& processes) {
   std::vector<bool> primary;
@@ -303,8 +330,10 @@ class EventLoop {
       if (options_.on_spawn) options_.on_spawn(process.pid());
       StreamDescriptor exit_event(io_, ::dup(process.pidfd()));
       pids.push_back(process.pid());
-      children_.push_back(
-          Child{std::move(process), std::move(exit_event), std::move(p), log_start});
+      RunReport& report = TheRunReport();
+      report.processes.push_back(RecordOf(p, static_cast<int>(children_.size()), process.pid()));
+      children_.push_back(Child{std::move(process), std::move(exit_event), std::move(p), log_start,
+                                report.processes.size() - 1});
     }
     // Forking them all before waiting for any exec lets the children exec in parallel.
     for (Child& child : children_) child.process.ConfirmStarted();
@@ -336,6 +365,9 @@ class EventLoop {
       if (child.process.reaped()) continue;
       if (auto status = child.process.TryWait()) {
         exits.emplace_back(static_cast<int>(i), *status);
+        ProcessRecord& record = TheRunReport().processes.at(child.report_index);
+        record.status = *status;
+        record.end_time = WallClockNow();
         boost::system::error_code ignored;
         child.exit_event.close(ignored);
       }
@@ -351,6 +383,11 @@ class EventLoop {
     Execute(commands);
     if (commands.primaries_done && options_.on_primaries_done) options_.on_primaries_done();
     if (!commands.newly_failed.empty()) {
+      RunReport& report = TheRunReport();
+      if (!report.root_cause) {
+        report.root_cause =
+            children_[static_cast<size_t>(commands.newly_failed.front())].report_index;
+      }
       if (options_.on_first_failure && policy_.failed().size() == commands.newly_failed.size()) {
         const Child& first = children_[static_cast<size_t>(commands.newly_failed.front())];
         options_.on_first_failure(first.info, *first.process.status());
@@ -422,6 +459,9 @@ class EventLoop {
         PDLOG_WARN("received {}, stopping {} processes (grace {}s; again to kill at once)",
                    SignalName(signal), children_.size(), options_.grace_seconds);
       }
+    }
+    if (Supervision::IsTerminationSignal(signal) && !TheRunReport().signal) {
+      TheRunReport().signal = signal;
     }
     Execute(commands);
     MaybeFinish();

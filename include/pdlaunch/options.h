@@ -68,6 +68,8 @@ struct LaunchOptions {
   /// --echo: "all" or local ranks "0,3,5" shown on the console, prefixed; unset: local rank 0
   /// unprefixed (Paddle's).
   std::optional<std::string> echo;
+  /// --report FILE: a JSON report of the run written when the launcher exits (docs/report.md).
+  std::optional<std::string> report;
   double rendezvous_timeout = 600;  ///< Master mode: seconds to wait for every node.
   double heartbeat_timeout = 10;    ///< Master mode: a node silent this long is lost.
 

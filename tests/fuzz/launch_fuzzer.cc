@@ -155,8 +155,8 @@ size_t ItemCount(const std::optional<std::string>& list, char separator) {
 void CheckConfiguration(const LaunchOptions& options) {
   const std::string text = FormatConfigurationArguments(options);
   // Tokens hold no '\n' (the input is split on it) and list items are escaped: one line each.
-  // 29 options and the two rule lines; 13 more for a command of today's interface.
-  PDLAUNCH_FUZZ_CHECK(CountLines(text) == (UsesNewInterface(options) ? 44u : 31u));
+  // 30 options and the two rule lines; 13 more for a command of today's interface.
+  PDLAUNCH_FUZZ_CHECK(CountLines(text) == (UsesNewInterface(options) ? 45u : 32u));
   PDLAUNCH_FUZZ_CHECK(text.rfind("-----------  Configuration Arguments -----------\n", 0) == 0);
   PDLAUNCH_FUZZ_CHECK(text.ends_with(std::string(48, '-') + "\n"));
 }

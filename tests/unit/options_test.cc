@@ -48,6 +48,7 @@ TEST(OptionsTest, ConfigurationDumpMatchesContractExample) {
             "max_restart: None\n"
             "np: None\n"
             "nproc_per_node: None\n"
+            "report: None\n"
             "run_mode: None\n"
             "scale: 0\n"
             "server_num: None\n"

@@ -1,0 +1,22 @@
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "pdlaunch/run_report.h"
+
+namespace pdlaunch {
+
+/// The report of this launcher's run, filled as it goes: Main (command line, times, outcome),
+/// the launch paths (mode, node rank and count) and the supervisor (every process, its exit,
+/// the root cause). One per process; the launcher is single-threaded.
+RunReport& TheRunReport();
+
+/// Seconds since the epoch, now.
+double WallClockNow();
+
+/// Writes `report` to `path` atomically: a temporary file in the same directory, then rename(),
+/// so a reader never sees half a report. Returns the error text on failure. Never throws.
+std::optional<std::string> WriteRunReport(const std::string& path, const RunReport& report);
+
+}  // namespace pdlaunch

@@ -1,0 +1,104 @@
+"""--report FILE (issue #11, item 3): one JSON file when the launcher exits, whatever the
+outcome, valid against docs/report.schema.json (python3-jsonschema)."""
+import json
+import signal
+
+import jsonschema
+
+import harness
+from harness import LaunchTestCase
+from test_multinode import NetnsTestCase
+
+SCHEMA = json.loads((harness.REPO / "docs" / "report.schema.json").read_text())
+
+
+class ReportCase:
+    def read_report(self, path):
+        report = json.loads(path.read_text())
+        jsonschema.validate(report, SCHEMA, cls=jsonschema.Draft202012Validator)
+        leftovers = [p.name for p in path.parent.iterdir() if ".tmp." in p.name]
+        self.assertEqual(leftovers, [], "a temporary file of the atomic write is left")
+        return report
+
+
+class ReportTest(ReportCase, LaunchTestCase):
+    def test_success(self):
+        result = self.run_launch(["--report", "run.json", "--nproc_per_node", 2]
+                                 + self.rank_args())
+        self.assertEqual(result.code, 0, result)
+        report = self.read_report(self.dir / "run.json")
+        self.assertEqual((report["exit_code"], report["reason"], report["signal"]),
+                         (0, "success", None))
+        self.assertEqual((report["mode"], report["launch_path"], report["node_rank"],
+                          report["nodes"]), ("collective", "local", 0, 1))
+        self.assertEqual(report["command_line"][0], harness.BIN)
+        self.assertIsNone(report["root_cause"])
+        pids = self.recorded_pids("pid")
+        self.assertEqual([(p["rank"], p["local_rank"], p["pid"], p["status"]["exit_code"])
+                          for p in report["processes"]],
+                         [(r, r, pids[r], 0) for r in range(2)])
+        for p in report["processes"]:
+            self.assertTrue(p["log_path"].endswith(f"log/workerlog.{p['rank']}"))
+            self.assertRegex(p["endpoint"], r"^127\.0\.0\.1:\d+$")
+        self.assertNotIn("run.json", [p.name for p in (self.dir / "log").iterdir()])
+
+    def test_rank_failure_names_the_root_cause(self):
+        result = self.run_launch(["--report", "run.json", "--nproc_per_node", 3]
+                                 + self.rank_args("--exit", "2:7", "--sleep", 30))
+        self.assertEqual(result.code, 7, result)
+        report = self.read_report(self.dir / "run.json")
+        self.assertEqual((report["exit_code"], report["reason"]), (7, "process failure"))
+        cause = report["root_cause"]
+        self.assertEqual((cause["role"], cause["rank"], cause["status"]["exit_code"]),
+                         ("trainer", 2, 7))
+        self.assertEqual(cause["pid"], self.recorded_pids("pid")[2])
+        others = [p["status"]["signal"] for p in report["processes"] if p["rank"] != 2]
+        self.assertEqual(others, ["SIGTERM", "SIGTERM"])
+
+    def test_interrupt(self):
+        proc = self.start_launch(["--report", "run.json", "--nproc_per_node", 2]
+                                 + self.rank_args("--ready", self.rec, "--sleep", 60))
+        self.wait_ready(2, proc)
+        proc.send_signal(signal.SIGINT)
+        result = self.finish(proc)
+        self.assertEqual(result.code, 130, result)
+        report = self.read_report(self.dir / "run.json")
+        self.assertEqual((report["exit_code"], report["reason"], report["signal"]),
+                         (130, "signal SIGINT", "SIGINT"))
+
+    def test_setup_error_is_reported_and_usage_error_is_not(self):
+        result = self.run_launch(["--report", "setup.json", "missing.py"])
+        self.assertEqual(result.code, 1, result)
+        report = self.read_report(self.dir / "setup.json")
+        self.assertEqual(report["exit_code"], 1)
+        self.assertEqual(report["reason"], "training script not found: 'missing.py'")
+        self.assertEqual(report["processes"], [])
+        result = self.run_launch(["--report", "usage.json", "--gpus", "x", "missing.py"])
+        self.assertEqual(result.code, 2, result)
+        self.assertFalse((self.dir / "usage.json").exists())
+
+    def test_environment_twin(self):
+        result = self.run_launch(["--nproc_per_node", 1] + self.rank_args(),
+                                 env=self.env(PADDLE_REPORT=str(self.dir / "env.json")))
+        self.assertEqual(result.code, 0, result)
+        self.assertEqual(self.read_report(self.dir / "env.json")["reason"], "success")
+
+
+class ReportMultiNodeTest(ReportCase, NetnsTestCase):
+    DOCKER_IN = None
+
+    def test_each_node_reports_its_rank_and_the_node_count(self):
+        ips = f"{self.ip(0)},{self.ip(1)}"
+        args = ["--ips", ips, "--report", "run.json", "--nproc_per_node", 2] + self.rank_args()
+        self.assert_ok(self.run_nodes([args, args]))
+        for node in (0, 1):
+            report = self.read_report(self.dir / f"node{node}" / "run.json")
+            self.assertEqual((report["launch_path"], report["node_rank"], report["nodes"]),
+                             ("ips", node, 2))
+            self.assertEqual([p["rank"] for p in report["processes"]], [2 * node, 2 * node + 1])
+            self.assertEqual([p["endpoint"] for p in report["processes"]],
+                             [f"{self.ip(node)}:{6070 + i}" for i in range(2)])
+
+
+if __name__ == "__main__":
+    harness.main()
