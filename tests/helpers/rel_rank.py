@@ -171,32 +171,16 @@ def fork_sleeper(ignored=()):
     return pid
 
 
-def double_fork():
-    """A grandchild whose parent exits at once: an orphan that stays in our process group."""
+def double_fork(new_session=False, ignored=()):
+    """A grandchild whose parent exits at once: an orphan. Without `new_session` it stays in
+    our process group; with it, it is a daemon as daemon(3) makes one (the middle process calls
+    setsid), in a session and process group of its own. Returns the grandchild's pid."""
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:
         os.close(read_end)
-        if os.fork() == 0:
-            reset_signals()
-            os.write(write_end, str(os.getpid()).encode())
-            os.close(write_end)
-            time.sleep(600)
-        os._exit(0)
-    os.close(write_end)
-    os.waitpid(pid, 0)
-    with os.fdopen(read_end) as f:
-        return int(f.read())
-
-
-def daemonize(ignored=()):
-    """A daemon as daemon(3) makes one: fork, setsid in the child, fork again, the middle one
-    exits. Returns the daemon's pid; it is in a session and process group of its own."""
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(read_end)
-        os.setsid()
+        if new_session:
+            os.setsid()
         if os.fork() == 0:
             reset_signals(ignored)
             os.write(write_end, str(os.getpid()).encode())
@@ -235,9 +219,9 @@ def start_tree(directory, kinds):
         elif kind == "double":
             pid = double_fork()
         elif kind == "daemon":
-            pid = daemonize()
+            pid = double_fork(new_session=True)
         elif kind == "stubborn-daemon":
-            pid = daemonize(ignored=("TERM", "INT", "HUP"))
+            pid = double_fork(new_session=True, ignored=("TERM", "INT", "HUP"))
         else:
             sys.exit(f"rel_rank.py: unknown --tree kind {kind}")
         lines.append(f"{kind} {pid}")
