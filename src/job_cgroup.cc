@@ -53,10 +53,12 @@ bool RemoveTree(const std::filesystem::path& dir) noexcept {
   return ::rmdir(dir.c_str()) == 0 || errno == ENOENT;
 }
 
-void CollectMembers(const std::filesystem::path& dir, std::vector<pid_t>* members) {
+void CollectMembers(const std::filesystem::path& dir, std::vector<pid_t>* members,
+                    bool recursive = true) {
   std::ifstream procs(dir / "cgroup.procs");
   pid_t pid;
   while (procs >> pid) members->push_back(pid);
+  if (!recursive) return;
   std::error_code ec;
   for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     if (it->is_directory(ec)) CollectMembers(it->path(), members);
@@ -105,6 +107,15 @@ std::vector<pid_t> JobCgroup::Members() const noexcept {
   std::vector<pid_t> members;
   try {
     CollectMembers(dir_, &members);
+  } catch (...) {
+  }
+  return members;
+}
+
+std::vector<pid_t> JobCgroup::DirectMembers() const noexcept {
+  std::vector<pid_t> members;
+  try {
+    CollectMembers(dir_, &members, false);
   } catch (...) {
   }
   return members;

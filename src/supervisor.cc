@@ -508,13 +508,15 @@ class EventLoop {
   }
 
   /// Live processes of the job outside every child's process group: members of the job's
-  /// cgroup, or (the fallback) orphans re-parented to the launcher as their subreaper.
+  /// cgroup (not of a nested launcher's cgroup below it: that launcher, in one of our groups,
+  /// stops its own job, and a second signal must not interrupt its ranks' handlers), or (the
+  /// fallback) orphans re-parented to the launcher as their subreaper.
   std::vector<pid_t> Escaped() {
     std::vector<pid_t> known;
     for (const Child& child : children_) known.push_back(child.process.pid());
     std::vector<pid_t> escaped;
     if (cgroup_) {
-      for (pid_t pid : cgroup_->Members()) {
+      for (pid_t pid : cgroup_->DirectMembers()) {
         if (std::find(known.begin(), known.end(), ::getpgid(pid)) == known.end() &&
             ProcessLive(pid)) {
           escaped.push_back(pid);

@@ -34,6 +34,9 @@ class JobCgroup {
   int procs_fd() const { return procs_fd_; }
   /// Every process in the cgroup and the cgroups below it. Never throws.
   std::vector<pid_t> Members() const noexcept;
+  /// The processes in the cgroup itself, not in the cgroups below it (those of nested
+  /// launchers, which stop their own jobs). Never throws.
+  std::vector<pid_t> DirectMembers() const noexcept;
   /// Writes 1 to cgroup.kill: SIGKILL to every process of the tree, race-free against forks.
   bool Kill() const noexcept;
   /// Waits (inotify on cgroup.events, no polling) until no process is left or `seconds` pass.
