@@ -160,6 +160,10 @@ void StoreReport(LaunchOptions& options, std::string_view flag, const std::strin
   options.report = value;
 }
 
+void StoreDryRun(LaunchOptions& options, std::string_view, const std::string&) {
+  options.dry_run = true;
+}
+
 void StoreGrace(LaunchOptions& options, std::string_view flag, const std::string& value) {
   options.grace = ToSeconds(flag, value);
 }
@@ -361,6 +365,10 @@ const auto kFlags = std::to_array<FlagSpec>({
      "([rank 3]: ...; the node's host first in a multi-node job): all, or local ranks such as "
      "0,3,5. Default: local rank 0, unprefixed, as Paddle.",
      "", "PADDLE_ECHO"},
+    {"--dry_run", "dry_run", Kind::kFlag, O, &StoreDryRun, kOwnGroup,
+     "Print what a run would do (mode, devices, cluster, ports, each process's command and "
+     "variables) as JSON on stdout; start nothing, write no file",
+     ""},
     {"--report", "report", Kind::kValue, O, &StoreReport, kOwnGroup,
      "Write a JSON report of the run to FILE when the launcher exits: every process, its exit, "
      "the root cause (docs/report.md)",

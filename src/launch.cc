@@ -14,6 +14,7 @@
 #include "pdlaunch/address_syntax.h"
 #include "pdlaunch/cli.h"
 #include "pdlaunch/cloud.h"
+#include "pdlaunch/dry_run.h"
 #include "pdlaunch/elastic.h"
 #include "pdlaunch/errors.h"
 #include "pdlaunch/logging.h"
@@ -250,6 +251,56 @@ JobDecision Decide(const LaunchOptions& given_options, const EnvMap& env) {
   return d;
 }
 
+/// Where the run's topology comes from, for --report and --dry_run.
+const char* PathName(const JobDecision& d) {
+  if (d.elastic.config) return "elastic";
+  if (d.slurm) return "slurm";
+  switch (d.path.kind) {
+    case LaunchPath::Kind::kMaster: return "master";
+    case LaunchPath::Kind::kEtcd: return "elastic";
+    case LaunchPath::Kind::kDefault: break;
+  }
+  return d.options.WasGiven("ips") ? "ips" : "local";
+}
+
+/// --dry_run: the decisions and the plan of a real run as JSON; nothing is started or written.
+int RunDryRun(JobDecision decision) {
+  if (decision.slurm) ApplySlurmStep(decision.options, *decision.slurm);
+  const LaunchOptions& options = decision.options;
+  const EnvMap env = EnvironmentMap();
+  DryRunPlan plan;
+  plan.mode = decision.rpc ? "rpc" : decision.mode == JobMode::kCollective ? "collective" : "ps";
+  plan.launch_path = PathName(decision);
+  const TrainingCommand command = ResolveTrainingCommand(
+      options.training_script, options.training_script_args, GetEnv("PADDLE_LAUNCH_PYTHON"),
+      GetEnv("PATH").value_or("/bin:/usr/bin"));  // A missing script: the real run's error.
+  plan.command = command.argv;
+  if (decision.path.kind == LaunchPath::Kind::kMaster || decision.rpc || decision.ps_counts) {
+    const MasterSettings& master = *decision.path.master;
+    plan.notes.push_back(fmt::format(
+        "the cluster is decided at the rendezvous: {} nodes through the master {}", master.nnodes,
+        master.master_given ? fmt::format("{}:{}", master.master_host, master.master_port)
+                            : std::string("this node would host (its address and a free port)")));
+  } else if (decision.elastic.config) {
+    plan.notes.push_back("the cluster is decided in etcd when the nodes register (elastic)");
+  } else if (decision.mode != JobMode::kCollective) {
+    plan.notes.push_back(
+        "parameter-server jobs: the plan of servers and workers is not shown by --dry_run yet");
+  } else {
+    const CollectivePlan collective = PlanCollective(options, env);
+    plan.device_mode = collective.devices.mode == DeviceMode::kGpu ? "gpu" : "cpu";
+    plan.cluster = collective.cluster;
+    const JobEnv job{"(a new temporary directory)", GetEnv("PADDLE_WITH_GLOO").value_or("0"),
+                     fs::absolute(options.log_dir).string()};
+    for (const Trainer& trainer : collective.cluster.local_pod().trainers) {
+      plan.processes.push_back({trainer.global_rank, trainer.local_rank,
+                                TrainerVariables(collective.cluster, trainer, job)});
+    }
+  }
+  fmt::print("{}", FormatDryRun(plan));
+  return 0;
+}
+
 int RunDecided(JobDecision decision) {
   if (decision.slurm) ApplySlurmStep(decision.options, *decision.slurm);
   const LaunchOptions& options = decision.options;
@@ -382,17 +433,6 @@ std::string HostName() {
   return ::gethostname(name, sizeof name - 1) == 0 ? std::string(name) : std::string();
 }
 
-const char* PathName(const JobDecision& d) {
-  if (d.elastic.config) return "elastic";
-  if (d.slurm) return "slurm";
-  switch (d.path.kind) {
-    case LaunchPath::Kind::kMaster: return "master";
-    case LaunchPath::Kind::kEtcd: return "elastic";
-    case LaunchPath::Kind::kDefault: break;
-  }
-  return d.options.WasGiven("ips") ? "ips" : "local";
-}
-
 }  // namespace
 
 int Main(int argc, char** argv) {
@@ -422,6 +462,7 @@ int Main(int argc, char** argv) {
     options.program = argv[0];
     options.command_line.assign(argv + 1, argv + argc);
     const JobDecision decision = Decide(options, env);  // Usage errors: one line, nothing else.
+    if (options.dry_run) return RunDryRun(decision);  // No dump, no log dir, no report.
     report_path = options.report;
     report.mode = decision.rpc ? "rpc" : decision.mode == JobMode::kCollective ? "collective" : "ps";
     report.launch_path = PathName(decision);

@@ -70,6 +70,9 @@ struct LaunchOptions {
   std::optional<std::string> echo;
   /// --report FILE: a JSON report of the run written when the launcher exits (docs/report.md).
   std::optional<std::string> report;
+  /// --dry_run: print the plan as JSON and start nothing (docs/cli.md, "Dry run"). Not in the
+  /// configuration dump: a dry run prints none.
+  bool dry_run = false;
   double rendezvous_timeout = 600;  ///< Master mode: seconds to wait for every node.
   double heartbeat_timeout = 10;    ///< Master mode: a node silent this long is lost.
 
