@@ -57,10 +57,16 @@ class LogFilesTest(LaunchTestCase):
 
 
 ECHO_LINE = re.compile(r"^\[rank (\d+)\]: rank (\d+) line (\d{6})/(\d+) x{80} end$")
-MID_LINE = """import os, sys
+MID_LINE = """import os, sys, time
 rank = os.environ["PADDLE_TRAINER_ID"]
+rec = sys.argv[1]
+if rank == "1":  # fails only once rank 0 is done: its failure must not stop rank 0 first
+    deadline = time.monotonic() + 60
+    while not os.path.exists(os.path.join(rec, "done.0")) and time.monotonic() < deadline:
+        time.sleep(0.01)
 sys.stdout.write(f"rank {rank} whole\\nrank {rank} cut mid-li")
 sys.stdout.flush()
+open(os.path.join(rec, "done." + rank), "w").close()
 os._exit(0 if rank == "0" else 3)
 """
 
@@ -103,7 +109,7 @@ class EchoTest(LaunchTestCase):
     def test_a_rank_dying_mid_line_leaves_a_whole_prefixed_line(self):
         script = self.dir / "mid_line.py"
         script.write_text(MID_LINE)
-        result = self.run_launch(["--echo", "all", "--nproc_per_node", 2, script])
+        result = self.run_launch(["--echo", "all", "--nproc_per_node", 2, script, self.rec])
         self.assertEqual(result.code, 3, result)
         lines = result.stdout.splitlines()
         for rank in (0, 1):

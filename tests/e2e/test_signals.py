@@ -57,7 +57,11 @@ class SignalTest(LaunchTestCase):
         proc = self.start_job(2, "--ignore", "TERM,INT,HUP", flags=["--grace", "600"])
         pids = self.job_pids()
         os.kill(proc.pid, signal.SIGINT)
-        time.sleep(0.5)
+        # A deliberate second Ctrl-C: one within 0.5 s of the first's handling is the same
+        # request (docs/exit-codes.md), so wait for the handling, then longer than that.
+        self.wait_until(lambda: "received SIGINT, stopping" in
+                        (self.dir / "launcher.stderr").read_text(), "the first SIGINT handled")
+        time.sleep(0.8)
         os.kill(proc.pid, signal.SIGINT)
         result = self.finish(proc, PROMPT)
         self.assertEqual(result.code, 130, result)
