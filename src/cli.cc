@@ -213,9 +213,8 @@ void StoreLogLevel(LaunchOptions& options, std::string_view flag, const std::str
   std::string upper(StripSpace(value));
   for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   if (upper == "WARN") upper = "WARNING";
-  static constexpr std::array<std::string_view, 6> kLevels = {"CRITICAL", "ERROR", "WARNING",
-                                                              "INFO",     "DEBUG", "NOTSET"};
-  if (std::find(kLevels.begin(), kLevels.end(), upper) == kLevels.end()) {
+  if (std::find(kLogLevels.begin(), kLogLevels.end(), upper) == kLogLevels.end() &&
+      upper != "NOTSET") {
     ThrowInvalid(flag, "log level", value, " (choose from DEBUG, INFO, WARNING, ERROR, CRITICAL)");
   }
   options.log_level = upper;
@@ -615,18 +614,19 @@ void BindOptions(std::vector<std::string> cli11_args, LaunchOptions& options) {
   }
 }
 
-bool IsOneOf(std::string_view value, std::initializer_list<std::string_view> choices) {
+template <size_t N>
+bool IsOneOf(std::string_view value, const std::array<std::string_view, N>& choices) {
   return std::find(choices.begin(), choices.end(), value) != choices.end();
 }
 
 void ValidateChoices(const LaunchOptions& options) {
-  if (options.run_mode && !IsOneOf(*options.run_mode, {"collective", "ps", "ps-heter", "rpc"})) {
+  if (options.run_mode && !IsOneOf(*options.run_mode, kRunModes)) {
     throw UsageError(
         fmt::format("argument --run_mode: invalid choice: '{}' (choose from 'collective', 'ps', "
                     "'ps-heter', 'rpc')",
                     *options.run_mode));
   }
-  if (!IsOneOf(options.backend, {"nccl", "gloo", "bkcl", "auto"})) {
+  if (!IsOneOf(options.backend, kBackends)) {
     throw UsageError(fmt::format(
         "paddle.distributed initialize error, backend argument can only be one of 'nccl', "
         "'gloo', 'bkcl', 'auto', but got {}",
@@ -875,6 +875,38 @@ Exit codes:
 Documentation: docs/cli.md (every flag), docs/master.md (several hosts, no IP list),
 docs/multi-node.md (--ips), docs/ps.md, docs/elastic.md, docs/exit-codes.md.
 )";
+
+std::vector<FlagInfo> ListFlags() {
+  std::vector<FlagInfo> flags;
+  for (const GroupInfo& group : kGroups) {
+    for (const FlagSpec& spec : kFlags) {
+      if (spec.group != group.name) continue;
+      FlagInfo& flag = flags.emplace_back();
+      flag.name = spec.name;
+      flag.dest = spec.dest;
+      flag.help = spec.help;
+      flag.env = spec.env;
+      flag.supported = spec.refused.empty();
+      switch (spec.kind) {
+        case Kind::kValue:
+          flag.value = FlagInfo::Value::kRequired;
+          break;
+        case Kind::kOptionalBool:
+          flag.value = FlagInfo::Value::kOptionalBool;
+          flag.choices = {"true", "false"};
+          break;
+        case Kind::kFlag:
+        case Kind::kHelp:
+        case Kind::kVersion:
+          break;
+      }
+      if (spec.dest == "run_mode") flag.choices.assign(kRunModes.begin(), kRunModes.end());
+      if (spec.dest == "backend") flag.choices = {"auto", "gloo", "nccl"};
+      if (spec.dest == "log_level") flag.choices.assign(kLogLevels.begin(), kLogLevels.end());
+    }
+  }
+  return flags;
+}
 
 std::string HelpText() {
   std::string out = UsageText();

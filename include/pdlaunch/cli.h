@@ -1,7 +1,9 @@
 #pragma once
 
+#include <array>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "pdlaunch/cloud.h"
@@ -78,5 +80,34 @@ std::string UsageText();
 /// destination is in `options.given`, whatever its value. ParseCommandLine calls it last; it is
 /// the one place to relax when a mode is added.
 void RejectUnsupportedOptions(const LaunchOptions& options);
+
+/// The values --run_mode, --backend and --log_level accept (--log_level in any case; WARN and
+/// NOTSET are accepted too, as Python's logging does, but not offered).
+inline constexpr std::array<std::string_view, 4> kRunModes = {"collective", "ps", "ps-heter",
+                                                              "rpc"};
+inline constexpr std::array<std::string_view, 4> kBackends = {"auto", "gloo", "nccl", "bkcl"};
+inline constexpr std::array<std::string_view, 5> kLogLevels = {"DEBUG", "INFO", "WARNING", "ERROR",
+                                                               "CRITICAL"};
+
+/// One option as --help shows it, for generated documents (the shells' completion scripts).
+struct FlagInfo {
+  enum class Value {
+    kNone,          ///< --opt
+    kRequired,      ///< --opt VALUE, --opt=VALUE
+    kOptionalBool,  ///< --opt, --opt=BOOL, --opt BOOL
+  };
+  std::string_view name;  ///< "--log_dir"; "--help" also has "-h".
+  std::string_view dest;  ///< Shared by aliases ("gpus" for --gpus, --devices, --npus).
+  Value value = Value::kNone;
+  std::string_view help;  ///< Its --help text, without the environment twin.
+  std::string_view env;   ///< The environment twin, or empty.
+  bool supported = true;  ///< false: refused as "not supported yet" when given.
+  /// The whole set of values offered, when there is one (--run_mode's modes, true/false for a
+  /// bool); empty for free text. A refused value (--backend bkcl) is not offered.
+  std::vector<std::string_view> choices;
+};
+
+/// Every option the parser knows, in --help's order.
+std::vector<FlagInfo> ListFlags();
 
 }  // namespace pdlaunch
