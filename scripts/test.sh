@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole check, as CI runs it, on a fresh Debian 12 (as root) or an already prepared machine:
 #   1. install the Debian packages that are missing (nothing is downloaded otherwise);
-#   2. build/      RelWithDebInfo, warnings as errors; every CTest test (unit, process, e2e, torch),
+#   2. build/      RelWithDebInfo, warnings as errors; every CTest test (unit, process, e2e, torch,
+#                  package: builds, installs and removes the Debian package),
 #                  then the reliability label again with PDLAUNCH_NO_CGROUP=1 (the subreaper path);
 #   3. build-asan/ Debug with AddressSanitizer + UBSan; the unit, process and e2e tests;
 #   4. build-fuzz/ clang++ with libFuzzer + ASan + UBSan; 60 s of scripts/fuzz.sh.
@@ -14,7 +15,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 readonly PACKAGES=(build-essential cmake ninja-build libcli11-dev libspdlog-dev libfmt-dev
                    libboost1.81-dev nlohmann-json3-dev libgtest-dev googletest python3
                    python3-torch iproute2 procps clang libclang-rt-14-dev
-                   etcd-server slurmctld slurmd slurm-client munge python3-jsonschema)
+                   etcd-server slurmctld slurmd slurm-client munge python3-jsonschema
+                   help2man zsh bash-completion man-db)
 readonly TEST_TIMEOUT=600  # seconds, for a test without its own TIMEOUT property
 readonly FUZZ_SECONDS=60
 
@@ -22,7 +24,7 @@ quick=0
 for arg in "$@"; do
   case "${arg}" in
     --quick) quick=1 ;;
-    -h | --help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "test.sh: unknown argument: ${arg}" >&2; exit 2 ;;
   esac
 done
