@@ -24,6 +24,12 @@ Json ClusterJson(const Cluster& cluster) {
           {"backend", cluster.backend},         {"pods", pods}};
 }
 
+Json PsJson(const DryRunPlan::PsJob& ps) {
+  return {{"hosts", ps.hosts},         {"this_host", ps.this_host},
+          {"servers", ps.servers},     {"workers", ps.workers},
+          {"heter_stages", ps.heter_stages}, {"gloo_http", ps.gloo_http}};
+}
+
 }  // namespace
 
 std::string FormatDryRun(const DryRunPlan& plan) {
@@ -33,14 +39,20 @@ std::string FormatDryRun(const DryRunPlan& plan) {
   out["launch_path"] = plan.launch_path;
   out["device_mode"] = plan.device_mode.empty() ? Json(nullptr) : Json(plan.device_mode);
   out["cluster"] = plan.cluster ? ClusterJson(*plan.cluster) : Json(nullptr);
+  out["ps"] = plan.ps ? PsJson(*plan.ps) : Json(nullptr);
   out["command"] = plan.command;
   Json processes = Json::array();
   for (const DryRunPlan::Process& p : plan.processes) {
     Json env = Json::object();
     for (const auto& [name, value] : p.env) env[name] = value;
-    processes.push_back({{"rank", p.rank}, {"local_rank", p.local_rank}, {"env", env}});
+    processes.push_back({{"role", p.role},
+                         {"rank", p.rank},
+                         {"local_rank", p.local_rank},
+                         {"log", p.log},
+                         {"env", env}});
   }
-  out["processes"] = plan.cluster || !plan.processes.empty() ? processes : Json(nullptr);
+  out["processes"] =
+      plan.cluster || plan.ps || !plan.processes.empty() ? processes : Json(nullptr);
   out["notes"] = plan.notes;
   return out.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
 }

@@ -38,7 +38,9 @@ namespace fs = std::filesystem;
 namespace {
 
 using internal::BuildTrainerProcesses;
+using internal::CheckFixedPortsFree;
 using internal::ChooseEcho;
+using internal::DecidePs;
 using internal::EnvironmentMap;
 using internal::GatherNodeEnv;
 using internal::GetEnv;
@@ -47,6 +49,7 @@ using internal::LocalPorts;
 using internal::LogFiles;
 using internal::PlanLocalPorts;
 using internal::PrepareLogDir;
+using internal::PsDecision;
 using internal::PrintStarted;
 using internal::ResolveCollectiveDevices;
 using internal::TempDir;
@@ -263,6 +266,22 @@ const char* PathName(const JobDecision& d) {
   return d.options.WasGiven("ips") ? "ips" : "local";
 }
 
+DryRunPlan::PsJob PsJobOf(const PsPlan& plan) {
+  const auto strings = [](const std::vector<Endpoint>& endpoints) {
+    std::vector<std::string> out;
+    for (const Endpoint& e : endpoints) out.push_back(e.ToString());
+    return out;
+  };
+  DryRunPlan::PsJob job;
+  job.servers = strings(plan.servers);
+  job.workers = strings(plan.workers);
+  for (const auto& stage : plan.heter_stages) job.heter_stages.push_back(strings(stage));
+  job.gloo_http = plan.http.ToString();
+  job.hosts = plan.node.node_ips;
+  if (!job.hosts.empty()) job.this_host = job.hosts[static_cast<size_t>(plan.node.node_index)];
+  return job;
+}
+
 /// --dry_run: the decisions and the plan of a real run as JSON; nothing is started or written.
 int RunDryRun(JobDecision decision) {
   if (decision.slurm) ApplySlurmStep(decision.options, *decision.slurm);
@@ -284,8 +303,21 @@ int RunDryRun(JobDecision decision) {
   } else if (decision.elastic.config) {
     plan.notes.push_back("the cluster is decided in etcd when the nodes register (elastic)");
   } else if (decision.mode != JobMode::kCollective) {
-    plan.notes.push_back(
-        "parameter-server jobs: the plan of servers and workers is not shown by --dry_run yet");
+    if (DetectCloud(env)) {
+      plan.notes.push_back(
+          "PaddleCloud starts each role itself: the script would run once, as it is, with the "
+          "launcher's environment and console");
+    } else {
+      const PsDecision ps = DecidePs(options, decision.mode, "(a new temporary directory)",
+                                     fs::absolute(options.log_dir).string());
+      if (!ps.reservation) CheckFixedPortsFree(ps.plan);
+      plan.device_mode = ps.accelerators > 0 ? "gpu" : "cpu";
+      plan.ps = PsJobOf(ps.plan);
+      for (const PsProcess& p : ps.plan.processes) {
+        plan.processes.push_back({PsRoleName(p.role), p.global_id, p.local_index, p.log_name,
+                                  p.env});
+      }
+    }
   } else {
     const CollectivePlan collective = PlanCollective(options, env);
     plan.device_mode = collective.devices.mode == DeviceMode::kGpu ? "gpu" : "cpu";
@@ -293,7 +325,8 @@ int RunDryRun(JobDecision decision) {
     const JobEnv job{"(a new temporary directory)", GetEnv("PADDLE_WITH_GLOO").value_or("0"),
                      fs::absolute(options.log_dir).string()};
     for (const Trainer& trainer : collective.cluster.local_pod().trainers) {
-      plan.processes.push_back({trainer.global_rank, trainer.local_rank,
+      plan.processes.push_back({"trainer", trainer.global_rank, trainer.local_rank,
+                                fmt::format("workerlog.{}", trainer.local_rank),
                                 TrainerVariables(collective.cluster, trainer, job)});
     }
   }

@@ -39,13 +39,6 @@ int RoleSize(const PsPlan& plan, PsRole role) {
   return 0;
 }
 
-/// Fixed ports are checked before anything starts; reserved free ports need no check.
-void CheckFixedPortsFree(const PsPlan& plan) {
-  std::vector<int> ports;
-  for (const PsProcess& p : plan.processes) ports.push_back(p.endpoint.port);
-  CheckPortsFree(ports);
-}
-
 // Under PaddleCloud the platform starts every server and worker itself (contract §4.1): the
 // script runs once, with the environment and console as they are. Paddle then exits 0 whatever
 // the script returned; its exit code is passed through here.
@@ -71,8 +64,15 @@ int RunPsDirect(const LaunchOptions& options, const TrainingCommand& command) {
 
 }  // namespace
 
-int RunPs(const LaunchOptions& options, JobMode mode, const TrainingCommand& command) {
-  if (mode == JobMode::kPs && DetectCloud(EnvironmentMap())) return RunPsDirect(options, command);
+void CheckFixedPortsFree(const PsPlan& plan) {
+  std::vector<int> ports;
+  for (const PsProcess& p : plan.processes) ports.push_back(p.endpoint.port);
+  CheckPortsFree(ports);
+}
+
+PsDecision DecidePs(const LaunchOptions& options, JobMode mode, const std::string& gloo_dir,
+                     const std::string& log_dir) {
+  PsDecision decision;
   PsInputs inputs;
   inputs.options = options;
   inputs.mode = mode;
@@ -80,37 +80,44 @@ int RunPs(const LaunchOptions& options, JobMode mode, const TrainingCommand& com
   auto probe = MakeSystemDeviceProbe();
   inputs.devices = ResolveDevices(options.gpus, std::nullopt, "auto",
                                   DeviceEnv{inputs.cuda_visible_devices}, *probe);
-  const int accelerators = inputs.devices.mode == DeviceMode::kGpu
-                               ? static_cast<int>(inputs.devices.devices_per_proc.size())
-                               : 0;
+  decision.accelerators = inputs.devices.mode == DeviceMode::kGpu
+                              ? static_cast<int>(inputs.devices.devices_per_proc.size())
+                              : 0;
 
   const std::vector<std::string> hosts = PsNodeIps(options, mode);
   inputs.node = GatherNodeEnv(JoinHosts(hosts), options.host);
   inputs.start_port = GivenStartPort(options);
   // Free ports differ from host to host; a job on several hosts needs the same list everywhere.
   if (!inputs.start_port && hosts.size() > 1) inputs.start_port = kPsDefaultStartPort;
-  std::unique_ptr<PortReservation> reservation;
   if (!inputs.start_port) {
-    reservation = MakeLockingPortAllocator()->Reserve(PsPortsNeeded(options, mode));
-    inputs.free_ports = reservation->ports();
+    decision.reservation = MakeLockingPortAllocator()->Reserve(PsPortsNeeded(options, mode));
+    inputs.free_ports = decision.reservation->ports();
   }
-  const fs::path log_dir = PrepareLogDir(options.log_dir);
-  TempDir gloo_dir;
-  inputs.job = JobEnv{gloo_dir.path(), GetEnv("PADDLE_WITH_GLOO").value_or("0"), log_dir.string()};
-
-  const PsPlan plan = PlanPs(inputs);
-  // Logged once the command line has proven valid: a usage error stays one line.
-  PDLOG_INFO("{}", FormatPsModeLine(options, accelerators));
-  for (const std::string& line : plan.warnings) PDLOG_WARN("{}", line);
-  if (!reservation) CheckFixedPortsFree(plan);
-  std::vector<PsProcess> ps = plan.processes;
+  inputs.job = JobEnv{gloo_dir, GetEnv("PADDLE_WITH_GLOO").value_or("0"), log_dir};
+  decision.plan = PlanPs(inputs);
   if (UsesNewInterface(options)) {
     // Today's launcher also names the role in PADDLE_ROLE (§7.2.1).
-    for (PsProcess& p : ps) {
+    for (PsProcess& p : decision.plan.processes) {
       p.env.emplace_back("PADDLE_ROLE", p.role == PsRole::kServer   ? "PSERVER"
                                         : p.role == PsRole::kWorker ? "TRAINER"
                                                                     : "HETER_TRAINER");
     }
+  }
+  return decision;
+}
+
+int RunPs(const LaunchOptions& options, JobMode mode, const TrainingCommand& command) {
+  if (mode == JobMode::kPs && DetectCloud(EnvironmentMap())) return RunPsDirect(options, command);
+  const fs::path log_dir = PrepareLogDir(options.log_dir);
+  TempDir gloo_dir;
+  const PsDecision decision = DecidePs(options, mode, gloo_dir.path(), log_dir.string());
+  const PsPlan& plan = decision.plan;
+  // Logged once the command line has proven valid: a usage error stays one line.
+  PDLOG_INFO("{}", FormatPsModeLine(options, decision.accelerators));
+  for (const std::string& line : plan.warnings) PDLOG_WARN("{}", line);
+  if (!decision.reservation) CheckFixedPortsFree(plan);
+  const std::vector<PsProcess>& ps = plan.processes;
+  if (UsesNewInterface(options)) {
     // Today's interface: the pod log (docs/cli.md, "Files").
     WritePodLog(log_dir / fmt::format("{}.{}.log", options.job_id.value_or("default"),
                                       NewPodName()),

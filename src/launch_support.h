@@ -144,6 +144,23 @@ int RunMaster(const LaunchOptions& options, const MasterSettings& settings,
 /// Runs a parameter-server job (launch_ps.cc); returns the launcher's exit code.
 int RunPs(const LaunchOptions& options, JobMode mode, const TrainingCommand& command);
 
+/// What a parameter-server run decides on this node before it starts anything: the plan, with
+/// PADDLE_ROLE added for today's interface, and the free ports it holds (none with fixed ports).
+struct PsDecision {
+  PsPlan plan;
+  std::unique_ptr<PortReservation> reservation;
+  int accelerators = 0;  ///< GPUs found for the mode line (0: CPU).
+};
+
+/// The decisions of RunPs (devices, hosts, this node, ports, PlanPs), shared with --dry_run;
+/// `gloo_dir` and `log_dir` are the paths the processes are told. Throws as PlanPs.
+PsDecision DecidePs(const LaunchOptions& options, JobMode mode, const std::string& gloo_dir,
+                     const std::string& log_dir);
+
+/// Fixed ports are checked before anything starts (reserved free ports need no check): a port in
+/// use is a LaunchError naming it.
+void CheckFixedPortsFree(const PsPlan& plan);
+
 /// Runs this node of an elastic collective job (launch_elastic.cc, docs/elastic.md); returns the
 /// launcher's exit code: 0 completed, 101 or 3 failed for good, 128+signal.
 int RunElastic(const LaunchOptions& options, const ElasticConfig& config,

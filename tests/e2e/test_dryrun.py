@@ -46,15 +46,41 @@ class DryRunTest(LaunchTestCase):
                           for p in plan["processes"]],
                          [(2, "10.0.0.2:6070"), (3, "10.0.0.2:6071")])
 
-    def test_master_and_ps_say_what_is_decided_later(self):
-        for args, needle in [
-                (["--master", "127.0.0.1:1", "--nnodes", 2], "decided at the rendezvous"),
-                (["--server_num", 1, "--worker_num", 1], "parameter-server")]:
-            result = self.dry_run(args + self.rank_args())
-            self.assertEqual(result.code, 0, result)
-            plan = json.loads(result.stdout)
-            self.assertIsNone(plan["cluster"])
-            self.assertIn(needle, " ".join(plan["notes"]))
+    def test_master_says_what_is_decided_later(self):
+        result = self.dry_run(["--master", "127.0.0.1:1", "--nnodes", 2] + self.rank_args())
+        self.assertEqual(result.code, 0, result)
+        plan = json.loads(result.stdout)
+        self.assertIsNone(plan["cluster"])
+        self.assertIsNone(plan["processes"])
+        self.assertIn("decided at the rendezvous", " ".join(plan["notes"]))
+
+    def test_a_ps_job_is_planned_as_the_real_run_starts_it(self):
+        base = harness.fixed_port_base()
+        args = ["--server_num", 1, "--worker_num", 2, "--start_port", base] + self.rank_args()
+        result = self.dry_run(args)
+        self.assertEqual(result.code, 0, result)
+        plan = json.loads(result.stdout)
+        self.assertEqual((plan["mode"], plan["cluster"]), ("ps", None))
+        ps = plan["ps"]
+        self.assertEqual((ps["servers"], ps["workers"], ps["gloo_http"]),
+                         ([f"127.0.0.1:{base}"], [f"127.0.0.1:{base + 1}", f"127.0.0.1:{base + 2}"],
+                          f"127.0.0.1:{base + 3}"))
+        self.assertEqual([(p["role"], p["rank"], p["log"]) for p in plan["processes"]],
+                         [("server", 0, "serverlog.0"), ("worker", 0, "workerlog.0"),
+                          ("worker", 1, "workerlog.1")])
+        # The real run: each process gets every variable the plan shows (the gloo directory is
+        # made by the run), and the log files are the plan's. rank.py records by
+        # PADDLE_TRAINER_ID: the server, which has none, as -1.
+        real = self.run_launch(args)
+        self.assertEqual(real.code, 0, real)
+        envs = [json.loads((self.rec / f"env.{rank}.json").read_text()) for rank in (-1, 0, 1)]
+        for process, env in zip(plan["processes"], envs):
+            for name, value in process["env"].items():
+                if name != "PADDLE_GLOO_FS_PATH":
+                    self.assertEqual(env.get(name), value, name)
+        self.assertEqual(sorted(p.name for p in (self.dir / "log").iterdir()
+                                if p.name.endswith(("log.0", "log.1"))),
+                         ["serverlog.0", "workerlog.0", "workerlog.1"])
 
     def test_errors_are_the_real_runs(self):
         for args, code, line in [
