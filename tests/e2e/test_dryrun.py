@@ -56,7 +56,9 @@ class DryRunTest(LaunchTestCase):
 
     def test_a_ps_job_is_planned_as_the_real_run_starts_it(self):
         base = harness.fixed_port_base()
-        args = ["--server_num", 1, "--worker_num", 2, "--start_port", base] + self.rank_args()
+        # The workers wait for the server's record: the server is stopped once they are done.
+        args = (["--server_num", 1, "--worker_num", 2, "--start_port", base]
+                + self.rank_args("--await", self.rec / "env.-1.json"))
         result = self.dry_run(args)
         self.assertEqual(result.code, 0, result)
         plan = json.loads(result.stdout)

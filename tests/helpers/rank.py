@@ -2,6 +2,7 @@
 
 Steps, in this order, each only when its option is given (RANK = PADDLE_TRAINER_ID):
   --record DIR        write DIR/env.RANK.json (the whole environment, plus "argv") and DIR/pid.RANK
+  --await FILE        wait until FILE exists (at most 60 s, else exit 1 with a message)
   --ignore SIGS       ignore these signals, e.g. TERM,INT
   --trap DIR          on SIGUSR1/SIGUSR2 write DIR/got.SIGNAME.RANK and exit 0
   --grandchild DIR    start `sleep 600` in this process group; write its pid to DIR/grandchild.RANK
@@ -45,6 +46,7 @@ def rank_and_value(spec):
 def parse_args():
     p = argparse.ArgumentParser()
     p.add_argument("--record")
+    p.add_argument("--await", dest="await_file")
     p.add_argument("--ignore", default="")
     p.add_argument("--trap")
     p.add_argument("--grandchild")
@@ -131,6 +133,12 @@ def main():
     sockets = []
     if args.record:
         record(args.record)
+    if args.await_file:
+        deadline = time.monotonic() + 60
+        while not os.path.exists(args.await_file):
+            if time.monotonic() > deadline:
+                sys.exit(f"rank {RANK}: {args.await_file} did not appear within 60 s")
+            time.sleep(0.01)
     for name in filter(None, args.ignore.split(",")):
         signal.signal(getattr(signal, "SIG" + name), signal.SIG_IGN)
     if args.trap:
