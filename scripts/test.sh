@@ -83,7 +83,7 @@ fi
 if ((quick)); then
   summary+=("build-asan/ skipped (--quick)")
 elif build_tree build-asan -DCMAKE_BUILD_TYPE=Debug -DPDLAUNCH_WARNINGS_AS_ERRORS=ON \
-  -DPDLAUNCH_SANITIZE=address,undefined; then
+  -DPDLAUNCH_SANITIZE=address,undefined -DPDLAUNCH_TEST_EACH_CASE=OFF; then
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
   if run_tests build-asan -L 'unit|process|e2e|etcd|reliability|cgroup' -LE torch; then
