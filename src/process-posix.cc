@@ -22,6 +22,12 @@
 #include "pdlaunch/errors.h"
 #include "pdlaunch/process.h"
 
+// The vfork-style spawn (Clone3OnStack) exists for x86-64; under AddressSanitizer, whose
+// interceptors expect their own stacks, the launcher forks.
+#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
+#define PDLAUNCH_HAVE_VFORK_SPAWN 1
+#endif
+
 #ifndef CLOSE_RANGE_CLOEXEC
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
 #endif
@@ -35,6 +41,14 @@ struct rlimit g_child_file_limit {};
 bool g_restore_file_limit = false;
 // False once clone3(CLONE_INTO_CGROUP) was refused as unknown: fork and move instead.
 bool g_clone_into_cgroup = true;
+#ifdef PDLAUNCH_HAVE_VFORK_SPAWN
+// False once the vfork-style clone3 was refused, or when PDLAUNCH_SPAWN=fork asks for fork
+// (for measuring one against the other, docs/performance.md).
+bool g_vfork_spawn = [] {
+  const char* choice = std::getenv("PDLAUNCH_SPAWN");
+  return choice == nullptr || std::strcmp(choice, "fork") != 0;
+}();
+#endif
 
 /// Owns a file descriptor; closes it on destruction.
 class Fd {
@@ -113,6 +127,64 @@ fail:
   ::_exit(err == ENOENT ? 127 : 126);
 }
 
+// /dev/null for the children's stdin, opened once (close-on-exec) and kept for the launcher's
+// lifetime: one open and one close fewer per process started.
+int DevNull() {
+  static const int fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) ThrowSystemError(errno, "cannot open /dev/null");
+  return fd;
+}
+
+#ifdef PDLAUNCH_HAVE_VFORK_SPAWN
+// Everything ExecChild needs, for a child started on its own stack.
+struct ChildArgs {
+  pid_t parent;
+  const char* executable;
+  char* const* argv;
+  char* const* envp;
+  int devnull;
+  int output_fd;
+  int cgroup_procs_fd;
+  int error_fd;
+};
+
+[[noreturn]] void ExecChildOnStack(void* raw) {
+  const ChildArgs& a = *static_cast<const ChildArgs*>(raw);
+  ExecChild(a.parent, a.executable, a.argv, a.envp, a.devnull, a.output_fd, a.cgroup_procs_fd,
+            a.error_fd);
+}
+#endif
+
+// A vfork-style spawn (what glibc's posix_spawn does, plus CLONE_INTO_CGROUP, which glibc's
+// clone() cannot express): clone3 with CLONE_VM | CLONE_VFORK, the child running `child(arg)` on
+// `stack` in the launcher's own address space until it execs. Nothing of the address space is
+// copied (no page tables, no copy-on-write faults in the launcher afterwards), and the launcher
+// is suspended until the child has exec'ed or exited, so the child may use the launcher's memory
+// and errno. Returns the pid, or -errno. x86-64 only; elsewhere (and under the sanitizers, whose
+// interceptors expect their own stacks) Start forks.
+#ifdef PDLAUNCH_HAVE_VFORK_SPAWN
+long Clone3OnStack(clone_args* args, void (*child)(void*), void* arg) {
+  long ret;
+  // r12 and r13 reach the child unchanged; the kernel has set its rsp to stack + stack_size.
+  register void (*fn)(void*) asm("r12") = child;
+  register void* fn_arg asm("r13") = arg;
+  asm volatile(
+      "syscall\n\t"
+      "test %%rax, %%rax\n\t"
+      "jnz 1f\n\t"
+      "xor %%ebp, %%ebp\n\t"  // The child: no caller frame to unwind into.
+      "mov %%r13, %%rdi\n\t"
+      "call *%%r12\n\t"
+      "ud2\n\t"  // The child function never returns.
+      "1:\n\t"
+      : "=a"(ret)
+      : "a"(static_cast<long>(SYS_clone3)), "D"(args), "S"(sizeof(clone_args)), "r"(fn),
+        "r"(fn_arg)
+      : "rcx", "r11", "memory");
+  return ret;
+}
+#endif
+
 int ReadChildError(int fd) {
   int child_errno = 0;
   ssize_t n;
@@ -143,8 +215,7 @@ Process Process::Spawn(const ProcessSpec& spec) {
 Process Process::Start(const ProcessSpec& spec) {
   std::vector<char*> argv = CStrings(spec.argv);
   std::vector<char*> envp = CStrings(spec.env);
-  Fd devnull(::open("/dev/null", O_RDONLY | O_CLOEXEC));
-  if (devnull.get() < 0) ThrowSystemError(errno, "cannot open /dev/null");
+  const int devnull = DevNull();
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0) ThrowSystemError(errno, "pipe2");
   Fd error_read(pipe_fds[0]);
@@ -152,17 +223,49 @@ Process Process::Start(const ProcessSpec& spec) {
 
   const pid_t parent = ::getpid();
   pid_t pid;
+  int pidfd = -1;
   {
     ScopedBlockAllSignals blocked;
     int procs_fd = spec.cgroup_procs_fd;
     pid = -1;
-    if (spec.cgroup_dir_fd >= 0 && g_clone_into_cgroup) {
+#ifdef PDLAUNCH_HAVE_VFORK_SPAWN
+    const bool into_cgroup = spec.cgroup_dir_fd >= 0 && g_clone_into_cgroup;
+    if (g_vfork_spawn) {
+      // The child's stack: on ours, which it cannot outlive (we are suspended until it execs).
+      alignas(64) char stack[32 * 1024];
+      // Born in the job's cgroup, or (a kernel without CLONE_INTO_CGROUP) moving itself there.
+      ChildArgs child{parent,         spec.executable.c_str(), argv.data(),
+                      envp.data(),    devnull,                 spec.output_fd,
+                      into_cgroup ? -1 : procs_fd, error_write.get()};
+      clone_args args{};
+      args.flags = CLONE_VM | CLONE_VFORK | CLONE_PIDFD | (into_cgroup ? CLONE_INTO_CGROUP : 0);
+      args.exit_signal = SIGCHLD;
+      args.pidfd = reinterpret_cast<uint64_t>(&pidfd);
+      args.stack = reinterpret_cast<uint64_t>(stack);
+      args.stack_size = sizeof stack;
+      if (into_cgroup) args.cgroup = static_cast<uint64_t>(spec.cgroup_dir_fd);
+      const long ret = Clone3OnStack(&args, &ExecChildOnStack, &child);
+      if (ret > 0) {
+        pid = static_cast<pid_t>(ret);
+        procs_fd = -1;  // There already.
+      } else if (into_cgroup && (ret == -ENOSYS || ret == -EINVAL || ret == -E2BIG)) {
+        g_clone_into_cgroup = false;  // No CLONE_INTO_CGROUP: this one forks and moves below,
+                                      // later ones are cloned without it and move themselves.
+      } else if (ret == -ENOSYS || ret == -EINVAL || ret == -E2BIG) {
+        g_vfork_spawn = false;  // An older kernel or a refused flag: the paths below from now on.
+      } else {
+        errno = static_cast<int>(-ret);  // EAGAIN, ENOMEM: fork says it again, or succeeds.
+      }
+    }
+#endif
+    if (pid < 0 && spec.cgroup_dir_fd >= 0 && g_clone_into_cgroup) {
       // Born in the job's cgroup: no migration afterwards, which costs a write lock on the
       // kernel's thread-group semaphore per child (measured: +8 ms for 64 ranks).
       clone_args args{};
-      args.flags = CLONE_INTO_CGROUP;
+      args.flags = CLONE_INTO_CGROUP | CLONE_PIDFD;
       args.exit_signal = SIGCHLD;
       args.cgroup = static_cast<uint64_t>(spec.cgroup_dir_fd);
+      args.pidfd = reinterpret_cast<uint64_t>(&pidfd);  // One syscall fewer than pidfd_open.
       pid = static_cast<pid_t>(::syscall(SYS_clone3, &args, sizeof args));
       if (pid >= 0) {
         procs_fd = -1;  // Already there.
@@ -172,7 +275,7 @@ Process Process::Start(const ProcessSpec& spec) {
     }
     if (pid < 0) pid = ::fork();
     if (pid == 0) {
-      ExecChild(parent, spec.executable.c_str(), argv.data(), envp.data(), devnull.get(),
+      ExecChild(parent, spec.executable.c_str(), argv.data(), envp.data(), devnull,
                 spec.output_fd, procs_fd, error_write.get());
     }
   }
@@ -181,7 +284,7 @@ Process Process::Start(const ProcessSpec& spec) {
   // signal can be aimed at it (EACCES once the child has exec'ed is fine: it did it itself).
   ::setpgid(pid, pid);
   error_write.Reset();
-  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  if (pidfd < 0) pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
   const int pidfd_errno = errno;
   Process process(pid, pidfd, error_read.Release());  // Reaps the child on every path from here.
   process.executable_ = spec.executable;

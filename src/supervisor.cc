@@ -328,7 +328,7 @@ class EventLoop {
       Process process = Process::Start(p.spec);
       watchdog_.Register(process.pid());
       if (options_.on_spawn) options_.on_spawn(process.pid());
-      StreamDescriptor exit_event(io_, ::dup(process.pidfd()));
+      StreamDescriptor exit_event(io_, process.ReleasePidfd());
       pids.push_back(process.pid());
       RunReport& report = TheRunReport();
       report.processes.push_back(RecordOf(p, static_cast<int>(children_.size()), process.pid()));
@@ -344,8 +344,8 @@ class EventLoop {
 
   void WaitForExit(size_t index) {
     children_[index].exit_event.async_wait(StreamDescriptor::wait_read,
-                                           [this](boost::system::error_code ec) {
-                                             if (!ec) SweepExits();
+                                           [this, index](boost::system::error_code ec) {
+                                             if (!ec) SweepExits(index);
                                            });
   }
 
@@ -357,12 +357,14 @@ class EventLoop {
     });
   }
 
-  // Reaps every child that has exited by now, so failures seen together are reported together.
-  void SweepExits() {
+  // Reaps child `index` (whose pidfd became readable). A failure reaps every child that has
+  // exited by now, so that failures seen together are reported together; a success is reported
+  // alone (sweeping all N children on each of N successful exits cost O(N^2) waitid calls).
+  void SweepExits(size_t index) {
     std::vector<std::pair<int, ExitStatus>> exits;
-    for (size_t i = 0; i < children_.size(); ++i) {
+    const auto reap = [&](size_t i) {
       Child& child = children_[i];
-      if (child.process.reaped()) continue;
+      if (child.process.reaped()) return;
       if (auto status = child.process.TryWait()) {
         exits.emplace_back(static_cast<int>(i), *status);
         ProcessRecord& record = TheRunReport().processes.at(child.report_index);
@@ -371,6 +373,10 @@ class EventLoop {
         boost::system::error_code ignored;
         child.exit_event.close(ignored);
       }
+    };
+    reap(index);
+    if (exits.empty() || !exits.front().second.success()) {
+      for (size_t i = 0; i < children_.size(); ++i) reap(i);
     }
     if (exits.empty()) return;
     const Supervision::Commands commands = policy_.OnExits(exits);

@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "pdlaunch/exit_status.h"
@@ -49,8 +50,10 @@ class Process {
   ~Process();
 
   pid_t pid() const { return pid_; }
-  /// A pidfd (pidfd_open) that becomes readable when the child exits; owned by this object.
+  /// A pidfd that becomes readable when the child exits; owned by this object until released.
   int pidfd() const { return pidfd_; }
+  /// Hands the pidfd over to the caller (an event loop that waits on it); -1 afterwards.
+  int ReleasePidfd() { return std::exchange(pidfd_, -1); }
   bool reaped() const { return status_.has_value(); }
   const std::optional<ExitStatus>& status() const { return status_; }
 
