@@ -12,18 +12,25 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "pdlaunch/cgroup_path.h"
 
 namespace pdlaunch {
 namespace {
 
+/// The whole file, or "" when it cannot be read. (Plain read(2): cgroupfs and procfs files are
+/// small, and this runs at every job's start and end.)
 std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  std::string text;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return text;
+  char buffer[4096];
+  ssize_t n;
+  while ((n = ::read(fd, buffer, sizeof buffer)) > 0 || (n < 0 && errno == EINTR)) {
+    if (n > 0) text.append(buffer, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return text;
 }
 
 bool WriteString(const std::string& path, const char* text) noexcept {
@@ -121,6 +128,8 @@ std::vector<pid_t> JobCgroup::DirectMembers() const noexcept {
   return members;
 }
 
+bool JobCgroup::Populated() const noexcept { return pdlaunch::Populated(dir_); }
+
 bool JobCgroup::Kill() const noexcept { return WriteString(dir_ + "/cgroup.kill", "1"); }
 
 bool JobCgroup::WaitEmpty(double seconds) const noexcept { return WaitCgroupEmpty(dir_, seconds); }
@@ -151,6 +160,8 @@ bool WaitCgroupEmpty(const std::string& dir, double seconds) noexcept {
 }
 
 bool KillAndRemoveCgroup(const std::string& dir, double seconds) noexcept {
+  // The common case costs one rmdir: it fails (EBUSY) while a process or a child cgroup remains.
+  if (::rmdir(dir.c_str()) == 0 || errno == ENOENT) return true;
   if (Populated(dir)) WriteString(dir + "/cgroup.kill", "1");
   WaitCgroupEmpty(dir, seconds);
   return RemoveTree(dir);

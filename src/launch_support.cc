@@ -92,6 +92,7 @@ TempDir::TempDir() {
 }
 
 TempDir::~TempDir() {
+  if (::rmdir(path_.c_str()) == 0) return;  // Usually empty: one call instead of a walk.
   std::error_code ignored;
   fs::remove_all(path_, ignored);
 }
@@ -133,9 +134,21 @@ void PrintStarted(const std::vector<pid_t>& pids) {
 }
 
 void WriteTextFile(const std::filesystem::path& path, const std::string& content) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << content;
-  if (!out.flush()) throw LaunchError(fmt::format("cannot write '{}'", path.string()));
+  // Written over in place and then cut to length, not truncated first: truncating frees the
+  // file's blocks and the write allocates them again, which on ext4 mounted with `discard`
+  // costs about 0.25 ms (a discard per run; measured, docs/performance.md). Same result.
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
+  bool ok = fd >= 0;
+  for (size_t done = 0; ok && done < content.size();) {
+    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    ok = n > 0;
+    if (ok) done += static_cast<size_t>(n);
+  }
+  ok = ok && ::ftruncate(fd, static_cast<off_t>(content.size())) == 0;
+  const int error = errno;
+  if (fd >= 0) ::close(fd);
+  if (!ok) ThrowSystemError(error, fmt::format("cannot write '{}'", path.string()));
 }
 
 std::vector<SupervisedProcess> BuildProcesses(

@@ -1,6 +1,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <linux/sched.h>
 #include <fmt/format.h>
 #include <signal.h>
@@ -16,16 +17,17 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <utility>
 
 #include "pdlaunch/errors.h"
 #include "pdlaunch/process.h"
 
-// The vfork-style spawn (Clone3OnStack) exists for x86-64; under AddressSanitizer, whose
+// The clone-VM spawn (Clone3OnStack) exists for x86-64; under AddressSanitizer, whose
 // interceptors expect their own stacks, the launcher forks.
 #if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
-#define PDLAUNCH_HAVE_VFORK_SPAWN 1
+#define PDLAUNCH_HAVE_CLONE_VM_SPAWN 1
 #endif
 
 #ifndef CLOSE_RANGE_CLOEXEC
@@ -41,10 +43,10 @@ struct rlimit g_child_file_limit {};
 bool g_restore_file_limit = false;
 // False once clone3(CLONE_INTO_CGROUP) was refused as unknown: fork and move instead.
 bool g_clone_into_cgroup = true;
-#ifdef PDLAUNCH_HAVE_VFORK_SPAWN
-// False once the vfork-style clone3 was refused, or when PDLAUNCH_SPAWN=fork asks for fork
-// (for measuring one against the other, docs/performance.md).
-bool g_vfork_spawn = [] {
+#ifdef PDLAUNCH_HAVE_CLONE_VM_SPAWN
+// False once clone3 with CLONE_VM was refused, or when PDLAUNCH_SPAWN=fork asks for fork (for
+// measuring one against the other, docs/performance.md, and for testing both paths).
+bool g_clone_vm_spawn = [] {
   const char* choice = std::getenv("PDLAUNCH_SPAWN");
   return choice == nullptr || std::strcmp(choice, "fork") != 0;
 }();
@@ -91,40 +93,95 @@ class ScopedBlockAllSignals {
   sigset_t saved_;
 };
 
-// Runs in the forked child: only async-signal-safe calls, no allocation. Never returns.
-[[noreturn]] void ExecChild(pid_t parent, const char* executable, char* const* argv,
-                            char* const* envp, int devnull, int output_fd, int cgroup_procs_fd,
-                            int error_fd) {
+// The child's system calls. A child cloned with CLONE_VM runs in the launcher's address space
+// at the same time as the launcher, sharing its thread-local errno: it must not touch errno (nor
+// take a lock, nor allocate). On x86-64 it therefore makes its system calls directly; elsewhere
+// only forked children exist and libc's syscall() is fine. Returns the result or -errno.
+#if defined(__x86_64__)
+[[gnu::always_inline]] inline long ChildSyscall(long number, long a1 = 0, long a2 = 0,
+                                                long a3 = 0, long a4 = 0) {
+  long ret;
+  register long r10 asm("r10") = a4;
+  asm volatile("syscall"
+               : "=a"(ret)
+               : "a"(number), "D"(a1), "S"(a2), "d"(a3), "r"(r10)
+               : "rcx", "r11", "memory");
+  return ret;
+}
+#else
+inline long ChildSyscall(long number, long a1 = 0, long a2 = 0, long a3 = 0, long a4 = 0) {
+  const long ret = ::syscall(number, a1, a2, a3, a4);
+  return ret == -1 ? -errno : ret;
+}
+#endif
+
+template <typename T>
+long Arg(T* pointer) {
+  return reinterpret_cast<long>(pointer);
+}
+
+/// Everything the child needs, prepared by the launcher before the clone.
+struct ChildArgs {
+  pid_t parent = 0;
+  const char* executable = nullptr;
+  char* const* argv = nullptr;
+  char* const* envp = nullptr;
+  int devnull = -1;
+  int output_fd = -1;
+  int cgroup_procs_fd = -1;  ///< Write "0" here first (a child not born in the cgroup).
+  int error_fd = -1;         ///< A forked child reports its exec errno through this pipe...
+  int error = 0;             ///< ...a cloned one writes it here, in the launcher's memory.
+};
+
+// Runs in the new child: system calls only (ChildSyscall), no allocation, no errno. Never
+// returns.
+[[noreturn]] void ExecChild(ChildArgs* a) {
+  long rc = 0;
   // Into the job's cgroup first: whatever this process starts is born there too.
-  if (cgroup_procs_fd >= 0 && ::write(cgroup_procs_fd, "0", 1) != 1) goto fail;
+  if (a->cgroup_procs_fd >= 0) {
+    rc = ChildSyscall(SYS_write, a->cgroup_procs_fd, Arg("0"), 1);
+    if (rc != 1) goto fail;
+  }
   // Own process group: terminal signals reach only the launcher, and teardown can signal the
   // rank together with every process it forks.
-  ::setpgid(0, 0);
+  ChildSyscall(SYS_setpgid, 0, 0);
   // Die with the launcher; if it is already gone, the signal will never come.
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (::getppid() != parent) ::_exit(127);
-  for (int sig = 1; sig < NSIG; ++sig) {
-    if (sig != SIGKILL && sig != SIGSTOP) ::signal(sig, SIG_DFL);
+  ChildSyscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL);
+  if (ChildSyscall(SYS_getppid) != a->parent) ChildSyscall(SYS_exit_group, 127);
+  {
+    // Default dispositions (the kernel's struct sigaction; SIG_DFL is 0), then an empty mask.
+    struct {
+      unsigned long handler, flags, restorer, mask;
+    } default_action{};
+    for (long sig = 1; sig <= 64; ++sig) {
+      if (sig != SIGKILL && sig != SIGSTOP) {
+        ChildSyscall(SYS_rt_sigaction, sig, Arg(&default_action), 0, 8);
+      }
+    }
+    unsigned long no_signals = 0;
+    ChildSyscall(SYS_rt_sigprocmask, SIG_SETMASK, Arg(&no_signals), 0, 8);
   }
-  sigset_t none;
-  sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);
-  if (g_restore_file_limit) ::setrlimit(RLIMIT_NOFILE, &g_child_file_limit);
-  if (::dup2(devnull, STDIN_FILENO) < 0) goto fail;
-  if (output_fd >= 0) {
-    if (::dup2(output_fd, STDOUT_FILENO) < 0 || ::dup2(output_fd, STDERR_FILENO) < 0) goto fail;
+  if (g_restore_file_limit) {
+    ChildSyscall(SYS_prlimit64, 0, RLIMIT_NOFILE, Arg(&g_child_file_limit), 0);
+  }
+  if ((rc = ChildSyscall(SYS_dup3, a->devnull, STDIN_FILENO, 0)) < 0) goto fail;
+  if (a->output_fd >= 0) {
+    if ((rc = ChildSyscall(SYS_dup3, a->output_fd, STDOUT_FILENO, 0)) < 0) goto fail;
+    if ((rc = ChildSyscall(SYS_dup3, a->output_fd, STDERR_FILENO, 0)) < 0) goto fail;
   }
   // Only fds 0-2 survive exec; the error pipe closes itself on a successful exec.
-  if (::syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
-    for (int fd = 3; fd < 1024; ++fd) {
-      if (fd != error_fd) ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+  if (ChildSyscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
+    for (long fd = 3; fd < 1024; ++fd) {
+      if (fd != a->error_fd) ChildSyscall(SYS_fcntl, fd, F_SETFD, FD_CLOEXEC);
     }
   }
-  ::execve(executable, argv, envp);
+  rc = ChildSyscall(SYS_execve, Arg(a->executable), Arg(a->argv), Arg(a->envp));
 fail:
-  const int err = errno;
-  [[maybe_unused]] ssize_t ignored = ::write(error_fd, &err, sizeof err);
-  ::_exit(err == ENOENT ? 127 : 126);
+  const int err = rc < 0 ? static_cast<int>(-rc) : EIO;
+  a->error = err;
+  if (a->error_fd >= 0) ChildSyscall(SYS_write, a->error_fd, Arg(&err), sizeof err);
+  ChildSyscall(SYS_exit_group, err == ENOENT ? 127 : 126);
+  __builtin_unreachable();
 }
 
 // /dev/null for the children's stdin, opened once (close-on-exec) and kept for the launcher's
@@ -135,34 +192,12 @@ int DevNull() {
   return fd;
 }
 
-#ifdef PDLAUNCH_HAVE_VFORK_SPAWN
-// Everything ExecChild needs, for a child started on its own stack.
-struct ChildArgs {
-  pid_t parent;
-  const char* executable;
-  char* const* argv;
-  char* const* envp;
-  int devnull;
-  int output_fd;
-  int cgroup_procs_fd;
-  int error_fd;
-};
+#ifdef PDLAUNCH_HAVE_CLONE_VM_SPAWN
+[[noreturn]] void ExecChildOnStack(void* args) { ExecChild(static_cast<ChildArgs*>(args)); }
 
-[[noreturn]] void ExecChildOnStack(void* raw) {
-  const ChildArgs& a = *static_cast<const ChildArgs*>(raw);
-  ExecChild(a.parent, a.executable, a.argv, a.envp, a.devnull, a.output_fd, a.cgroup_procs_fd,
-            a.error_fd);
-}
-#endif
-
-// A vfork-style spawn (what glibc's posix_spawn does, plus CLONE_INTO_CGROUP, which glibc's
-// clone() cannot express): clone3 with CLONE_VM | CLONE_VFORK, the child running `child(arg)` on
-// `stack` in the launcher's own address space until it execs. Nothing of the address space is
-// copied (no page tables, no copy-on-write faults in the launcher afterwards), and the launcher
-// is suspended until the child has exec'ed or exited, so the child may use the launcher's memory
-// and errno. Returns the pid, or -errno. x86-64 only; elsewhere (and under the sanitizers, whose
-// interceptors expect their own stacks) Start forks.
-#ifdef PDLAUNCH_HAVE_VFORK_SPAWN
+// clone3 with the child running `child(arg)` on the stack `args` names, in the launcher's own
+// address space when `args` asks for CLONE_VM (what glibc's posix_spawn does, plus
+// CLONE_INTO_CGROUP, which glibc's clone() cannot express). Returns the pid, or -errno.
 long Clone3OnStack(clone_args* args, void (*child)(void*), void* arg) {
   long ret;
   // r12 and r13 reach the child unchanged; the kernel has set its rsp to stack + stack_size.
@@ -196,6 +231,48 @@ int ReadChildError(int fd) {
 
 }  // namespace
 
+#ifdef PDLAUNCH_HAVE_CLONE_VM_SPAWN
+/// The memory a child cloned with CLONE_VM runs on until it execs: its stack, its ChildArgs and
+/// the argv and envp arrays (pointing into the caller's ProcessSpec, which must stay put until
+/// ConfirmStarted). The launcher goes on at once while the child prepares and execs on the other
+/// core; the kernel clears `in_use` and wakes a futex waiter when the child leaves this address
+/// space (CLONE_CHILD_CLEARTID: at its exec or its exit), and only then may the area be freed.
+struct SpawnArea {
+  SpawnArea(const ProcessSpec& spec, pid_t parent, int devnull)
+      : argv(CStrings(spec.argv)), envp(CStrings(spec.env)) {
+    args.parent = parent;
+    args.executable = spec.executable.c_str();
+    args.argv = argv.data();
+    args.envp = envp.data();
+    args.devnull = devnull;
+    args.output_fd = spec.output_fd;
+  }
+  /// Blocks until the child has exec'ed or exited. The child is in code of ours that makes a few
+  /// system calls and then execs, so this is the time of an exec.
+  void AwaitExec() {
+    for (;;) {
+      const pid_t value = __atomic_load_n(&in_use, __ATOMIC_ACQUIRE);
+      if (value == 0) return;
+      // Not FUTEX_PRIVATE: the kernel's wake-up at exec/exit is a shared-futex wake.
+      ::syscall(SYS_futex, &in_use, FUTEX_WAIT, value, nullptr, nullptr, 0);
+    }
+  }
+
+  alignas(64) std::byte stack[16 * 1024];
+  ChildArgs args;
+  pid_t in_use = 1;  ///< Cleared by the kernel (CLONE_CHILD_CLEARTID).
+  std::vector<char*> argv;
+  std::vector<char*> envp;
+};
+#else
+struct SpawnArea {
+  void AwaitExec() {}
+  ChildArgs args;
+};
+#endif
+
+void SpawnAreaDeleter::operator()(SpawnArea* area) const noexcept { delete area; }
+
 void RaiseOpenFileLimit() noexcept {
   struct rlimit limit {};
   if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= limit.rlim_max) return;
@@ -213,52 +290,74 @@ Process Process::Spawn(const ProcessSpec& spec) {
 }
 
 Process Process::Start(const ProcessSpec& spec) {
+  const int devnull = DevNull();
+  const pid_t parent = ::getpid();
+  const bool into_cgroup = spec.cgroup_dir_fd >= 0 && g_clone_into_cgroup;
+#ifdef PDLAUNCH_HAVE_CLONE_VM_SPAWN
+  if (g_clone_vm_spawn) {
+    std::unique_ptr<SpawnArea, SpawnAreaDeleter> area(new SpawnArea(spec, parent, devnull));
+    // Born in the job's cgroup, or (a kernel without CLONE_INTO_CGROUP) moving itself there.
+    if (!into_cgroup) area->args.cgroup_procs_fd = spec.cgroup_procs_fd;
+    int pidfd = -1;
+    clone_args args{};
+    args.flags = CLONE_VM | CLONE_PIDFD | CLONE_CHILD_CLEARTID |
+                 (into_cgroup ? CLONE_INTO_CGROUP : 0);
+    args.exit_signal = SIGCHLD;
+    args.pidfd = reinterpret_cast<uint64_t>(&pidfd);
+    args.child_tid = reinterpret_cast<uint64_t>(&area->in_use);
+    args.stack = reinterpret_cast<uint64_t>(area->stack);
+    args.stack_size = sizeof area->stack;
+    if (into_cgroup) args.cgroup = static_cast<uint64_t>(spec.cgroup_dir_fd);
+    long ret;
+    {
+      // The child starts with every signal blocked, so no handler of the launcher can run in
+      // it before it has reset the dispositions.
+      ScopedBlockAllSignals blocked;
+      ret = Clone3OnStack(&args, &ExecChildOnStack, &area->args);
+    }
+    if (ret > 0) {
+      const auto pid = static_cast<pid_t>(ret);
+      // The child does this too; doing it here as well means the group exists before any
+      // teardown signal can be aimed at it (EACCES once the child has exec'ed is fine).
+      ::setpgid(pid, pid);
+      Process process(pid, pidfd, -1);
+      process.area_ = std::move(area);
+      process.executable_ = spec.executable;
+      return process;
+    }
+    if (ret == -ENOSYS || ret == -EINVAL || ret == -E2BIG) {
+      // An older kernel or a refused flag: without CLONE_INTO_CGROUP first, then fork.
+      if (into_cgroup) {
+        g_clone_into_cgroup = false;
+      } else {
+        g_clone_vm_spawn = false;
+      }
+      return Start(spec);
+    }
+    errno = static_cast<int>(-ret);  // EAGAIN, ENOMEM: fork says it again, or succeeds.
+  }
+#endif
   std::vector<char*> argv = CStrings(spec.argv);
   std::vector<char*> envp = CStrings(spec.env);
-  const int devnull = DevNull();
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0) ThrowSystemError(errno, "pipe2");
   Fd error_read(pipe_fds[0]);
   Fd error_write(pipe_fds[1]);
+  ChildArgs child;
+  child.parent = parent;
+  child.executable = spec.executable.c_str();
+  child.argv = argv.data();
+  child.envp = envp.data();
+  child.devnull = devnull;
+  child.output_fd = spec.output_fd;
+  child.cgroup_procs_fd = spec.cgroup_procs_fd;
+  child.error_fd = error_write.get();
 
-  const pid_t parent = ::getpid();
-  pid_t pid;
+  pid_t pid = -1;
   int pidfd = -1;
   {
     ScopedBlockAllSignals blocked;
-    int procs_fd = spec.cgroup_procs_fd;
-    pid = -1;
-#ifdef PDLAUNCH_HAVE_VFORK_SPAWN
-    const bool into_cgroup = spec.cgroup_dir_fd >= 0 && g_clone_into_cgroup;
-    if (g_vfork_spawn) {
-      // The child's stack: on ours, which it cannot outlive (we are suspended until it execs).
-      alignas(64) char stack[32 * 1024];
-      // Born in the job's cgroup, or (a kernel without CLONE_INTO_CGROUP) moving itself there.
-      ChildArgs child{parent,         spec.executable.c_str(), argv.data(),
-                      envp.data(),    devnull,                 spec.output_fd,
-                      into_cgroup ? -1 : procs_fd, error_write.get()};
-      clone_args args{};
-      args.flags = CLONE_VM | CLONE_VFORK | CLONE_PIDFD | (into_cgroup ? CLONE_INTO_CGROUP : 0);
-      args.exit_signal = SIGCHLD;
-      args.pidfd = reinterpret_cast<uint64_t>(&pidfd);
-      args.stack = reinterpret_cast<uint64_t>(stack);
-      args.stack_size = sizeof stack;
-      if (into_cgroup) args.cgroup = static_cast<uint64_t>(spec.cgroup_dir_fd);
-      const long ret = Clone3OnStack(&args, &ExecChildOnStack, &child);
-      if (ret > 0) {
-        pid = static_cast<pid_t>(ret);
-        procs_fd = -1;  // There already.
-      } else if (into_cgroup && (ret == -ENOSYS || ret == -EINVAL || ret == -E2BIG)) {
-        g_clone_into_cgroup = false;  // No CLONE_INTO_CGROUP: this one forks and moves below,
-                                      // later ones are cloned without it and move themselves.
-      } else if (ret == -ENOSYS || ret == -EINVAL || ret == -E2BIG) {
-        g_vfork_spawn = false;  // An older kernel or a refused flag: the paths below from now on.
-      } else {
-        errno = static_cast<int>(-ret);  // EAGAIN, ENOMEM: fork says it again, or succeeds.
-      }
-    }
-#endif
-    if (pid < 0 && spec.cgroup_dir_fd >= 0 && g_clone_into_cgroup) {
+    if (into_cgroup) {
       // Born in the job's cgroup: no migration afterwards, which costs a write lock on the
       // kernel's thread-group semaphore per child (measured: +8 ms for 64 ranks).
       clone_args args{};
@@ -268,21 +367,16 @@ Process Process::Start(const ProcessSpec& spec) {
       args.pidfd = reinterpret_cast<uint64_t>(&pidfd);  // One syscall fewer than pidfd_open.
       pid = static_cast<pid_t>(::syscall(SYS_clone3, &args, sizeof args));
       if (pid >= 0) {
-        procs_fd = -1;  // Already there.
+        child.cgroup_procs_fd = -1;  // Already there.
       } else if (errno == ENOSYS || errno == EINVAL || errno == E2BIG) {
         g_clone_into_cgroup = false;  // An older kernel: fork and move, from now on.
       }  // Anything else (EAGAIN, ENOMEM): fork says it again, or succeeds.
     }
     if (pid < 0) pid = ::fork();
-    if (pid == 0) {
-      ExecChild(parent, spec.executable.c_str(), argv.data(), envp.data(), devnull,
-                spec.output_fd, procs_fd, error_write.get());
-    }
+    if (pid == 0) ExecChild(&child);
   }
   if (pid < 0) ThrowSystemError(errno, fmt::format("cannot fork to start '{}'", spec.executable));
-  // The child does this too; doing it here as well means the group exists before any teardown
-  // signal can be aimed at it (EACCES once the child has exec'ed is fine: it did it itself).
-  ::setpgid(pid, pid);
+  ::setpgid(pid, pid);  // As above.
   error_write.Reset();
   if (pidfd < 0) pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
   const int pidfd_errno = errno;
@@ -293,10 +387,16 @@ Process Process::Start(const ProcessSpec& spec) {
 }
 
 void Process::ConfirmStarted() {
-  if (exec_error_fd_ < 0) return;
-  const int child_errno = ReadChildError(exec_error_fd_);
-  ::close(exec_error_fd_);
-  exec_error_fd_ = -1;
+  int child_errno = 0;
+  if (area_) {
+    area_->AwaitExec();
+    child_errno = area_->args.error;
+    area_.reset();
+  } else if (exec_error_fd_ >= 0) {
+    child_errno = ReadChildError(exec_error_fd_);
+    ::close(exec_error_fd_);
+    exec_error_fd_ = -1;
+  }
   if (child_errno != 0) {
     Wait();
     // execve says ENOENT both for a missing file and for a missing #! interpreter.
@@ -320,6 +420,7 @@ Process::Process(Process&& other) noexcept
     : pid_(std::exchange(other.pid_, -1)),
       pidfd_(std::exchange(other.pidfd_, -1)),
       exec_error_fd_(std::exchange(other.exec_error_fd_, -1)),
+      area_(std::move(other.area_)),
       executable_(std::move(other.executable_)),
       status_(std::move(other.status_)) {}
 
@@ -329,6 +430,7 @@ Process& Process::operator=(Process&& other) noexcept {
     pid_ = std::exchange(other.pid_, -1);
     pidfd_ = std::exchange(other.pidfd_, -1);
     exec_error_fd_ = std::exchange(other.exec_error_fd_, -1);
+    area_ = std::move(other.area_);
     executable_ = std::move(other.executable_);
     status_ = std::move(other.status_);
   }
@@ -342,6 +444,8 @@ void Process::Release() noexcept {
     SignalGroup(SIGKILL);
     Wait();
   }
+  // Reaped: a cloned child has left the spawn area (it exec'ed or exited).
+  area_.reset();
   if (pidfd_ >= 0) ::close(pidfd_);
   if (exec_error_fd_ >= 0) ::close(exec_error_fd_);
   pid_ = -1;

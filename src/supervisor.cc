@@ -19,6 +19,7 @@
 #include <deque>
 #include <fstream>
 #include <memory>
+#include <utility>
 
 #include "pdlaunch/console_echo.h"
 #include "pdlaunch/errors.h"
@@ -270,6 +271,7 @@ class EventLoop {
         signals_(io_, SIGINT, SIGTERM, SIGHUP),
         grace_timer_(io_),
         tick_timer_(io_),
+        reap_timer_(io_),
         external_event_(io_),
         policy_(Primaries(processes), options.hold_secondaries),
         echo_(io_, EchoSources(processes, options)),
@@ -325,15 +327,25 @@ class EventLoop {
         p.spec.cgroup_dir_fd = cgroup_->dir_fd();
         p.spec.cgroup_procs_fd = cgroup_->procs_fd();
       }
-      Process process = Process::Start(p.spec);
-      watchdog_.Register(process.pid());
-      if (options_.on_spawn) options_.on_spawn(process.pid());
-      StreamDescriptor exit_event(io_, process.ReleasePidfd());
-      pids.push_back(process.pid());
+      // The child reads its spec until its exec (ConfirmStarted below), so it is started from
+      // its place in children_, whose storage is reserved: it neither moves nor dies meanwhile.
       RunReport& report = TheRunReport();
-      report.processes.push_back(RecordOf(p, static_cast<int>(children_.size()), process.pid()));
-      children_.push_back(Child{std::move(process), std::move(exit_event), std::move(p), log_start,
+      report.processes.push_back(RecordOf(p, static_cast<int>(children_.size()), 0));
+      children_.push_back(Child{Process(), StreamDescriptor(io_), std::move(p), log_start,
                                 report.processes.size() - 1});
+      Child& child = children_.back();
+      try {
+        child.process = Process::Start(child.info.spec);
+      } catch (...) {
+        children_.pop_back();
+        report.processes.pop_back();
+        throw;
+      }
+      report.processes.back().pid = child.process.pid();
+      watchdog_.Register(child.process.pid());
+      if (options_.on_spawn) options_.on_spawn(child.process.pid());
+      child.exit_event.assign(child.process.ReleasePidfd());
+      pids.push_back(child.process.pid());
     }
     // Forking them all before waiting for any exec lets the children exec in parallel.
     for (Child& child : children_) child.process.ConfirmStarted();
@@ -375,6 +387,12 @@ class EventLoop {
       }
     };
     reap(index);
+    if (exits.empty() && !children_[index].process.reaped()) {
+      // The pidfd is readable but waitid finds nothing: a tracer (strace -f, gdb) holds the
+      // zombie until it has seen the exit, and the pidfd does not fire again. Look again soon.
+      RetryReap(index);
+      return;
+    }
     if (exits.empty() || !exits.front().second.success()) {
       for (size_t i = 0; i < children_.size(); ++i) reap(i);
     }
@@ -401,6 +419,16 @@ class EventLoop {
       ReportFailures(commands.newly_failed);
     }
     MaybeFinish();
+  }
+
+  void RetryReap(size_t index) {
+    unreaped_.push_back(index);
+    if (unreaped_.size() > 1) return;  // The timer is already armed.
+    reap_timer_.expires_after(std::chrono::milliseconds(10));
+    reap_timer_.async_wait([this](boost::system::error_code ec) {
+      if (ec || finished_) return;
+      for (size_t i : std::exchange(unreaped_, {})) SweepExits(i);
+    });
   }
 
   // The external descriptor is dup'ed afresh after every callback: the owner may have replaced
@@ -560,8 +588,10 @@ class EventLoop {
     std::vector<pid_t> members;
     if (cgroup_) {
       // Everything the job started is in its cgroup, whatever group or session it moved to.
-      for (pid_t pid : cgroup_->Members()) {
-        if (ProcessLive(pid)) members.push_back(pid);
+      if (cgroup_->Populated()) {
+        for (pid_t pid : cgroup_->Members()) {
+          if (ProcessLive(pid)) members.push_back(pid);
+        }
       }
     } else {
       std::vector<pid_t> groups;  // Groups that still exist; usually none: no /proc scan.
@@ -612,6 +642,7 @@ class EventLoop {
     finished_ = true;
     grace_timer_.cancel();
     tick_timer_.cancel();
+    reap_timer_.cancel();
     signals_.cancel();
     boost::system::error_code ignored;
     external_event_.close(ignored);
@@ -660,6 +691,8 @@ class EventLoop {
   asio::signal_set signals_;
   asio::steady_timer grace_timer_;
   asio::steady_timer tick_timer_;
+  asio::steady_timer reap_timer_;  // RetryReap.
+  std::vector<size_t> unreaped_;   // Exited (pidfd readable) but not yet waitable.
   StreamDescriptor external_event_;
   Supervision policy_;
   ConsoleEcho echo_;

@@ -34,6 +34,8 @@ class JobCgroup {
   int procs_fd() const { return procs_fd_; }
   /// Every process in the cgroup and the cgroups below it. Never throws.
   std::vector<pid_t> Members() const noexcept;
+  /// False once no process is left in the cgroup or below it (cgroup.events). Never throws.
+  bool Populated() const noexcept;
   /// The processes in the cgroup itself, not in the cgroups below it (those of nested
   /// launchers, which stop their own jobs). Never throws.
   std::vector<pid_t> DirectMembers() const noexcept;

@@ -2,6 +2,7 @@
 
 #include <sys/types.h>
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -10,6 +11,11 @@
 #include "pdlaunch/exit_status.h"
 
 namespace pdlaunch {
+
+struct SpawnArea;  // process-posix.cc
+struct SpawnAreaDeleter {
+  void operator()(SpawnArea* area) const noexcept;
+};
 
 /// What to start. The child gets: its own process group (pgid = pid), SIGKILL as parent-death
 /// signal (it exits at once if the launcher is already gone), default signal dispositions and an
@@ -32,16 +38,21 @@ struct ProcessSpec {
 /// A started child: move-only, waited exactly once. Not thread-safe.
 class Process {
  public:
-  /// Forks and execs `spec`, and waits until the exec has happened. Throws std::system_error when
-  /// fork fails or exec fails in the child (the child's errno is reported back through a
-  /// close-on-exec pipe; no process remains).
+  /// Starts `spec` and waits until the exec has happened. Throws std::system_error when the clone
+  /// or fork fails or exec fails in the child (the child reports its errno back in the
+  /// launcher's memory or through a close-on-exec pipe; no process remains).
   static Process Spawn(const ProcessSpec& spec);
-  /// The first half of Spawn: forks and returns without waiting for the exec, so that many
-  /// children can be started in parallel. Call ConfirmStarted() before relying on the child.
+  /// The first half of Spawn: creates the child (clone3 with CLONE_VM on x86-64, fork elsewhere;
+  /// docs/design.md, Child hygiene) and returns while it prepares and execs, so that many
+  /// children start in parallel. `spec` must stay alive and unchanged until ConfirmStarted()
+  /// (the child reads its argv and environment from it until its exec). Call ConfirmStarted()
+  /// before relying on the child.
   static Process Start(const ProcessSpec& spec);
   /// The second half: waits for the child's exec; throws as Spawn does (the child is reaped).
   void ConfirmStarted();
 
+  /// No child (a placeholder to move a started one into).
+  Process() = default;
   Process(Process&& other) noexcept;
   Process& operator=(Process&& other) noexcept;
   Process(const Process&) = delete;
@@ -76,6 +87,7 @@ class Process {
   pid_t pid_ = -1;
   int pidfd_ = -1;
   int exec_error_fd_ = -1;  ///< Read end of the exec-error pipe until ConfirmStarted().
+  std::unique_ptr<SpawnArea, SpawnAreaDeleter> area_;  ///< A cloned child's stack and arguments, until its exec.
   std::string executable_;
   std::optional<ExitStatus> status_;
 };

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <system_error>
+#include <vector>
 
 #include "../support/test_util.h"
 
@@ -105,6 +106,35 @@ TEST(ProcessTest, EnvironmentIsExactlyTheSpec) {
   ::close(fd);
   p.Wait();
   EXPECT_EQ(ReadFile(log), "A=1\nB=two words\n");
+}
+
+// Started together (the children prepare and exec while the launcher goes on), each child gets
+// its own argv and environment, and a failing exec among them is reported for that one alone.
+TEST(ProcessTest, ChildrenStartedTogetherEachGetTheirOwnSpec) {
+  ScopedTempDir dir;
+  constexpr int kChildren = 48;
+  std::vector<ProcessSpec> specs;
+  for (int i = 0; i < kChildren; ++i) {
+    specs.push_back(ProcessSpec{"/bin/sh",
+                                {"sh", "-c", "printf '%s %s' \"$X\" \"$0\" > \"$1\"",
+                                 "arg-" + std::to_string(i), dir.File(std::to_string(i))},
+                                {"X=env-" + std::to_string(i)},
+                                -1});
+  }
+  specs[kChildren / 2].executable = "/nonexistent/prog";
+  std::vector<Process> processes;
+  for (const ProcessSpec& spec : specs) processes.push_back(Process::Start(spec));
+  for (int i = 0; i < kChildren; ++i) {
+    if (i == kChildren / 2) {
+      EXPECT_THROW(processes[i].ConfirmStarted(), std::system_error);
+      EXPECT_TRUE(processes[i].reaped());
+      continue;
+    }
+    processes[i].ConfirmStarted();
+    EXPECT_EQ(processes[i].Wait(), ExitStatus::Exited(0));
+    EXPECT_EQ(ReadFile(dir.File(std::to_string(i))),
+              "env-" + std::to_string(i) + " arg-" + std::to_string(i));
+  }
 }
 
 TEST(ProcessTest, ExecFailureThrowsAndLeavesNoChild) {
