@@ -23,12 +23,7 @@
 
 #include "pdlaunch/errors.h"
 #include "pdlaunch/process.h"
-
-// The clone-VM spawn (Clone3OnStack) exists for x86-64; under AddressSanitizer, whose
-// interceptors expect their own stacks, the launcher forks.
-#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
-#define PDLAUNCH_HAVE_CLONE_VM_SPAWN 1
-#endif
+#include "raw_syscall.h"
 
 #ifndef CLOSE_RANGE_CLOEXEC
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
@@ -43,13 +38,9 @@ struct rlimit g_child_file_limit {};
 bool g_restore_file_limit = false;
 // False once clone3(CLONE_INTO_CGROUP) was refused as unknown: fork and move instead.
 bool g_clone_into_cgroup = true;
-#ifdef PDLAUNCH_HAVE_CLONE_VM_SPAWN
-// False once clone3 with CLONE_VM was refused, or when PDLAUNCH_SPAWN=fork asks for fork (for
-// measuring one against the other, docs/performance.md, and for testing both paths).
-bool g_clone_vm_spawn = [] {
-  const char* choice = std::getenv("PDLAUNCH_SPAWN");
-  return choice == nullptr || std::strcmp(choice, "fork") != 0;
-}();
+#ifdef PDLAUNCH_HAVE_CLONE_VM
+// False once clone3 with CLONE_VM was refused, or when PDLAUNCH_SPAWN=fork asks for fork.
+bool g_clone_vm_spawn = raw::CloneVmWanted();
 #endif
 
 /// Owns a file descriptor; closes it on destruction.
@@ -93,32 +84,7 @@ class ScopedBlockAllSignals {
   sigset_t saved_;
 };
 
-// The child's system calls. A child cloned with CLONE_VM runs in the launcher's address space
-// at the same time as the launcher, sharing its thread-local errno: it must not touch errno (nor
-// take a lock, nor allocate). On x86-64 it therefore makes its system calls directly; elsewhere
-// only forked children exist and libc's syscall() is fine. Returns the result or -errno.
-#if defined(__x86_64__)
-[[gnu::always_inline]] inline long ChildSyscall(long number, long a1 = 0, long a2 = 0,
-                                                long a3 = 0, long a4 = 0) {
-  long ret;
-  register long r10 asm("r10") = a4;
-  asm volatile("syscall"
-               : "=a"(ret)
-               : "a"(number), "D"(a1), "S"(a2), "d"(a3), "r"(r10)
-               : "rcx", "r11", "memory");
-  return ret;
-}
-#else
-inline long ChildSyscall(long number, long a1 = 0, long a2 = 0, long a3 = 0, long a4 = 0) {
-  const long ret = ::syscall(number, a1, a2, a3, a4);
-  return ret == -1 ? -errno : ret;
-}
-#endif
-
-template <typename T>
-long Arg(T* pointer) {
-  return reinterpret_cast<long>(pointer);
-}
+using raw::Arg;
 
 /// Everything the child needs, prepared by the launcher before the clone.
 struct ChildArgs {
@@ -139,15 +105,15 @@ struct ChildArgs {
   long rc = 0;
   // Into the job's cgroup first: whatever this process starts is born there too.
   if (a->cgroup_procs_fd >= 0) {
-    rc = ChildSyscall(SYS_write, a->cgroup_procs_fd, Arg("0"), 1);
+    rc = raw::Syscall(SYS_write, a->cgroup_procs_fd, Arg("0"), 1);
     if (rc != 1) goto fail;
   }
   // Own process group: terminal signals reach only the launcher, and teardown can signal the
   // rank together with every process it forks.
-  ChildSyscall(SYS_setpgid, 0, 0);
+  raw::Syscall(SYS_setpgid, 0, 0);
   // Die with the launcher; if it is already gone, the signal will never come.
-  ChildSyscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL);
-  if (ChildSyscall(SYS_getppid) != a->parent) ChildSyscall(SYS_exit_group, 127);
+  raw::Syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL);
+  if (raw::Syscall(SYS_getppid) != a->parent) raw::Syscall(SYS_exit_group, 127);
   {
     // Default dispositions (the kernel's struct sigaction; SIG_DFL is 0), then an empty mask.
     struct {
@@ -155,32 +121,32 @@ struct ChildArgs {
     } default_action{};
     for (long sig = 1; sig <= 64; ++sig) {
       if (sig != SIGKILL && sig != SIGSTOP) {
-        ChildSyscall(SYS_rt_sigaction, sig, Arg(&default_action), 0, 8);
+        raw::Syscall(SYS_rt_sigaction, sig, Arg(&default_action), 0, 8);
       }
     }
     unsigned long no_signals = 0;
-    ChildSyscall(SYS_rt_sigprocmask, SIG_SETMASK, Arg(&no_signals), 0, 8);
+    raw::Syscall(SYS_rt_sigprocmask, SIG_SETMASK, Arg(&no_signals), 0, 8);
   }
   if (g_restore_file_limit) {
-    ChildSyscall(SYS_prlimit64, 0, RLIMIT_NOFILE, Arg(&g_child_file_limit), 0);
+    raw::Syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, Arg(&g_child_file_limit), 0);
   }
-  if ((rc = ChildSyscall(SYS_dup3, a->devnull, STDIN_FILENO, 0)) < 0) goto fail;
+  if ((rc = raw::Syscall(SYS_dup3, a->devnull, STDIN_FILENO, 0)) < 0) goto fail;
   if (a->output_fd >= 0) {
-    if ((rc = ChildSyscall(SYS_dup3, a->output_fd, STDOUT_FILENO, 0)) < 0) goto fail;
-    if ((rc = ChildSyscall(SYS_dup3, a->output_fd, STDERR_FILENO, 0)) < 0) goto fail;
+    if ((rc = raw::Syscall(SYS_dup3, a->output_fd, STDOUT_FILENO, 0)) < 0) goto fail;
+    if ((rc = raw::Syscall(SYS_dup3, a->output_fd, STDERR_FILENO, 0)) < 0) goto fail;
   }
   // Only fds 0-2 survive exec; the error pipe closes itself on a successful exec.
-  if (ChildSyscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
+  if (raw::Syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
     for (long fd = 3; fd < 1024; ++fd) {
-      if (fd != a->error_fd) ChildSyscall(SYS_fcntl, fd, F_SETFD, FD_CLOEXEC);
+      if (fd != a->error_fd) raw::Syscall(SYS_fcntl, fd, F_SETFD, FD_CLOEXEC);
     }
   }
-  rc = ChildSyscall(SYS_execve, Arg(a->executable), Arg(a->argv), Arg(a->envp));
+  rc = raw::Syscall(SYS_execve, Arg(a->executable), Arg(a->argv), Arg(a->envp));
 fail:
   const int err = rc < 0 ? static_cast<int>(-rc) : EIO;
   a->error = err;
-  if (a->error_fd >= 0) ChildSyscall(SYS_write, a->error_fd, Arg(&err), sizeof err);
-  ChildSyscall(SYS_exit_group, err == ENOENT ? 127 : 126);
+  if (a->error_fd >= 0) raw::Syscall(SYS_write, a->error_fd, Arg(&err), sizeof err);
+  raw::Syscall(SYS_exit_group, err == ENOENT ? 127 : 126);
   __builtin_unreachable();
 }
 
@@ -192,32 +158,9 @@ int DevNull() {
   return fd;
 }
 
-#ifdef PDLAUNCH_HAVE_CLONE_VM_SPAWN
+#ifdef PDLAUNCH_HAVE_CLONE_VM
 [[noreturn]] void ExecChildOnStack(void* args) { ExecChild(static_cast<ChildArgs*>(args)); }
 
-// clone3 with the child running `child(arg)` on the stack `args` names, in the launcher's own
-// address space when `args` asks for CLONE_VM (what glibc's posix_spawn does, plus
-// CLONE_INTO_CGROUP, which glibc's clone() cannot express). Returns the pid, or -errno.
-long Clone3OnStack(clone_args* args, void (*child)(void*), void* arg) {
-  long ret;
-  // r12 and r13 reach the child unchanged; the kernel has set its rsp to stack + stack_size.
-  register void (*fn)(void*) asm("r12") = child;
-  register void* fn_arg asm("r13") = arg;
-  asm volatile(
-      "syscall\n\t"
-      "test %%rax, %%rax\n\t"
-      "jnz 1f\n\t"
-      "xor %%ebp, %%ebp\n\t"  // The child: no caller frame to unwind into.
-      "mov %%r13, %%rdi\n\t"
-      "call *%%r12\n\t"
-      "ud2\n\t"  // The child function never returns.
-      "1:\n\t"
-      : "=a"(ret)
-      : "a"(static_cast<long>(SYS_clone3)), "D"(args), "S"(sizeof(clone_args)), "r"(fn),
-        "r"(fn_arg)
-      : "rcx", "r11", "memory");
-  return ret;
-}
 #endif
 
 int ReadChildError(int fd) {
@@ -231,7 +174,7 @@ int ReadChildError(int fd) {
 
 }  // namespace
 
-#ifdef PDLAUNCH_HAVE_CLONE_VM_SPAWN
+#ifdef PDLAUNCH_HAVE_CLONE_VM
 /// The memory a child cloned with CLONE_VM runs on until it execs: its stack, its ChildArgs and
 /// the argv and envp arrays (pointing into the caller's ProcessSpec, which must stay put until
 /// ConfirmStarted). The launcher goes on at once while the child prepares and execs on the other
@@ -293,7 +236,7 @@ Process Process::Start(const ProcessSpec& spec) {
   const int devnull = DevNull();
   const pid_t parent = ::getpid();
   const bool into_cgroup = spec.cgroup_dir_fd >= 0 && g_clone_into_cgroup;
-#ifdef PDLAUNCH_HAVE_CLONE_VM_SPAWN
+#ifdef PDLAUNCH_HAVE_CLONE_VM
   if (g_clone_vm_spawn) {
     std::unique_ptr<SpawnArea, SpawnAreaDeleter> area(new SpawnArea(spec, parent, devnull));
     // Born in the job's cgroup, or (a kernel without CLONE_INTO_CGROUP) moving itself there.
@@ -313,7 +256,7 @@ Process Process::Start(const ProcessSpec& spec) {
       // The child starts with every signal blocked, so no handler of the launcher can run in
       // it before it has reset the dispositions.
       ScopedBlockAllSignals blocked;
-      ret = Clone3OnStack(&args, &ExecChildOnStack, &area->args);
+      ret = raw::Clone3OnStack(&args, &ExecChildOnStack, &area->args);
     }
     if (ret > 0) {
       const auto pid = static_cast<pid_t>(ret);

@@ -1,23 +1,43 @@
 #include "pdlaunch/watchdog.h"
 
-#include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
+#include <linux/futex.h>
+#include <poll.h>
 #include <signal.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
+#include <sys/inotify.h>
+#include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
-#include <filesystem>
+#include <cstring>
 #include <string>
 #include <vector>
 
 #include "pdlaunch/errors.h"
-#include "pdlaunch/job_cgroup.h"
+#include "raw_syscall.h"
 
 namespace pdlaunch {
+
+/// Everything the helper uses, prepared before it starts; afterwards only the helper writes here.
+/// With CLONE_VM it lives in the launcher's address space, which stays mapped after the launcher
+/// dies for as long as the helper runs. Freed once the kernel has cleared `in_use`.
+struct WatchdogArea {
+  alignas(64) std::byte stack[64 * 1024];
+  int read_fd = -1;
+  std::vector<int> keep_fds;  ///< Held open (sorted): the read end and the inherited ones.
+  std::string cgroup_dir;
+  std::vector<std::string> remove_if_killed;
+  pid_t* groups = nullptr;  ///< mmap'ed, kGroupCapacity entries; filled by the helper.
+  size_t group_count = 0;
+  pid_t in_use = 1;  ///< Cleared by the kernel when a cloned helper exits (CLONE_CHILD_CLEARTID).
+};
+
 namespace {
+
+constexpr size_t kGroupCapacity = 1 << 20;  // Registered groups; pages are touched as used.
 
 /// One message on the pipe; 8 bytes, so each write is atomic.
 struct Message {
@@ -26,88 +46,252 @@ struct Message {
   int32_t pgid;
 };
 
+using raw::Arg;
+using raw::Syscall;
+
+// ---- The helper: raw system calls only, no allocation, no errno (it may share the launcher's
+// ---- memory while the launcher runs, and the launcher may have died holding any lock).
+
 bool ReadMessage(int fd, Message* message) {
   size_t got = 0;
   auto* bytes = reinterpret_cast<char*>(message);
   while (got < sizeof *message) {
-    const ssize_t n = ::read(fd, bytes + got, sizeof *message - got);
-    if (n < 0 && errno == EINTR) continue;
+    const long n = Syscall(SYS_read, fd, Arg(bytes + got), static_cast<long>(sizeof *message - got));
+    if (n == -EINTR) continue;
     if (n <= 0) return false;
     got += static_cast<size_t>(n);
   }
   return true;
 }
 
-void CloseAllExcept(std::vector<int> keep) {
-  keep.push_back(2);  // Never closed: it becomes /dev/null.
-  std::sort(keep.begin(), keep.end());
-  unsigned first = 3;
-  for (int fd : keep) {
-    if (fd < 3) continue;
-    if (static_cast<unsigned>(fd) > first) {
-      ::syscall(SYS_close_range, first, static_cast<unsigned>(fd - 1), 0U);
-    }
-    first = static_cast<unsigned>(fd) + 1;
-  }
-  ::syscall(SYS_close_range, first, ~0U, 0U);
+/// `dir` + "/" + `name` into `out` (capacity PATH_MAX); false when it does not fit.
+bool JoinPath(const char* dir, const char* name, char (&out)[4096]) {
+  const size_t a = std::strlen(dir);
+  const size_t b = std::strlen(name);
+  if (a + 1 + b + 1 > sizeof out) return false;
+  std::memcpy(out, dir, a);
+  out[a] = '/';
+  std::memcpy(out + a + 1, name, b + 1);
+  return true;
 }
 
-void DetachFromLauncher(int read_fd, const std::vector<int>& inherit_fds) {
-  ::setpgid(0, 0);  // Out of the terminal's foreground group: Ctrl-C is not for us.
-  for (int sig :
-       {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGPIPE, SIGTSTP, SIGTTIN, SIGTTOU}) {
-    ::signal(sig, SIG_IGN);
+long NowMs() {
+  timespec now{};
+  Syscall(SYS_clock_gettime, CLOCK_MONOTONIC, Arg(&now));
+  return now.tv_sec * 1000 + now.tv_nsec / 1000000;
+}
+
+/// False once cgroup.events says "populated 0" or is gone; true otherwise.
+bool CgroupPopulated(const char* events_path) {
+  const long fd = Syscall(SYS_openat, AT_FDCWD, Arg(events_path), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;  // Gone: nothing left in it.
+  char text[256];
+  const long n = Syscall(SYS_read, fd, Arg(text), sizeof text - 1);
+  Syscall(SYS_close, fd);
+  if (n <= 0) return true;
+  text[n] = '\0';
+  return std::strstr(text, "populated 0") == nullptr;
+}
+
+/// Removes the directory `name` (relative to `parent_fd`) and everything below it: with `files`,
+/// files are unlinked; without (cgroupfs, whose interface files go with their directory), only
+/// the directories are removed, deepest first. At most `depth` levels.
+void RemoveTreeAt(int parent_fd, const char* name, bool files, int depth) {
+  if (Syscall(SYS_unlinkat, parent_fd, Arg(name), AT_REMOVEDIR) == 0 || depth == 0) return;
+  const long fd = Syscall(SYS_openat, parent_fd, Arg(name),
+                          O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return;
+  alignas(8) char buffer[2048];
+  long n;
+  while ((n = Syscall(SYS_getdents64, fd, Arg(buffer), sizeof buffer)) > 0) {
+    for (long offset = 0; offset < n;) {
+      const auto* entry = reinterpret_cast<const dirent64*>(buffer + offset);
+      offset += entry->d_reclen;
+      const char* entry_name = entry->d_name;
+      if (std::strcmp(entry_name, ".") == 0 || std::strcmp(entry_name, "..") == 0) continue;
+      if (entry->d_type == DT_DIR) {
+        RemoveTreeAt(static_cast<int>(fd), entry_name, files, depth - 1);
+      } else if (files) {
+        Syscall(SYS_unlinkat, fd, Arg(entry_name), 0);
+      }
+    }
   }
-  sigset_t none;
-  sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  Syscall(SYS_close, fd);
+  Syscall(SYS_unlinkat, parent_fd, Arg(name), AT_REMOVEDIR);
+}
+
+/// cgroup.kill, then up to 5 s (inotify on cgroup.events) for the cgroup to empty, then rmdir of
+/// it and the cgroups below.
+void KillAndRemoveCgroupRaw(const char* dir) {
+  char path[4096];
+  if (JoinPath(dir, "cgroup.kill", path)) {
+    const long fd = Syscall(SYS_openat, AT_FDCWD, Arg(path), O_WRONLY | O_CLOEXEC);
+    if (fd >= 0) {
+      Syscall(SYS_write, fd, Arg("1"), 1);
+      Syscall(SYS_close, fd);
+    }
+  }
+  if (JoinPath(dir, "cgroup.events", path)) {
+    const long inotify = Syscall(SYS_inotify_init1, IN_CLOEXEC);
+    if (inotify >= 0) Syscall(SYS_inotify_add_watch, inotify, Arg(path), IN_MODIFY);
+    const long deadline = NowMs() + 5000;
+    while (CgroupPopulated(path)) {
+      const long left = deadline - NowMs();
+      if (left <= 0 || inotify < 0) break;
+      pollfd fd{static_cast<int>(inotify), POLLIN, 0};
+      timespec timeout{left / 1000, (left % 1000) * 1000000};
+      if (Syscall(SYS_ppoll, Arg(&fd), 1, Arg(&timeout), 0, 8) > 0) {
+        char events[1024];
+        Syscall(SYS_read, inotify, Arg(events), sizeof events);
+      }
+    }
+    if (inotify >= 0) Syscall(SYS_close, inotify);
+  }
+  RemoveTreeAt(AT_FDCWD, dir, /*files=*/false, 16);
+}
+
+void Detach(const WatchdogArea& a) {
+  Syscall(SYS_setpgid, 0, 0);  // Out of the terminal's foreground group: Ctrl-C is not for us.
+  // No handler of the launcher's may run here: terminal signals ignored, the others default.
+  struct {
+    unsigned long handler, flags, restorer, mask;
+  } action{};
+  for (long sig = 1; sig <= 64; ++sig) {
+    if (sig == SIGKILL || sig == SIGSTOP) continue;
+    const bool ignore = sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT ||
+                        sig == SIGUSR1 || sig == SIGUSR2 || sig == SIGPIPE || sig == SIGTSTP ||
+                        sig == SIGTTIN || sig == SIGTTOU;
+    action.handler = ignore ? reinterpret_cast<unsigned long>(SIG_IGN) : 0;
+    Syscall(SYS_rt_sigaction, sig, Arg(&action), 0, 8);
+  }
+  unsigned long no_signals = 0;
+  Syscall(SYS_rt_sigprocmask, SIG_SETMASK, Arg(&no_signals), 0, 8);
   // Hold nothing of the launcher's: not its console (a reader waiting for EOF), not its log
   // files, not its port locks.
-  const int devnull = ::open("/dev/null", O_RDWR | O_CLOEXEC);
-  for (int fd = 0; fd <= 2 && devnull >= 0; ++fd) ::dup2(devnull, fd);
-  std::vector<int> keep = inherit_fds;
-  keep.push_back(read_fd);
-  CloseAllExcept(std::move(keep));
+  const long devnull = Syscall(SYS_openat, AT_FDCWD, Arg("/dev/null"), O_RDWR | O_CLOEXEC);
+  for (long fd = 0; fd <= 2 && devnull >= 0; ++fd) {
+    if (devnull != fd) Syscall(SYS_dup3, devnull, fd, 0);
+  }
+  unsigned long first = 3;
+  for (int fd : a.keep_fds) {  // Sorted.
+    if (fd < 3) continue;
+    if (static_cast<unsigned long>(fd) > first) Syscall(SYS_close_range, first, fd - 1, 0);
+    first = static_cast<unsigned long>(fd) + 1;
+  }
+  Syscall(SYS_close_range, first, ~0U, 0);
 }
 
-[[noreturn]] void WatchdogMain(int read_fd, const std::vector<int>& inherit_fds,
-                               const std::vector<std::string>& remove_if_killed,
-                               const std::string& cgroup_dir) {
-  DetachFromLauncher(read_fd, inherit_fds);
-  std::vector<pid_t> groups;
+[[noreturn]] void WatchdogMain(WatchdogArea* a) {
+  Detach(*a);
   Message message{};
-  while (ReadMessage(read_fd, &message)) {
-    if (message.op == 'Q') ::_exit(0);
-    if (message.op == 'R') groups.push_back(message.pgid);
+  while (ReadMessage(a->read_fd, &message)) {
+    if (message.op == 'Q') raw::Exit(0);
+    if (message.op == 'R' && a->group_count < kGroupCapacity && a->groups != nullptr) {
+      a->groups[a->group_count++] = message.pgid;
+    }
   }
   // EOF without 'Q': the launcher died without tearing down. Nothing else will stop these.
-  if (!cgroup_dir.empty()) KillAndRemoveCgroup(cgroup_dir, 5.0);
-  for (pid_t pgid : groups) ::kill(-pgid, SIGKILL);
-  for (const std::string& path : remove_if_killed) {
-    std::error_code ignored;
-    std::filesystem::remove_all(path, ignored);
+  if (!a->cgroup_dir.empty()) KillAndRemoveCgroupRaw(a->cgroup_dir.c_str());
+  for (size_t i = 0; i < a->group_count; ++i) Syscall(SYS_kill, -a->groups[i], SIGKILL);
+  for (const std::string& path : a->remove_if_killed) {
+    RemoveTreeAt(AT_FDCWD, path.c_str(), /*files=*/true, 16);
   }
-  ::_exit(0);
+  raw::Exit(0);
 }
+
+[[noreturn]] void WatchdogEntry(void* area) { WatchdogMain(static_cast<WatchdogArea*>(area)); }
+
+// ---- The launcher's side.
+
+void Free(WatchdogArea* area) {
+  if (area->groups != nullptr) ::munmap(area->groups, kGroupCapacity * sizeof(pid_t));
+  delete area;
+}
+
+/// Areas of disarmed helpers that may still be running on them; freed once they have exited.
+/// Never destroyed: a helper may outlive the launcher's static destructors.
+std::vector<WatchdogArea*>& Retired() {
+  static auto* retired = new std::vector<WatchdogArea*>();
+  return *retired;
+}
+
+void FreeExited() {
+  std::vector<WatchdogArea*>& retired = Retired();
+  std::erase_if(retired, [](WatchdogArea* area) {
+    if (__atomic_load_n(&area->in_use, __ATOMIC_ACQUIRE) != 0) return false;
+    Free(area);
+    return true;
+  });
+}
+
+/// Blocks every signal for its lifetime: the helper starts with all of them blocked, so no
+/// handler of the launcher's runs in it before Detach.
+class ScopedBlockAllSignals {
+ public:
+  ScopedBlockAllSignals() {
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &saved_);
+  }
+  ~ScopedBlockAllSignals() { pthread_sigmask(SIG_SETMASK, &saved_, nullptr); }
+
+ private:
+  sigset_t saved_;
+};
 
 }  // namespace
 
 Watchdog::Watchdog(const std::vector<int>& inherit_fds,
                    std::vector<std::string> remove_if_killed, std::string cgroup_dir) {
+  FreeExited();
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) ThrowSystemError(errno, "pipe2 for the watchdog");
-  pid_ = ::fork();
-  if (pid_ == 0) WatchdogMain(fds[0], inherit_fds, remove_if_killed, cgroup_dir);
-  const int fork_errno = errno;
-  ::close(fds[0]);
-  if (pid_ < 0) {
-    ::close(fds[1]);
-    ThrowSystemError(fork_errno, "cannot fork the watchdog");
+  auto* area = new WatchdogArea;
+  area->read_fd = fds[0];
+  area->keep_fds = inherit_fds;
+  area->keep_fds.push_back(fds[0]);
+  std::sort(area->keep_fds.begin(), area->keep_fds.end());
+  area->cgroup_dir = std::move(cgroup_dir);
+  area->remove_if_killed = std::move(remove_if_killed);
+  void* groups = ::mmap(nullptr, kGroupCapacity * sizeof(pid_t), PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (groups != MAP_FAILED) area->groups = static_cast<pid_t*>(groups);
+
+  long pid = -ENOSYS;
+  {
+    ScopedBlockAllSignals blocked;
+#ifdef PDLAUNCH_HAVE_CLONE_VM
+    clone_args args{};
+    args.flags = CLONE_VM | CLONE_CHILD_CLEARTID;
+    args.exit_signal = SIGCHLD;
+    args.child_tid = reinterpret_cast<uint64_t>(&area->in_use);
+    args.stack = reinterpret_cast<uint64_t>(area->stack);
+    args.stack_size = sizeof area->stack;
+    if (raw::CloneVmWanted()) pid = raw::Clone3OnStack(&args, &WatchdogEntry, area);
+#endif
+    if (pid == -ENOSYS || pid == -EINVAL || pid == -E2BIG) {
+      pid = ::fork();  // The helper gets a copy of the area; ours is free at once.
+      if (pid == 0) WatchdogMain(area);
+      if (pid < 0) pid = -errno;
+      area->in_use = 0;
+    }
   }
+  ::close(fds[0]);
+  if (pid < 0) {
+    ::close(fds[1]);
+    Free(area);
+    ThrowSystemError(static_cast<int>(-pid), "cannot start the watchdog");
+  }
+  pid_ = static_cast<pid_t>(pid);
   fd_ = fds[1];
+  area_ = area;
 }
 
-Watchdog::~Watchdog() { Disarm(); }
+Watchdog::~Watchdog() {
+  Disarm();
+  if (area_ != nullptr) Retired().push_back(area_);
+  FreeExited();
+}
 
 void Watchdog::Register(pid_t pgid) noexcept {
   if (fd_ < 0) return;

@@ -7,13 +7,17 @@
 
 namespace pdlaunch {
 
+struct WatchdogArea;  // watchdog.cc
+
 /// Kills the job's process groups (and its cgroup) if the launcher dies without cleaning up (e.g. SIGKILL).
 /// A helper process blocks on a pipe whose write end only the launcher holds; EOF without a prior
 /// Disarm() means the launcher is gone, and the helper sends SIGKILL to every registered group
 /// (grandchildren included, which the parent-death signal of the ranks does not reach).
-/// The helper is a forked child that the launcher never waits for: it exits right after the
-/// launcher (or after killing), and is then re-parented and reaped by init. It ignores terminal
-/// signals, sits in its own process group and uses no CPU.
+/// The helper is a child that the launcher never waits for: it exits right after the launcher (or
+/// after killing), and is then re-parented and reaped by init. It ignores terminal signals, sits
+/// in its own process group and uses no CPU. On x86-64 it is cloned into the launcher's address
+/// space (CLONE_VM: nothing is copied, and the address space outlives a killed launcher for as
+/// long as the helper needs it) and makes raw system calls only; elsewhere it is forked.
 class Watchdog {
  public:
   /// Starts the helper. It keeps `inherit_fds` open until it exits (see ConsoleEcho: closing the
@@ -28,7 +32,8 @@ class Watchdog {
                     std::string cgroup_dir = {});
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;
-  /// Disarms the helper. Never throws, never waits.
+  /// Disarms the helper. Never throws, never waits (its memory is freed by a later Watchdog
+  /// once it has exited).
   ~Watchdog();
 
   /// Adds a process group to kill should the launcher die. Never throws.
@@ -41,6 +46,7 @@ class Watchdog {
  private:
   pid_t pid_ = -1;
   int fd_ = -1;
+  WatchdogArea* area_ = nullptr;  ///< The helper's stack and state, until it has exited.
 };
 
 }  // namespace pdlaunch

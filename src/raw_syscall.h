@@ -1,0 +1,93 @@
+#pragma once
+// System calls without libc, and clone3 onto a stack of our own: for code that runs in a child
+// sharing the launcher's address space (CLONE_VM: the spawn in process-posix.cc, the watchdog).
+// Such a child runs at the same time as the launcher and shares its thread-local errno, so it
+// must not touch errno, take a lock or allocate. Internal to src/.
+
+#include <errno.h>
+#include <linux/sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+
+// The clone-VM children exist on x86-64 (Clone3OnStack's trampoline); under AddressSanitizer,
+// whose interceptors expect their own stacks, the launcher forks instead.
+#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
+#define PDLAUNCH_HAVE_CLONE_VM 1
+#endif
+
+namespace pdlaunch::raw {
+
+/// The system call `number`; returns its result or -errno. errno is never written.
+#if defined(__x86_64__)
+[[gnu::always_inline]] inline long Syscall(long number, long a1 = 0, long a2 = 0, long a3 = 0,
+                                           long a4 = 0, long a5 = 0) {
+  long ret;
+  register long r10 asm("r10") = a4;
+  register long r8 asm("r8") = a5;
+  asm volatile("syscall"
+               : "=a"(ret)
+               : "a"(number), "D"(a1), "S"(a2), "d"(a3), "r"(r10), "r"(r8)
+               : "rcx", "r11", "memory");
+  return ret;
+}
+#else
+// Only forked children exist here, which have an errno of their own.
+inline long Syscall(long number, long a1 = 0, long a2 = 0, long a3 = 0, long a4 = 0,
+                    long a5 = 0) {
+  const long ret = ::syscall(number, a1, a2, a3, a4, a5);
+  return ret == -1 ? -errno : ret;
+}
+#endif
+
+template <typename T>
+long Arg(T* pointer) {
+  return reinterpret_cast<long>(pointer);
+}
+
+/// False when the environment says PDLAUNCH_SPAWN=fork: children and the watchdog are forked
+/// even where they could be cloned (for measuring one against the other, docs/performance.md,
+/// and for testing the fork path on a build that has both).
+inline bool CloneVmWanted() {
+  static const bool wanted = [] {
+    const char* choice = std::getenv("PDLAUNCH_SPAWN");
+    return choice == nullptr || std::strcmp(choice, "fork") != 0;
+  }();
+  return wanted;
+}
+
+[[noreturn]] inline void Exit(int code) {
+  Syscall(SYS_exit_group, code);
+  __builtin_unreachable();
+}
+
+#ifdef PDLAUNCH_HAVE_CLONE_VM
+/// clone3 with the child running `child(arg)` on the stack `args` names (args->stack,
+/// args->stack_size), in the launcher's own address space when `args` asks for CLONE_VM (what
+/// glibc's posix_spawn does, plus CLONE_INTO_CGROUP and CLONE_PIDFD, which glibc's clone()
+/// cannot express). `child` must never return. Returns the child's pid, or -errno.
+inline long Clone3OnStack(clone_args* args, void (*child)(void*), void* arg) {
+  long ret;
+  // r12 and r13 reach the child unchanged; the kernel has set its rsp to stack + stack_size.
+  register void (*fn)(void*) asm("r12") = child;
+  register void* fn_arg asm("r13") = arg;
+  asm volatile(
+      "syscall\n\t"
+      "test %%rax, %%rax\n\t"
+      "jnz 1f\n\t"
+      "xor %%ebp, %%ebp\n\t"  // The child: no caller frame to unwind into.
+      "mov %%r13, %%rdi\n\t"
+      "call *%%r12\n\t"
+      "ud2\n\t"  // The child function never returns.
+      "1:\n\t"
+      : "=a"(ret)
+      : "a"(static_cast<long>(SYS_clone3)), "D"(args), "S"(sizeof(clone_args)), "r"(fn),
+        "r"(fn_arg)
+      : "rcx", "r11", "memory");
+  return ret;
+}
+#endif
+
+}  // namespace pdlaunch::raw
