@@ -69,21 +69,6 @@ std::vector<char*> CStrings(const std::vector<std::string>& strings) {
   return result;
 }
 
-/// Blocks every signal for its lifetime, so no handler of the launcher runs in a forked child
-/// before it has reset its dispositions.
-class ScopedBlockAllSignals {
- public:
-  ScopedBlockAllSignals() {
-    sigset_t all;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &saved_);
-  }
-  ~ScopedBlockAllSignals() { pthread_sigmask(SIG_SETMASK, &saved_, nullptr); }
-
- private:
-  sigset_t saved_;
-};
-
 using raw::Arg;
 
 /// Everything the child needs, prepared by the launcher before the clone.
@@ -97,6 +82,16 @@ struct ChildArgs {
   int cgroup_procs_fd = -1;  ///< Write "0" here first (a child not born in the cgroup).
   int error_fd = -1;         ///< A forked child reports its exec errno through this pipe...
   int error = 0;             ///< ...a cloned one writes it here, in the launcher's memory.
+
+  ChildArgs() = default;
+  ChildArgs(const ProcessSpec& spec, pid_t parent_pid, int devnull_fd, char* const* argv_array,
+            char* const* envp_array)
+      : parent(parent_pid),
+        executable(spec.executable.c_str()),
+        argv(argv_array),
+        envp(envp_array),
+        devnull(devnull_fd),
+        output_fd(spec.output_fd) {}
 };
 
 // Runs in the new child: system calls only (ChildSyscall), no allocation, no errno. Never
@@ -182,14 +177,9 @@ int ReadChildError(int fd) {
 /// space (CLONE_CHILD_CLEARTID: at its exec or its exit), and only then may the area be freed.
 struct SpawnArea {
   SpawnArea(const ProcessSpec& spec, pid_t parent, int devnull)
-      : argv(CStrings(spec.argv)), envp(CStrings(spec.env)) {
-    args.parent = parent;
-    args.executable = spec.executable.c_str();
-    args.argv = argv.data();
-    args.envp = envp.data();
-    args.devnull = devnull;
-    args.output_fd = spec.output_fd;
-  }
+      : argv(CStrings(spec.argv)),
+        envp(CStrings(spec.env)),
+        args(spec, parent, devnull, argv.data(), envp.data()) {}
   /// Blocks until the child has exec'ed or exited. The child is in code of ours that makes a few
   /// system calls and then execs, so this is the time of an exec.
   void AwaitExec() {
@@ -202,10 +192,10 @@ struct SpawnArea {
   }
 
   alignas(64) std::byte stack[16 * 1024];
-  ChildArgs args;
-  pid_t in_use = 1;  ///< Cleared by the kernel (CLONE_CHILD_CLEARTID).
   std::vector<char*> argv;
   std::vector<char*> envp;
+  ChildArgs args;    ///< Points into argv and envp (declared before it).
+  pid_t in_use = 1;  ///< Cleared by the kernel (CLONE_CHILD_CLEARTID).
 };
 #else
 struct SpawnArea {
@@ -286,13 +276,7 @@ Process Process::Start(const ProcessSpec& spec) {
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0) ThrowSystemError(errno, "pipe2");
   Fd error_read(pipe_fds[0]);
   Fd error_write(pipe_fds[1]);
-  ChildArgs child;
-  child.parent = parent;
-  child.executable = spec.executable.c_str();
-  child.argv = argv.data();
-  child.envp = envp.data();
-  child.devnull = devnull;
-  child.output_fd = spec.output_fd;
+  ChildArgs child(spec, parent, devnull, argv.data(), envp.data());
   child.cgroup_procs_fd = spec.cgroup_procs_fd;
   child.error_fd = error_write.get();
 

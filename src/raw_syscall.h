@@ -1,11 +1,14 @@
 #pragma once
-// System calls without libc, and clone3 onto a stack of our own: for code that runs in a child
-// sharing the launcher's address space (CLONE_VM: the spawn in process-posix.cc, the watchdog).
-// Such a child runs at the same time as the launcher and shares its thread-local errno, so it
-// must not touch errno, take a lock or allocate. Internal to src/.
+// System calls without libc, clone3 onto a stack of our own, and the signal blocking around a
+// clone: for code that runs in a child sharing the launcher's address space (CLONE_VM: the spawn
+// in process-posix.cc, the watchdog). Such a child runs at the same time as the launcher and
+// shares its thread-local errno, so it must not touch errno, take a lock or allocate. Internal
+// to src/.
 
 #include <errno.h>
 #include <linux/sched.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -91,3 +94,24 @@ inline long Clone3OnStack(clone_args* args, void (*child)(void*), void* arg) {
 #endif
 
 }  // namespace pdlaunch::raw
+
+namespace pdlaunch {
+
+/// Blocks every signal for its lifetime. Held around a clone or fork: the child starts with all
+/// signals blocked, so no handler of the launcher's runs in it before it has reset them.
+class ScopedBlockAllSignals {
+ public:
+  ScopedBlockAllSignals() {
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &saved_);
+  }
+  ~ScopedBlockAllSignals() { pthread_sigmask(SIG_SETMASK, &saved_, nullptr); }
+  ScopedBlockAllSignals(const ScopedBlockAllSignals&) = delete;
+  ScopedBlockAllSignals& operator=(const ScopedBlockAllSignals&) = delete;
+
+ private:
+  sigset_t saved_;
+};
+
+}  // namespace pdlaunch

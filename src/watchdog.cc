@@ -199,7 +199,9 @@ void Detach(const WatchdogArea& a) {
   raw::Exit(0);
 }
 
+#ifdef PDLAUNCH_HAVE_CLONE_VM
 [[noreturn]] void WatchdogEntry(void* area) { WatchdogMain(static_cast<WatchdogArea*>(area)); }
+#endif
 
 // ---- The launcher's side.
 
@@ -223,21 +225,6 @@ void FreeExited() {
     return true;
   });
 }
-
-/// Blocks every signal for its lifetime: the helper starts with all of them blocked, so no
-/// handler of the launcher's runs in it before Detach.
-class ScopedBlockAllSignals {
- public:
-  ScopedBlockAllSignals() {
-    sigset_t all;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &saved_);
-  }
-  ~ScopedBlockAllSignals() { pthread_sigmask(SIG_SETMASK, &saved_, nullptr); }
-
- private:
-  sigset_t saved_;
-};
 
 }  // namespace
 
