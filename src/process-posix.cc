@@ -94,8 +94,8 @@ struct ChildArgs {
         output_fd(spec.output_fd) {}
 };
 
-// Runs in the new child: system calls only (ChildSyscall), no allocation, no errno. Never
-// returns.
+// Runs in the new child: raw system calls only (src/raw_syscall.h), no allocation, no errno.
+// Never returns.
 [[noreturn]] void ExecChild(ChildArgs* a) {
   long rc = 0;
   // Into the job's cgroup first: whatever this process starts is born there too.
@@ -108,20 +108,8 @@ struct ChildArgs {
   raw::Syscall(SYS_setpgid, 0, 0);
   // Die with the launcher; if it is already gone, the signal will never come.
   raw::Syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL);
-  if (raw::Syscall(SYS_getppid) != a->parent) raw::Syscall(SYS_exit_group, 127);
-  {
-    // Default dispositions (the kernel's struct sigaction; SIG_DFL is 0), then an empty mask.
-    struct {
-      unsigned long handler, flags, restorer, mask;
-    } default_action{};
-    for (long sig = 1; sig <= 64; ++sig) {
-      if (sig != SIGKILL && sig != SIGSTOP) {
-        raw::Syscall(SYS_rt_sigaction, sig, Arg(&default_action), 0, 8);
-      }
-    }
-    unsigned long no_signals = 0;
-    raw::Syscall(SYS_rt_sigprocmask, SIG_SETMASK, Arg(&no_signals), 0, 8);
-  }
+  if (raw::Syscall(SYS_getppid) != a->parent) raw::Exit(127);
+  raw::ResetSignals([](int) { return false; });  // Defaults, and an empty mask.
   if (g_restore_file_limit) {
     raw::Syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, Arg(&g_child_file_limit), 0);
   }
@@ -141,8 +129,7 @@ fail:
   const int err = rc < 0 ? static_cast<int>(-rc) : EIO;
   a->error = err;
   if (a->error_fd >= 0) raw::Syscall(SYS_write, a->error_fd, Arg(&err), sizeof err);
-  raw::Syscall(SYS_exit_group, err == ENOENT ? 127 : 126);
-  __builtin_unreachable();
+  raw::Exit(err == ENOENT ? 127 : 126);
 }
 
 // /dev/null for the children's stdin, opened once (close-on-exec) and kept for the launcher's

@@ -66,6 +66,23 @@ inline bool CloneVmWanted() {
   __builtin_unreachable();
 }
 
+/// Every signal's disposition to SIG_DFL, or to SIG_IGN where `ignored(sig)` says so (SIGKILL
+/// and SIGSTOP excepted), then an empty signal mask: no handler of the launcher's may run in a
+/// child, and one that shares the launcher's memory must not. One rt_sigaction per signal.
+template <typename Ignored>
+void ResetSignals(Ignored ignored) {
+  struct {  // The kernel's struct sigaction; SIG_DFL is 0.
+    unsigned long handler, flags, restorer, mask;
+  } action{};
+  for (long sig = 1; sig <= 64; ++sig) {
+    if (sig == SIGKILL || sig == SIGSTOP) continue;
+    action.handler = ignored(static_cast<int>(sig)) ? reinterpret_cast<unsigned long>(SIG_IGN) : 0;
+    Syscall(SYS_rt_sigaction, sig, Arg(&action), 0, 8);
+  }
+  unsigned long no_signals = 0;
+  Syscall(SYS_rt_sigprocmask, SIG_SETMASK, Arg(&no_signals), 0, 8);
+}
+
 #ifdef PDLAUNCH_HAVE_CLONE_VM
 /// clone3 with the child running `child(arg)` on the stack `args` names (args->stack,
 /// args->stack_size), in the launcher's own address space when `args` asks for CLONE_VM (what

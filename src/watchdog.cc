@@ -153,19 +153,10 @@ void KillAndRemoveCgroupRaw(const char* dir) {
 void Detach(const WatchdogArea& a) {
   Syscall(SYS_setpgid, 0, 0);  // Out of the terminal's foreground group: Ctrl-C is not for us.
   // No handler of the launcher's may run here: terminal signals ignored, the others default.
-  struct {
-    unsigned long handler, flags, restorer, mask;
-  } action{};
-  for (long sig = 1; sig <= 64; ++sig) {
-    if (sig == SIGKILL || sig == SIGSTOP) continue;
-    const bool ignore = sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT ||
-                        sig == SIGUSR1 || sig == SIGUSR2 || sig == SIGPIPE || sig == SIGTSTP ||
-                        sig == SIGTTIN || sig == SIGTTOU;
-    action.handler = ignore ? reinterpret_cast<unsigned long>(SIG_IGN) : 0;
-    Syscall(SYS_rt_sigaction, sig, Arg(&action), 0, 8);
-  }
-  unsigned long no_signals = 0;
-  Syscall(SYS_rt_sigprocmask, SIG_SETMASK, Arg(&no_signals), 0, 8);
+  raw::ResetSignals([](int sig) {
+    return sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT || sig == SIGUSR1 ||
+           sig == SIGUSR2 || sig == SIGPIPE || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
+  });
   // Hold nothing of the launcher's: not its console (a reader waiting for EOF), not its log
   // files, not its port locks.
   const long devnull = Syscall(SYS_openat, AT_FDCWD, Arg("/dev/null"), O_RDWR | O_CLOEXEC);
