@@ -1,9 +1,9 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <linux/futex.h>
 #include <linux/sched.h>
-#include <fmt/format.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -220,8 +220,8 @@ Process Process::Start(const ProcessSpec& spec) {
     if (!into_cgroup) area->args.cgroup_procs_fd = spec.cgroup_procs_fd;
     int pidfd = -1;
     clone_args args{};
-    args.flags = CLONE_VM | CLONE_PIDFD | CLONE_CHILD_CLEARTID |
-                 (into_cgroup ? CLONE_INTO_CGROUP : 0);
+    args.flags =
+        CLONE_VM | CLONE_PIDFD | CLONE_CHILD_CLEARTID | (into_cgroup ? CLONE_INTO_CGROUP : 0);
     args.exit_signal = SIGCHLD;
     args.pidfd = reinterpret_cast<uint64_t>(&pidfd);
     args.child_tid = reinterpret_cast<uint64_t>(&area->in_use);
@@ -321,9 +321,9 @@ void Process::ConfirmStarted() {
         std::string interpreter = line.substr(2);
         interpreter.erase(0, interpreter.find_first_not_of(" \t"));
         interpreter = interpreter.substr(0, interpreter.find_first_of(" \t\r"));
-        throw LaunchError(fmt::format(
-            "cannot execute '{}': its interpreter '{}' (the #! line) does not exist",
-            executable_, interpreter));
+        throw LaunchError(
+            fmt::format("cannot execute '{}': its interpreter '{}' (the #! line) does not exist",
+                        executable_, interpreter));
       }
     }
     ThrowSystemError(child_errno, fmt::format("cannot execute '{}'", executable_));
@@ -447,14 +447,66 @@ bool ProcessLive(pid_t pid) noexcept {
   return ReadStat(name, &state, &ppid, &pgrp) && state != 'Z' && state != 'X';
 }
 
+namespace {
+
+/// Calls visit(pid) for every child of this process as the kernel lists them in
+/// /proc/self/task/<tid>/children (orphans re-parented to a subreaper included; a child stays
+/// listed until it is reaped). False when the kernel has no such file (CONFIG_PROC_CHILDREN).
+template <typename Visit>
+bool ForEachListedChild(Visit visit) noexcept {
+  DIR* tasks = ::opendir("/proc/self/task");
+  if (tasks == nullptr) return false;
+  bool listed = false;
+  while (const dirent* entry = ::readdir(tasks)) {
+    if (entry->d_name[0] < '0' || entry->d_name[0] > '9') continue;
+    char path[64];
+    std::snprintf(path, sizeof path, "/proc/self/task/%.20s/children", entry->d_name);
+    const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    listed = true;
+    std::string list;  // "pid pid ... ", read to the end before parsing.
+    char chunk[4096];
+    for (ssize_t n; (n = ::read(fd, chunk, sizeof chunk)) > 0;)
+      list.append(chunk, static_cast<size_t>(n));
+    ::close(fd);
+    const char* p = list.c_str();
+    for (char* end = nullptr;; p = end) {
+      const long pid = std::strtol(p, &end, 10);
+      if (end == p) break;
+      if (pid > 0) visit(static_cast<pid_t>(pid));
+    }
+  }
+  ::closedir(tasks);
+  return listed;
+}
+
+}  // namespace
+
 std::vector<pid_t> AdoptedChildren(const std::vector<pid_t>& known) noexcept {
   std::vector<pid_t> live;
   std::vector<pid_t> exited;
   const pid_t self = ::getpid();
-  ScanProc([&](pid_t pid, char state, int ppid, int) {
-    if (ppid != self || std::find(known.begin(), known.end(), pid) != known.end()) return;
+  const auto sort = [&](pid_t pid, char state) {
+    if (std::find(known.begin(), known.end(), pid) != known.end()) return;
     (state == 'Z' || state == 'X' ? exited : live).push_back(pid);
+  };
+  // The kernel's list of our children costs a read; the fallback reads every process's stat
+  // (2 ms for 120 processes on the project's VM, far more on a busy node).
+  const bool listed = ForEachListedChild([&](pid_t pid) {
+    char name[16];
+    std::snprintf(name, sizeof name, "%d", static_cast<int>(pid));
+    char state = 0;
+    int ppid = 0;
+    int pgrp = 0;
+    if (ReadStat(name, &state, &ppid, &pgrp) && ppid == self) sort(pid, state);
   });
+  if (!listed) {
+    ScanProc([&](pid_t pid, char state, int ppid, int) {
+      if (ppid == self) sort(pid, state);
+    });
+  }
+  // A process is re-parented to us before its parent becomes a zombie, so the orphans of the
+  // exited ones are already among the live.
   for (pid_t pid : exited) {
     siginfo_t info{};
     ::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG);

@@ -4,10 +4,12 @@
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <system_error>
 #include <vector>
 
@@ -188,6 +190,34 @@ TEST(ProcessTest, ParentDeathSignalKillsTheChild) {
   ::kill(middle, SIGKILL);
   ::waitpid(middle, nullptr, 0);
   EXPECT_TRUE(WaitFor([&] { return !ProcessAlive(child); }));
+}
+
+TEST(ProcessTest, AdoptedChildrenListsLiveOrphansAndReapsExitedOnes) {
+  // The fallback containment: as the subreaper, the launcher inherits what its ranks orphan.
+  ASSERT_EQ(::prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+  ScopedTempDir dir;
+  const std::string live_file = dir.File("live.pid");
+  const std::string gone_file = dir.File("gone.pid");
+  // Both are orphaned when the shell exits: one sleeps on, one exits soon after (a zombie
+  // re-parented to us, which nobody else will reap).
+  Process shell = Process::Spawn(
+      Shell("sleep 30 & echo $! > " + live_file + "; sleep 0.2 & echo $! > " + gone_file));
+  EXPECT_EQ(shell.Wait(), ExitStatus::Exited(0));
+  const pid_t live = std::stoi(ReadFile(live_file));
+  const pid_t gone = std::stoi(ReadFile(gone_file));
+  ASSERT_TRUE(WaitFor([&] { return !ProcessAlive(gone); }));
+
+  const std::vector<pid_t> adopted = AdoptedChildren({shell.pid()});
+  EXPECT_NE(std::find(adopted.begin(), adopted.end(), live), adopted.end());
+  EXPECT_EQ(std::find(adopted.begin(), adopted.end(), gone), adopted.end());
+  EXPECT_EQ(::kill(gone, 0), -1);  // Reaped, not left a zombie.
+  EXPECT_EQ(std::find(adopted.begin(), adopted.end(), shell.pid()), adopted.end());  // Known.
+
+  ::kill(live, SIGKILL);
+  ::waitpid(live, nullptr, 0);
+  const std::vector<pid_t> after = AdoptedChildren({});
+  EXPECT_EQ(std::find(after.begin(), after.end(), live), after.end());
+  ::prctl(PR_SET_CHILD_SUBREAPER, 0);
 }
 
 TEST(ProcessTest, OpenFileLimitIsRaisedForTheLauncherOnly) {
