@@ -82,6 +82,7 @@ struct ChildArgs {
   int cgroup_procs_fd = -1;  ///< Write "0" here first (a child not born in the cgroup).
   int error_fd = -1;         ///< A forked child reports its exec errno through this pipe...
   int error = 0;             ///< ...a cloned one writes it here, in the launcher's memory.
+  uint64_t reset_signals = ~uint64_t{0};  ///< ProcessSpec::reset_signals.
 
   ChildArgs() = default;
   ChildArgs(const ProcessSpec& spec, pid_t parent_pid, int devnull_fd, char* const* argv_array,
@@ -91,7 +92,8 @@ struct ChildArgs {
         argv(argv_array),
         envp(envp_array),
         devnull(devnull_fd),
-        output_fd(spec.output_fd) {}
+        output_fd(spec.output_fd),
+        reset_signals(spec.reset_signals.value_or(~uint64_t{0})) {}
 };
 
 // Runs in the new child: raw system calls only (src/raw_syscall.h), no allocation, no errno.
@@ -109,7 +111,7 @@ struct ChildArgs {
   // Die with the launcher; if it is already gone, the signal will never come.
   raw::Syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL);
   if (raw::Syscall(SYS_getppid) != a->parent) raw::Exit(127);
-  raw::ResetSignals([](int) { return false; });  // Defaults, and an empty mask.
+  raw::ResetSignals(a->reset_signals, [](int) { return false; });  // Defaults; no mask.
   if (g_restore_file_limit) {
     raw::Syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, Arg(&g_child_file_limit), 0);
   }
@@ -437,6 +439,17 @@ void ScanProc(Visit visit) noexcept {
 }
 
 }  // namespace
+
+uint64_t NonDefaultSignals() noexcept {
+  uint64_t signals = 0;
+  for (int sig = 1; sig <= 64; ++sig) {
+    struct sigaction action {};
+    if (::sigaction(sig, nullptr, &action) == 0 && action.sa_handler != SIG_DFL) {
+      signals |= uint64_t{1} << (sig - 1);
+    }
+  }
+  return signals;
+}
 
 bool ProcessLive(pid_t pid) noexcept {
   char name[16];

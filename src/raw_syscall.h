@@ -12,6 +12,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 
@@ -66,16 +67,17 @@ inline bool CloneVmWanted() {
   __builtin_unreachable();
 }
 
-/// Every signal's disposition to SIG_DFL, or to SIG_IGN where `ignored(sig)` says so (SIGKILL
-/// and SIGSTOP excepted), then an empty signal mask: no handler of the launcher's may run in a
-/// child, and one that shares the launcher's memory must not. One rt_sigaction per signal.
+/// The disposition of every signal in `which` (bit sig-1) to SIG_DFL, or to SIG_IGN where
+/// `ignored(sig)` says so (SIGKILL and SIGSTOP excepted), then an empty signal mask: no handler
+/// of the launcher's may run in a child, and one that shares the launcher's memory must not.
+/// One rt_sigaction per signal in `which`.
 template <typename Ignored>
-void ResetSignals(Ignored ignored) {
+void ResetSignals(uint64_t which, Ignored ignored) {
   struct {  // The kernel's struct sigaction; SIG_DFL is 0.
     unsigned long handler, flags, restorer, mask;
   } action{};
   for (long sig = 1; sig <= 64; ++sig) {
-    if (sig == SIGKILL || sig == SIGSTOP) continue;
+    if (sig == SIGKILL || sig == SIGSTOP || (which & (uint64_t{1} << (sig - 1))) == 0) continue;
     action.handler = ignored(static_cast<int>(sig)) ? reinterpret_cast<unsigned long>(SIG_IGN) : 0;
     Syscall(SYS_rt_sigaction, sig, Arg(&action), 0, 8);
   }

@@ -321,7 +321,10 @@ class EventLoop {
     std::fflush(stdout);  // Our own stdout text must precede the echoed rank output.
     children_.reserve(pending_.size());
     std::vector<pid_t> pids;
+    // Asked once for the batch: each child then resets only these (ProcessSpec::reset_signals).
+    const uint64_t reset_signals = NonDefaultSignals();
     for (SupervisedProcess& p : pending_) {
+      p.spec.reset_signals = reset_signals;
       const off_t log_start = FileSize(p.log_path);
       if (cgroup_) {
         p.spec.cgroup_dir_fd = cgroup_->dir_fd();

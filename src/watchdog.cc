@@ -153,7 +153,7 @@ void KillAndRemoveCgroupRaw(const char* dir) {
 void Detach(const WatchdogArea& a) {
   Syscall(SYS_setpgid, 0, 0);  // Out of the terminal's foreground group: Ctrl-C is not for us.
   // No handler of the launcher's may run here: terminal signals ignored, the others default.
-  raw::ResetSignals([](int sig) {
+  raw::ResetSignals(~uint64_t{0}, [](int sig) {
     return sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT || sig == SIGUSR1 ||
            sig == SIGUSR2 || sig == SIGPIPE || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
   });

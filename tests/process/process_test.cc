@@ -160,6 +160,25 @@ TEST(ProcessTest, ChildStartsWithDefaultSignalDispositions) {
   EXPECT_EQ(p.Wait(), ExitStatus::Killed(SIGUSR1));
 }
 
+TEST(ProcessTest, ChildResetsExactlyTheSignalsItIsGiven) {
+  ::signal(SIGUSR1, SIG_IGN);
+  ::signal(SIGUSR2, SIG_IGN);
+  const uint64_t non_default = NonDefaultSignals();
+  EXPECT_NE(non_default & (uint64_t{1} << (SIGUSR1 - 1)), 0U);
+  EXPECT_NE(non_default & (uint64_t{1} << (SIGUSR2 - 1)), 0U);
+  EXPECT_EQ(non_default & (uint64_t{1} << (SIGWINCH - 1)), 0U);
+  ProcessSpec spec{"/bin/sleep", {"sleep", "30"}, {}, -1};
+  spec.reset_signals = uint64_t{1} << (SIGUSR2 - 1);  // Not SIGUSR1: it stays ignored.
+  Process p = Process::Spawn(spec);
+  ::signal(SIGUSR1, SIG_DFL);
+  ::signal(SIGUSR2, SIG_DFL);
+  ::kill(p.pid(), SIGUSR1);
+  ::usleep(100 * 1000);
+  EXPECT_FALSE(p.TryWait().has_value());  // Ignored, as it was in the parent.
+  ::kill(p.pid(), SIGUSR2);
+  EXPECT_EQ(p.Wait(), ExitStatus::Killed(SIGUSR2));
+}
+
 TEST(ProcessTest, DestructorKillsAndReapsAForgottenChild) {
   pid_t pid;
   {
