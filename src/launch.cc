@@ -46,7 +46,6 @@ using internal::GatherNodeEnv;
 using internal::GetEnv;
 using internal::GivenStartPort;
 using internal::LocalPorts;
-using internal::LogFiles;
 using internal::PlanLocalPorts;
 using internal::PrepareLogDir;
 using internal::PsDecision;
@@ -364,9 +363,8 @@ int RunDecided(JobDecision decision) {
   const fs::path log_dir = PrepareLogDir(options.log_dir);
   TempDir gloo_dir;
   const JobEnv job{gloo_dir.path(), GetEnv("PADDLE_WITH_GLOO").value_or("0"), log_dir.string()};
-  LogFiles logs;
   std::vector<SupervisedProcess> processes =
-      BuildTrainerProcesses(plan.cluster, command, job, log_dir, options.log_overwrite, logs);
+      BuildTrainerProcesses(plan.cluster, command, job, log_dir, options.log_overwrite);
   // One rule for the files (docs/cli.md): today's interface gets the pod log, the legacy one
   // endpoints.log.
   if (UsesNewInterface(options)) {

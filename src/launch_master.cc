@@ -588,8 +588,7 @@ int MasterNode::RunRanks() {
   }
   WritePodLog(log_dir / fmt::format("{}.{}.log", settings_.job_id, pod_), PythonListRepr(peers),
               options_.log_overwrite);
-  LogFiles logs;
-  MasterLocal local = job_->Build(log_dir, logs, pod_);
+  MasterLocal local = job_->Build(log_dir, pod_);
   if (!local.mode_line.empty()) fmt::print("{}\n", local.mode_line);
   PDLOG_INFO("Local start {} processes. First process distributed environment info (Only For "
              "Debug): {}",

@@ -124,13 +124,12 @@ int RunPs(const LaunchOptions& options, JobMode mode, const TrainingCommand& com
                 PythonListRepr({JoinEndpoints(plan.servers), JoinEndpoints(plan.workers)}),
                 options.log_overwrite);
   }
-  LogFiles logs;
   std::vector<SupervisedProcess> processes = BuildPsProcesses(
       ps,
       {{PsRole::kServer, RoleSize(plan, PsRole::kServer)},
        {PsRole::kWorker, RoleSize(plan, PsRole::kWorker)},
        {PsRole::kHeterWorker, RoleSize(plan, PsRole::kHeterWorker)}},
-      command, log_dir, options.log_overwrite, logs);
+      command, log_dir, options.log_overwrite);
   for (const std::string& line : plan.info) PDLOG_INFO("{}", line);
 
   SupervisorOptions supervisor;

@@ -116,18 +116,6 @@ TempDir::~TempDir() {
   fs::remove_all(path_, ignored);
 }
 
-LogFiles::~LogFiles() {
-  for (int fd : fds_) ::close(fd);
-}
-
-int LogFiles::Open(const std::string& path, bool truncate) {
-  const int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (truncate ? O_TRUNC : O_APPEND);
-  const int fd = ::open(path.c_str(), flags, 0644);
-  if (fd < 0) ThrowSystemError(errno, fmt::format("cannot open log file '{}'", path));
-  fds_.push_back(fd);
-  return fd;
-}
-
 LocalPorts PlanLocalPorts(std::optional<int> start, int num_local) {
   LocalPorts plan;
   if (start) {
@@ -172,8 +160,7 @@ void WriteTextFile(const std::filesystem::path& path, const std::string& content
 
 std::vector<SupervisedProcess> BuildProcesses(
     const Cluster& cluster, const TrainingCommand& command, const std::filesystem::path& log_dir,
-    bool truncate, LogFiles& logs, const std::function<EnvList(const Trainer&)>& vars_of,
-    bool log_by_global_rank) {
+    bool truncate, const std::function<EnvList(const Trainer&)>& vars_of, bool log_by_global_rank) {
   const std::vector<std::string> parent_env = ParentEnvironment();
   std::vector<SupervisedProcess> processes;
   for (const Trainer& trainer : cluster.local_pod().trainers) {
@@ -183,9 +170,11 @@ std::vector<SupervisedProcess> BuildProcesses(
     p.log_path = (log_dir / fmt::format("workerlog.{}", log_by_global_rank ? trainer.global_rank
                                                                            : trainer.local_rank))
                      .string();
-    p.spec = ProcessSpec{command.executable, command.argv,
-                         ComposeEnvironment(parent_env, vars_of(trainer)),
-                         logs.Open(p.log_path, truncate)};
+    p.spec.executable = command.executable;
+    p.spec.argv = command.argv;
+    p.spec.env = ComposeEnvironment(parent_env, vars_of(trainer));
+    p.spec.output_path = p.log_path;  // Created by the child (ProcessSpec::output_path).
+    p.spec.output_truncate = truncate;
     processes.push_back(std::move(p));
   }
   return processes;
@@ -193,8 +182,8 @@ std::vector<SupervisedProcess> BuildProcesses(
 
 std::vector<SupervisedProcess> BuildTrainerProcesses(
     const Cluster& cluster, const TrainingCommand& command, const JobEnv& job,
-    const std::filesystem::path& log_dir, bool truncate, LogFiles& logs, const EnvList& extra) {
-  return BuildProcesses(cluster, command, log_dir, truncate, logs, [&](const Trainer& trainer) {
+    const std::filesystem::path& log_dir, bool truncate, const EnvList& extra) {
+  return BuildProcesses(cluster, command, log_dir, truncate, [&](const Trainer& trainer) {
     EnvList vars = TrainerVariables(cluster, trainer, job);
     vars.insert(vars.end(), extra.begin(), extra.end());
     return vars;
@@ -205,7 +194,7 @@ std::vector<SupervisedProcess> BuildPsProcesses(const std::vector<PsProcess>& ps
                                                 const std::map<PsRole, int>& role_sizes,
                                                 const TrainingCommand& command,
                                                 const std::filesystem::path& log_dir,
-                                                bool overwrite, LogFiles& logs) {
+                                                bool overwrite) {
   const bool has_worker = std::any_of(ps.begin(), ps.end(),
                                       [](const PsProcess& p) { return p.role == PsRole::kWorker; });
   const std::vector<std::string> parent_env = ParentEnvironment();
@@ -222,7 +211,8 @@ std::vector<SupervisedProcess> BuildPsProcesses(const std::vector<PsProcess>& ps
     p.spec.executable = command.executable;
     p.spec.argv = command.argv;
     p.spec.env = ComposeEnvironment(parent_env, one.env);
-    p.spec.output_fd = logs.Open(p.log_path, overwrite);
+    p.spec.output_path = p.log_path;
+    p.spec.output_truncate = overwrite;
     processes.push_back(std::move(p));
   }
   return processes;

@@ -84,36 +84,23 @@ class TempDir {
   std::string path_;
 };
 
-/// Owns the log file descriptors handed to the children (close-on-exec in the launcher).
-class LogFiles {
- public:
-  LogFiles() = default;
-  LogFiles(const LogFiles&) = delete;
-  LogFiles& operator=(const LogFiles&) = delete;
-  ~LogFiles();
-  /// Opens `path` for appending, or truncated. Throws std::system_error naming the file.
-  int Open(const std::string& path, bool truncate);
-
- private:
-  std::vector<int> fds_;
-};
-
 /// Writes `content` to `path`, replacing it. Throws LaunchError naming the file.
 void WriteTextFile(const std::filesystem::path& path, const std::string& content);
 
 /// The local trainers of `cluster` as processes to supervise: `command` with the parent's
 /// environment, TrainerVariables and then `extra` (elastic), output to
-/// `log_dir`/workerlog.<local rank> opened through `logs` (truncated when `truncate`).
+/// `log_dir`/workerlog.<local rank> (truncated when `truncate`). No file is opened here: each
+/// child creates its own log, the supervisor those it echoes (ProcessSpec::output_path).
 std::vector<SupervisedProcess> BuildTrainerProcesses(
     const Cluster& cluster, const TrainingCommand& command, const JobEnv& job,
-    const std::filesystem::path& log_dir, bool truncate, LogFiles& logs, const EnvList& extra = {});
+    const std::filesystem::path& log_dir, bool truncate, const EnvList& extra = {});
 
 /// The local trainers of `cluster` as processes to supervise, each with the parent's
 /// environment and `vars_of(trainer)` over it, output to `log_dir`/workerlog.<local rank> (or
 /// <global rank>: RPC jobs).
 std::vector<SupervisedProcess> BuildProcesses(
     const Cluster& cluster, const TrainingCommand& command, const std::filesystem::path& log_dir,
-    bool truncate, LogFiles& logs, const std::function<EnvList(const Trainer&)>& vars_of,
+    bool truncate, const std::function<EnvList(const Trainer&)>& vars_of,
     bool log_by_global_rank = false);
 
 /// This node's parameter-server processes to supervise: `command` with the parent's environment
@@ -124,7 +111,7 @@ std::vector<SupervisedProcess> BuildPsProcesses(const std::vector<PsProcess>& ps
                                                 const std::map<PsRole, int>& role_sizes,
                                                 const TrainingCommand& command,
                                                 const std::filesystem::path& log_dir,
-                                                bool overwrite, LogFiles& logs);
+                                                bool overwrite);
 
 /// Paddle's PS supervision: the first local worker echoed live, and the lines Paddle logs when
 /// the workers are done and the servers stopped (only where workers run).

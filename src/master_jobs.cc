@@ -65,18 +65,18 @@ class CollectiveJob : public MasterJob {
     return world;
   }
 
-  MasterLocal Build(const fs::path& log_dir, LogFiles& logs, const std::string& pod) override {
+  MasterLocal Build(const fs::path& log_dir, const std::string& pod) override {
     const Cluster& cluster = cluster_;
     const MasterJobEnv job{pod, log_dir.string(), options_.auto_cluster_config};
     MasterLocal local;
     if (rpc_) {
       local.processes = BuildProcesses(
-          cluster, command_, log_dir, options_.log_overwrite, logs,
+          cluster, command_, log_dir, options_.log_overwrite,
           [&](const Trainer& trainer) { return RpcVariables(cluster, trainer, job); },
           /*log_by_global_rank=*/true);
     } else {
       local.processes = BuildProcesses(
-          cluster, command_, log_dir, options_.log_overwrite, logs,
+          cluster, command_, log_dir, options_.log_overwrite,
           [&](const Trainer& trainer) { return MasterTrainerVariables(cluster, trainer, job); });
     }
     const Trainer& first = cluster.local_pod().trainers.at(0);
@@ -162,7 +162,7 @@ class PsJob : public MasterJob {
     return world;
   }
 
-  MasterLocal Build(const fs::path& log_dir, LogFiles& logs, const std::string& pod) override {
+  MasterLocal Build(const fs::path& log_dir, const std::string& pod) override {
     const JobEnv job{gloo_dir_.path(), options_.with_gloo.value_or("1"), log_dir.string()};
     const std::vector<PsProcess> ps = PlanPsFromPeers(peers_, own_index_, node_ip_, pod, job);
     size_t servers = 0;
@@ -175,7 +175,7 @@ class PsJob : public MasterJob {
     local.processes =
         BuildPsProcesses(ps, {{PsRole::kServer, static_cast<int>(servers)},
                               {PsRole::kWorker, static_cast<int>(trainers)}},
-                         command_, log_dir, options_.log_overwrite, logs);
+                         command_, log_dir, options_.log_overwrite);
     local.supervisor.remove_if_killed = {gloo_dir_.path()};
     SetPsSupervision(local.processes, local.supervisor);
     ChooseEcho(local.supervisor, options_, false, "");

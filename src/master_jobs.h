@@ -45,9 +45,8 @@ class MasterJob {
   /// ranks.
   virtual MasterWorld Form(const std::map<std::string, std::string>& info,
                            const std::string& own_key, bool sort_ip) = 0;
-  /// This node's processes, their logs opened through `logs` in `log_dir`.
-  virtual MasterLocal Build(const std::filesystem::path& log_dir, LogFiles& logs,
-                            const std::string& pod) = 0;
+  /// This node's processes, their logs in `log_dir`.
+  virtual MasterLocal Build(const std::filesystem::path& log_dir, const std::string& pod) = 0;
 };
 
 enum class MasterJobKind { kCollective, kPs, kRpc };

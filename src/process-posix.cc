@@ -71,6 +71,17 @@ std::vector<char*> CStrings(const std::vector<std::string>& strings) {
 
 using raw::Arg;
 
+// Or'ed into the errno a child reports: opening its output file failed, not the exec.
+constexpr int kOpeningOutput = 1 << 16;
+
+int OutputFlags(const ProcessSpec& spec) {
+  return O_WRONLY | O_CREAT | O_CLOEXEC | (spec.output_truncate ? O_TRUNC : O_APPEND);
+}
+
+std::string OutputError(const std::string& path) {
+  return fmt::format("cannot open log file '{}'", path);
+}
+
 /// Everything the child needs, prepared by the launcher before the clone.
 struct ChildArgs {
   pid_t parent = 0;
@@ -79,6 +90,8 @@ struct ChildArgs {
   char* const* envp = nullptr;
   int devnull = -1;
   int output_fd = -1;
+  const char* output_path = nullptr;  ///< Opened by the child when output_fd is -1.
+  int output_flags = 0;
   int cgroup_procs_fd = -1;  ///< Write "0" here first (a child not born in the cgroup).
   int error_fd = -1;         ///< A forked child reports its exec errno through this pipe...
   int error = 0;             ///< ...a cloned one writes it here, in the launcher's memory.
@@ -93,6 +106,8 @@ struct ChildArgs {
         envp(envp_array),
         devnull(devnull_fd),
         output_fd(spec.output_fd),
+        output_path(spec.output_path.empty() ? nullptr : spec.output_path.c_str()),
+        output_flags(OutputFlags(spec)),
         reset_signals(spec.reset_signals.value_or(~uint64_t{0})) {}
 };
 
@@ -100,6 +115,8 @@ struct ChildArgs {
 // Never returns.
 [[noreturn]] void ExecChild(ChildArgs* a) {
   long rc = 0;
+  int stage = 0;  // kOpeningOutput while opening the output file.
+  int output = a->output_fd;
   // Into the job's cgroup first: whatever this process starts is born there too.
   if (a->cgroup_procs_fd >= 0) {
     rc = raw::Syscall(SYS_write, a->cgroup_procs_fd, Arg("0"), 1);
@@ -116,9 +133,17 @@ struct ChildArgs {
     raw::Syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, Arg(&g_child_file_limit), 0);
   }
   if ((rc = raw::Syscall(SYS_dup3, a->devnull, STDIN_FILENO, 0)) < 0) goto fail;
-  if (a->output_fd >= 0) {
-    if ((rc = raw::Syscall(SYS_dup3, a->output_fd, STDOUT_FILENO, 0)) < 0) goto fail;
-    if ((rc = raw::Syscall(SYS_dup3, a->output_fd, STDERR_FILENO, 0)) < 0) goto fail;
+  if (output < 0 && a->output_path != nullptr) {
+    stage = kOpeningOutput;  // Close-on-exec: only the copies on 1 and 2 stay.
+    if ((rc = raw::Syscall(SYS_openat, AT_FDCWD, Arg(a->output_path), a->output_flags, 0644)) < 0) {
+      goto fail;
+    }
+    output = static_cast<int>(rc);
+    stage = 0;
+  }
+  if (output >= 0) {
+    if ((rc = raw::Syscall(SYS_dup3, output, STDOUT_FILENO, 0)) < 0) goto fail;
+    if ((rc = raw::Syscall(SYS_dup3, output, STDERR_FILENO, 0)) < 0) goto fail;
   }
   // Only fds 0-2 survive exec; the error pipe closes itself on a successful exec.
   if (raw::Syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
@@ -129,9 +154,10 @@ struct ChildArgs {
   rc = raw::Syscall(SYS_execve, Arg(a->executable), Arg(a->argv), Arg(a->envp));
 fail:
   const int err = rc < 0 ? static_cast<int>(-rc) : EIO;
-  a->error = err;
-  if (a->error_fd >= 0) raw::Syscall(SYS_write, a->error_fd, Arg(&err), sizeof err);
-  raw::Exit(err == ENOENT ? 127 : 126);
+  const int report = err | stage;
+  a->error = report;
+  if (a->error_fd >= 0) raw::Syscall(SYS_write, a->error_fd, Arg(&report), sizeof report);
+  raw::Exit(err == ENOENT && stage == 0 ? 127 : 126);
 }
 
 // /dev/null for the children's stdin, opened once (close-on-exec) and kept for the launcher's
@@ -245,6 +271,7 @@ Process Process::Start(const ProcessSpec& spec) {
       Process process(pid, pidfd, -1);
       process.area_ = std::move(area);
       process.executable_ = spec.executable;
+      process.output_path_ = spec.output_path;
       return process;
     }
     if (ret == -ENOSYS || ret == -EINVAL || ret == -E2BIG) {
@@ -298,6 +325,7 @@ Process Process::Start(const ProcessSpec& spec) {
   const int pidfd_errno = errno;
   Process process(pid, pidfd, error_read.Release());  // Reaps the child on every path from here.
   process.executable_ = spec.executable;
+  process.output_path_ = spec.output_path;
   if (pidfd < 0) ThrowSystemError(pidfd_errno, "pidfd_open (Linux 5.3 or newer is required)");
   return process;
 }
@@ -315,6 +343,9 @@ void Process::ConfirmStarted() {
   }
   if (child_errno != 0) {
     Wait();
+    if ((child_errno & kOpeningOutput) != 0) {
+      ThrowSystemError(child_errno & ~kOpeningOutput, OutputError(output_path_));
+    }
     // execve says ENOENT both for a missing file and for a missing #! interpreter.
     if (child_errno == ENOENT && ::access(executable_.c_str(), F_OK) == 0) {
       std::ifstream script(executable_);
@@ -338,6 +369,7 @@ Process::Process(Process&& other) noexcept
       exec_error_fd_(std::exchange(other.exec_error_fd_, -1)),
       area_(std::move(other.area_)),
       executable_(std::move(other.executable_)),
+      output_path_(std::move(other.output_path_)),
       status_(std::move(other.status_)) {}
 
 Process& Process::operator=(Process&& other) noexcept {
@@ -348,6 +380,7 @@ Process& Process::operator=(Process&& other) noexcept {
     exec_error_fd_ = std::exchange(other.exec_error_fd_, -1);
     area_ = std::move(other.area_);
     executable_ = std::move(other.executable_);
+    output_path_ = std::move(other.output_path_);
     status_ = std::move(other.status_);
   }
   return *this;
@@ -439,6 +472,12 @@ void ScanProc(Visit visit) noexcept {
 }
 
 }  // namespace
+
+int OpenOutput(const ProcessSpec& spec) {
+  const int fd = ::open(spec.output_path.c_str(), OutputFlags(spec), 0644);
+  if (fd < 0) ThrowSystemError(errno, OutputError(spec.output_path));
+  return fd;
+}
 
 uint64_t NonDefaultSignals() noexcept {
   uint64_t signals = 0;

@@ -169,6 +169,47 @@ class ConsoleEcho {
   bool console_ok_ = true;
 };
 
+/// Whether the console shows process `i`'s output: --echo's choice, or the one `echo_path` names.
+bool Echoed(const std::vector<SupervisedProcess>& processes, size_t i,
+            const SupervisorOptions& options) {
+  const SupervisedProcess& p = processes[i];
+  if (p.log_path.empty()) return false;
+  if (!options.echo) return p.log_path == options.echo_path;
+  const EchoChoice& choice = *options.echo;
+  return choice.all || std::find(choice.locals.begin(), choice.locals.end(),
+                                 static_cast<int>(i)) != choice.locals.end();
+}
+
+/// Descriptors closed on destruction.
+struct OwnedFds {
+  OwnedFds() = default;
+  OwnedFds(OwnedFds&&) = default;
+  OwnedFds(const OwnedFds&) = delete;
+  OwnedFds& operator=(const OwnedFds&) = delete;
+  ~OwnedFds() {
+    for (int fd : fds) ::close(fd);
+  }
+  std::vector<int> fds;
+};
+
+/// Creates the log files that must exist before their process starts, and gives each to its
+/// process (output_fd): the echoed ones (the echo reads on from where a file ended when the job
+/// started, so the file must not be created or truncated after that) and the first (a log
+/// directory the launcher cannot write refuses the job before anything runs). Every other child
+/// creates its own (ProcessSpec::output_path), in parallel with the launcher.
+OwnedFds CreateLogsFirst(std::vector<SupervisedProcess>& processes,
+                         const SupervisorOptions& options) {
+  OwnedFds created;
+  for (size_t i = 0; i < processes.size(); ++i) {
+    ProcessSpec& spec = processes[i].spec;
+    if (spec.output_fd >= 0 || spec.output_path.empty()) continue;
+    if (i > 0 && !Echoed(processes, i, options)) continue;
+    spec.output_fd = OpenOutput(spec);
+    created.fds.push_back(spec.output_fd);
+  }
+  return created;
+}
+
 /// The files to echo: --echo's choice, prefixed, or `echo_path` as it is.
 std::vector<EchoSource> EchoSources(const std::vector<SupervisedProcess>& processes,
                                     const SupervisorOptions& options) {
@@ -179,10 +220,8 @@ std::vector<EchoSource> EchoSources(const std::vector<SupervisedProcess>& proces
   }
   const EchoChoice& choice = *options.echo;
   for (size_t i = 0; i < processes.size(); ++i) {
-    const bool chosen = choice.all || std::find(choice.locals.begin(), choice.locals.end(),
-                                                static_cast<int>(i)) != choice.locals.end();
     const SupervisedProcess& p = processes[i];
-    if (chosen && !p.log_path.empty()) {
+    if (Echoed(processes, i, options)) {
       sources.push_back({p.log_path, EchoPrefix(p.role, p.rank, options.echo_host)});
     }
   }
@@ -274,6 +313,7 @@ class EventLoop {
         reap_timer_(io_),
         external_event_(io_),
         policy_(Primaries(processes), options.hold_secondaries),
+        created_logs_(CreateLogsFirst(processes, options)),
         echo_(io_, EchoSources(processes, options)),
         cgroup_(ContainJob()),
         watchdog_(echo_.SharedDescriptors(), options.remove_if_killed,
@@ -325,7 +365,8 @@ class EventLoop {
     const uint64_t reset_signals = NonDefaultSignals();
     for (SupervisedProcess& p : pending_) {
       p.spec.reset_signals = reset_signals;
-      const off_t log_start = FileSize(p.log_path);
+      // Where this run's output starts, for the tail shown on failure.
+      const off_t log_start = p.spec.output_truncate ? 0 : FileSize(p.log_path);
       if (cgroup_) {
         p.spec.cgroup_dir_fd = cgroup_->dir_fd();
         p.spec.cgroup_procs_fd = cgroup_->procs_fd();
@@ -698,6 +739,7 @@ class EventLoop {
   std::vector<size_t> unreaped_;   // Exited (pidfd readable) but not yet waitable.
   StreamDescriptor external_event_;
   Supervision policy_;
+  OwnedFds created_logs_;  // Before echo_: the echoed files exist before it opens them.
   ConsoleEcho echo_;
   std::unique_ptr<JobCgroup> cgroup_;  // Null: the subreaper fallback. Removed last.
   Watchdog watchdog_;  // Declared before children_: it is disarmed only after they are gone.

@@ -20,13 +20,20 @@ struct SpawnAreaDeleter {
 
 /// What to start. The child gets: its own process group (pgid = pid), SIGKILL as parent-death
 /// signal (it exits at once if the launcher is already gone), default signal dispositions and an
-/// empty signal mask, stdin from /dev/null, stdout and stderr on `output_fd` (or the launcher's
-/// own when -1), and no other file descriptor of the launcher.
+/// empty signal mask, stdin from /dev/null, stdout and stderr on `output_fd`, or on the file
+/// `output_path` it opens itself, or the launcher's own, and no other descriptor of the launcher.
 struct ProcessSpec {
   std::string executable;         ///< Path for execve (already resolved).
   std::vector<std::string> argv;  ///< argv[0] included.
   std::vector<std::string> env;   ///< "NAME=value" entries; the complete environment.
   int output_fd = -1;             ///< Borrowed; dup'ed onto 1 and 2 in the child.
+  /// With output_fd -1: a file the child opens (created 0644; appended to, or truncated when
+  /// `output_truncate`) and makes its stdout and stderr. Creating a file can be slow (ext4
+  /// allocating an inode), and this way a job's log files are created by its children, in
+  /// parallel, not one after another by the launcher. If the child cannot, ConfirmStarted
+  /// throws "cannot open log file '<path>'" with the reason.
+  std::string output_path{};
+  bool output_truncate = false;
   /// Borrowed; the job's cgroup directory (JobCgroup::dir_fd): the child is created in it
   /// (clone3 with CLONE_INTO_CGROUP, Linux 5.7), so it and all it ever starts live there.
   /// -1: the launcher's own cgroup.
@@ -41,6 +48,10 @@ struct ProcessSpec {
   /// many children asks NonDefaultSignals() once and lets each reset only those.
   std::optional<uint64_t> reset_signals = std::nullopt;
 };
+
+/// Opens `spec.output_path` as the child would (the same flags), close-on-exec, for a launcher
+/// that must have the file before the child starts. Throws "cannot open log file '<path>'".
+int OpenOutput(const ProcessSpec& spec);
 
 /// The signals (bit sig-1) whose disposition is not SIG_DFL now: handlers and SIG_IGN, ours or
 /// inherited (nohup, a shell's `&`). One sigaction query per signal.
@@ -101,6 +112,7 @@ class Process {
   /// A cloned child's stack and arguments, until its exec.
   std::unique_ptr<SpawnArea, SpawnAreaDeleter> area_;
   std::string executable_;
+  std::string output_path_;  ///< ProcessSpec::output_path, for ConfirmStarted's message.
   std::optional<ExitStatus> status_;
 };
 

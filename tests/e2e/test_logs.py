@@ -1,5 +1,6 @@
 """Issue #2: log/workerlog.N, log/endpoints.log and the live console echo of local rank 0."""
 import re
+from pathlib import Path
 
 import harness
 from harness import LaunchTestCase
@@ -54,6 +55,37 @@ class LogFilesTest(LaunchTestCase):
         self.run_saying("x")
         self.assertEqual(sorted(p.name for p in (self.dir / "log").iterdir()),
                          ["endpoints.log", "workerlog.0", "workerlog.1"])
+
+    def test_a_log_file_a_rank_cannot_open_stops_the_job_naming_the_file(self):
+        # Each rank creates its own log before its exec (the launcher only the first and the
+        # echoed ones). One that cannot, here because a directory stands in its place, fails
+        # the launch as a failed exec does: one line naming the file, exit 1, and the ranks
+        # already started are stopped at once, not after their sleep.
+        (self.dir / "log" / "workerlog.3").mkdir(parents=True)
+        marker = "31.4159"
+        result = self.run_launch(["--nproc_per_node", 4, "/bin/sleep", marker])
+        self.assertEqual(result.code, 1, result)
+        self.assertIn(f"launch: error: cannot open log file '{self.dir / 'log' / 'workerlog.3'}': "
+                      "Is a directory", result.stderr)
+        self.assertLess(result.elapsed, 20, result)
+        left = [d.name for d in Path("/proc").iterdir() if d.name.isdigit()
+                and marker in _cmdline(d)]
+        self.assertEqual(left, [], "ranks left running")
+
+    def test_an_unwritable_first_log_refuses_the_job_before_any_rank_starts(self):
+        (self.dir / "log" / "workerlog.0").mkdir(parents=True)
+        result = self.run_launch(["--nproc_per_node", 2] + self.rank_args("--say", "x"))
+        self.assertEqual(result.code, 1, result)
+        self.assertIn("cannot open log file", result.stderr)
+        self.assertEqual(list(self.rec.glob("pid.*")), [], "a rank ran")
+        self.assertNotIn("proc_id", result.stdout)
+
+
+def _cmdline(proc_dir):
+    try:
+        return (proc_dir / "cmdline").read_bytes().decode(errors="replace")
+    except OSError:
+        return ""
 
 
 ECHO_LINE = re.compile(r"^\[rank (\d+)\]: rank (\d+) line (\d{6})/(\d+) x{80} end$")

@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -22,6 +23,12 @@ using testutil::ProcessAlive;
 using testutil::ReadFile;
 using testutil::ScopedTempDir;
 using testutil::WaitFor;
+
+mode_t CurrentUmask() {
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  return mask;
+}
 
 ProcessSpec Shell(const std::string& script, int output_fd = -1) {
   return ProcessSpec{"/bin/sh", {"sh", "-c", script}, {"PATH=/usr/bin:/bin"}, output_fd};
@@ -85,6 +92,45 @@ TEST(ProcessTest, OutputGoesToTheGivenFdAndStdinIsDevNull) {
   ::close(fd);
   EXPECT_EQ(p.Wait(), ExitStatus::Exited(0));
   EXPECT_EQ(ReadFile(log), "out\nerr\ndone\n");
+}
+
+TEST(ProcessTest, ChildCreatesItsOutputFileAppendingOrTruncating) {
+  ScopedTempDir dir;
+  const std::string log = dir.File("child.log");
+  ProcessSpec spec = Shell("echo out; echo err >&2");
+  spec.output_path = log;  // Does not exist yet: the child creates it.
+  EXPECT_EQ(Process::Spawn(spec).Wait(), ExitStatus::Exited(0));
+  EXPECT_EQ(ReadFile(log), "out\nerr\n");
+  EXPECT_EQ(Process::Spawn(spec).Wait(), ExitStatus::Exited(0));  // Appended to.
+  EXPECT_EQ(ReadFile(log), "out\nerr\nout\nerr\n");
+  spec.output_truncate = true;
+  EXPECT_EQ(Process::Spawn(spec).Wait(), ExitStatus::Exited(0));
+  EXPECT_EQ(ReadFile(log), "out\nerr\n");
+  struct stat st {};
+  ASSERT_EQ(::stat(log.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0644 & ~CurrentUmask());
+  // The launcher can make the same file itself (the supervisor does, for what it echoes).
+  const int fd = OpenOutput(spec);
+  ASSERT_GE(fd, 0);
+  EXPECT_EQ(ReadFile(log), "");  // Truncated, as the child would have.
+  ::close(fd);
+}
+
+TEST(ProcessTest, OutputFileTheChildCannotOpenThrowsNamingItAndLeavesNoChild) {
+  ScopedTempDir dir;
+  ProcessSpec spec = Shell("echo never");
+  spec.output_path = dir.File("missing-dir/child.log");
+  try {
+    Process::Spawn(spec);
+    FAIL() << "expected a throw";
+  } catch (const std::system_error& e) {
+    EXPECT_EQ(e.code().value(), ENOENT);
+    EXPECT_NE(std::string(e.what()).find("cannot open log file '" + spec.output_path + "'"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(::waitpid(-1, nullptr, WNOHANG), -1);  // ECHILD: nothing left to reap.
+  EXPECT_THROW(OpenOutput(spec), std::system_error);
 }
 
 TEST(ProcessTest, OnlyStandardFdsReachTheChild) {
