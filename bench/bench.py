@@ -303,9 +303,12 @@ def overhead_ratios(rows):
 # 2 and 3. Abort latency and teardown
 
 
-def live_processes_with(marker):
-    """Pids of processes whose command line contains `marker` (a unique stamp path)."""
-    pids = []
+def live_processes_with(marker, tool_comm=None):
+    """Pids of processes whose command line contains `marker` (a unique stamp path). With
+    `tool_comm`: (pids of the job's other processes, pids named `tool_comm`), the second being
+    the launcher's own helpers (pdlaunch's watchdog shares the launcher's memory, so its command
+    line shows the job's until it has left it; design.md, Parent death) rather than ranks."""
+    pids, helpers = [], []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -313,12 +316,14 @@ def live_processes_with(marker):
             with open(f"/proc/{entry}/cmdline", "rb") as f:
                 cmdline = f.read()
             with open(f"/proc/{entry}/stat") as f:
-                state = f.read().rsplit(")", 1)[1].split()[0]
+                stat = f.read()
+            state = stat.rsplit(")", 1)[1].split()[0]
         except OSError:
             continue
         if marker.encode() in cmdline and state != "Z":
-            pids.append(int(entry))
-    return pids
+            comm = stat.split("(", 1)[1].rsplit(")", 1)[0] if tool_comm else None
+            (helpers if comm == tool_comm else pids).append(int(entry))
+    return (pids, helpers) if tool_comm else pids
 
 
 def run_abort_once(cmd, workdir, timeout):
@@ -328,31 +333,33 @@ def run_abort_once(cmd, workdir, timeout):
     if os.path.exists(stamp):
         os.unlink(stamp)
     code, exited = run_job(cmd + [stamp], workdir, timeout)
-    leftovers = live_processes_with(stamp)
+    leftovers, helpers = live_processes_with(stamp, os.path.basename(cmd[0])[:15])
     kill_all(leftovers)  # A launcher that leaks ranks must not slow down the next run.
     if code is None or not os.path.exists(stamp):
-        return None, code, len(leftovers)
+        return None, code, len(leftovers), len(helpers)
     with open(stamp) as f:
         failed_at = int(f.read())
-    return exited - failed_at, code, len(leftovers)
+    return exited - failed_at, code, len(leftovers), len(helpers)
 
 
 def measure_abort(name, cmd, runs, timeout):
     """`cmd` runs bench_rank fail or fail-ignore; the stamp file's path is appended."""
-    latencies, codes, leaked, hung = [], set(), 0, 0
+    latencies, codes, leaked, hung, helping = [], set(), 0, 0, 0
     with tempfile.TemporaryDirectory(prefix="pdlaunch-bench-") as workdir:
         for i in range(runs):
             if i % 10 == 0:
                 wait_for_quiet()
-            latency, code, leftovers = run_abort_once(cmd, workdir, timeout)
+            latency, code, leftovers, helpers = run_abort_once(cmd, workdir, timeout)
             if latency is None:
                 hung += 1
             else:
                 latencies.append(latency)
                 codes.add(code)
             leaked += leftovers > 0
+            helping += helpers > 0
     row = {"tool": name, "ranks": 8, "exit_codes": sorted(codes), "hung_runs": hung,
-           "runs_with_leftover_ranks": leaked, "loadavg_after": loadavg(),
+           "runs_with_leftover_ranks": leaked, "runs_with_launcher_helper_exiting": helping,
+           "loadavg_after": loadavg(),
            **summary_ms(latencies)}
     progress(f"{cmd[-1]}: {name}: median {row['median_ms']} ms, p99 {row['p99_ms']} ms" +
              (f" ({hung} hung runs killed)" if hung else ""))
@@ -373,7 +380,7 @@ def bench_abort(tools, cfg):
 
 def measure_signal_teardown(tools, runs, timeout):
     """8 ranks ignoring SIGTERM; SIGTERM to the launcher; ns from kill() to its exit."""
-    latencies, leaked = [], 0
+    latencies, leaked, helping = [], 0, 0
     with tempfile.TemporaryDirectory(prefix="pdlaunch-bench-") as workdir:
         marker = os.path.join(workdir, "ignore-marker")
         for _ in range(runs):
@@ -384,11 +391,13 @@ def measure_signal_teardown(tools, runs, timeout):
             proc.send_signal(signal.SIGTERM)
             code, exited = wait_job(proc, timeout)
             latencies.append(exited - sent)
-            leftovers = live_processes_with(marker)
+            leftovers, helpers = live_processes_with(marker, os.path.basename(tools.launch)[:15])
             kill_all(leftovers)
             leaked += len(leftovers) > 0
+            helping += len(helpers) > 0
     row = {"tool": "launch --grace 1 (SIGTERM to launcher)", "ranks": 8, "hung_runs": 0,
-           "runs_with_leftover_ranks": leaked, **summary_ms(latencies)}
+           "runs_with_leftover_ranks": leaked, "runs_with_launcher_helper_exiting": helping,
+           **summary_ms(latencies)}
     progress(f"teardown signal: median {row['median_ms']} ms")
     return row
 
@@ -980,9 +989,10 @@ def report(results):
         if key in results:
             parts.append(f"### {title}\n\n" + table(
                 ["tool", "runs", "median ms", "p99 ms", "min ms", "max ms", "hung runs",
-                 "runs leaving ranks"],
+                 "runs leaving ranks", "runs with the launcher's helper still exiting"],
                 [[r["tool"], r["runs"], r["median_ms"], r["p99_ms"], r["min_ms"], r["max_ms"],
-                  r["hung_runs"], r["runs_with_leftover_ranks"]] for r in results[key]]))
+                  r["hung_runs"], r["runs_with_leftover_ranks"],
+                  r.get("runs_with_launcher_helper_exiting", "")] for r in results[key]]))
     if "resources" in results:
         parts.append("### Launcher process while 64 ranks sleep\n\n" + table(
             ["tool", "VmHWM KiB", "threads", "CPU total ms", "CPU while running ms", "window s",

@@ -294,12 +294,6 @@ std::unique_ptr<JobCgroup> ContainJob() {
   return cgroup;
 }
 
-/// Every watchdog this launcher started: children of ours that are not the job's (an earlier
-/// run's may still be exiting when an elastic or master run starts the next).
-std::vector<pid_t>& Watchdogs() {
-  static std::vector<pid_t> pids;
-  return pids;
-}
 
 class EventLoop {
  public:
@@ -321,7 +315,6 @@ class EventLoop {
     pending_ = std::move(processes);
     idle_ = pending_.empty() && (options_.external != nullptr || options_.stop_hook != nullptr);
     for (int signal : {SIGQUIT, SIGUSR1, SIGUSR2, SIGTSTP, SIGCONT}) signals_.add(signal);
-    Watchdogs().push_back(watchdog_.pid());
   }
 
   SupervisorResult Run() {
@@ -602,7 +595,8 @@ class EventLoop {
       }
       return escaped;
     }
-    known.insert(known.end(), Watchdogs().begin(), Watchdogs().end());
+    const std::vector<pid_t> watchdogs = WatchdogPids();  // Children of ours, not the job's.
+    known.insert(known.end(), watchdogs.begin(), watchdogs.end());
     for (pid_t pid : AdoptedChildren(known)) {
       if (std::find(known.begin(), known.end(), ::getpgid(pid)) == known.end()) {
         escaped.push_back(pid);

@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <sys/inotify.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -208,12 +209,27 @@ std::vector<WatchdogArea*>& Retired() {
   return *retired;
 }
 
+/// Pids of the helpers not yet reaped (armed or disarmed): children of ours until they are.
+std::vector<pid_t>& Unreaped() {
+  static auto* pids = new std::vector<pid_t>();
+  return *pids;
+}
+
+/// Frees the areas of helpers that have left them and reaps the helpers that have exited,
+/// without waiting for either: a launcher that runs several jobs (elastic generations, master
+/// runs) keeps no zombie of an earlier one.
 void FreeExited() {
   std::vector<WatchdogArea*>& retired = Retired();
   std::erase_if(retired, [](WatchdogArea* area) {
     if (__atomic_load_n(&area->in_use, __ATOMIC_ACQUIRE) != 0) return false;
     Free(area);
     return true;
+  });
+  std::erase_if(Unreaped(), [](pid_t pid) {
+    siginfo_t info{};
+    // Reaped, or not ours any more (ECHILD): either way nothing is left to do.
+    return ::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG) != 0 ||
+           info.si_pid == pid;
   });
 }
 
@@ -263,6 +279,12 @@ Watchdog::Watchdog(const std::vector<int>& inherit_fds,
   pid_ = static_cast<pid_t>(pid);
   fd_ = fds[1];
   area_ = area;
+  Unreaped().push_back(pid_);
+}
+
+std::vector<pid_t> WatchdogPids() {
+  FreeExited();
+  return Unreaped();
 }
 
 Watchdog::~Watchdog() {

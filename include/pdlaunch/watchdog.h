@@ -18,6 +18,10 @@ struct WatchdogArea;  // watchdog.cc
 /// in its own process group and uses no CPU. On x86-64 it is cloned into the launcher's address
 /// space (CLONE_VM: nothing is copied, and the address space outlives a killed launcher for as
 /// long as the helper needs it) and makes raw system calls only; elsewhere it is forked.
+/// The helpers this launcher started that are still its children (running, or exited and not
+/// yet reaped): children that are not the job's. Reaps those that have exited first.
+std::vector<pid_t> WatchdogPids();
+
 class Watchdog {
  public:
   /// Starts the helper. It keeps `inherit_fds` open until it exits (see ConsoleEcho: closing the
@@ -32,8 +36,9 @@ class Watchdog {
                     std::string cgroup_dir = {});
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;
-  /// Disarms the helper. Never throws, never waits (its memory is freed by a later Watchdog
-  /// once it has exited).
+  /// Disarms the helper. Never throws, never waits: its memory is freed and it is reaped by a
+  /// later Watchdog or WatchdogPids() once it has exited; the last one of a launcher is left to
+  /// exit after the launcher (docs/design.md, Parent death).
   ~Watchdog();
 
   /// Adds a process group to kill should the launcher die. Never throws.

@@ -5,6 +5,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -90,6 +92,25 @@ TEST(WatchdogTest, DisarmedWatchdogKillsNothing) {
   ::usleep(200 * 1000);
   EXPECT_TRUE(ProcessAlive(child));
   ::kill(-child, SIGKILL);
+}
+
+TEST(WatchdogTest, AnExitedWatchdogIsReapedByTheNextAndNoLongerCountsAsOurs) {
+  // A launcher running several jobs (elastic generations) keeps no zombie of an earlier helper.
+  pid_t first = -1;
+  {
+    Watchdog watchdog;
+    first = watchdog.pid();
+    const std::vector<pid_t> armed = WatchdogPids();
+    EXPECT_NE(std::find(armed.begin(), armed.end(), first), armed.end());
+  }
+  ASSERT_TRUE(WaitFor([&] { return !ProcessAlive(first); }));  // Exited: a zombie of ours.
+  Watchdog next;
+  const std::vector<pid_t> ours = WatchdogPids();
+  EXPECT_EQ(std::find(ours.begin(), ours.end(), first), ours.end());
+  EXPECT_NE(std::find(ours.begin(), ours.end(), next.pid()), ours.end());
+  siginfo_t info{};
+  EXPECT_EQ(::waitid(P_PID, static_cast<id_t>(first), &info, WEXITED | WNOHANG), -1);
+  EXPECT_EQ(errno, ECHILD);  // Already reaped.
 }
 
 TEST(WatchdogTest, TerminalSignalsDoNotStopIt) {
