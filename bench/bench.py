@@ -326,6 +326,21 @@ def live_processes_with(marker, tool_comm=None):
     return (pids, helpers) if tool_comm else pids
 
 
+def job_leftovers(marker, tool):
+    """(processes of the job still alive, pdlaunch helpers still exiting). pdlaunch's watchdog
+    shares the launcher's memory, so until it has left it, its command line is the job's: a
+    process named `launch` is counted as a helper, unless it still has that command line
+    100 ms later (then it is stuck, and a leftover). Other tools' processes are all leftovers."""
+    if os.path.basename(tool) != "launch":
+        return live_processes_with(marker), []
+    leftovers, helpers = live_processes_with(marker, "launch")
+    if helpers:
+        time.sleep(0.1)
+        stuck = set(live_processes_with(marker, "launch")[1])
+        leftovers += [pid for pid in helpers if pid in stuck]
+    return leftovers, helpers
+
+
 def run_abort_once(cmd, workdir, timeout):
     """Runs one failing job; returns (ns from the failing rank's exit to the launcher's exit,
     or None when the launcher hung; exit code; processes of the job still alive after it)."""
@@ -333,7 +348,7 @@ def run_abort_once(cmd, workdir, timeout):
     if os.path.exists(stamp):
         os.unlink(stamp)
     code, exited = run_job(cmd + [stamp], workdir, timeout)
-    leftovers, helpers = live_processes_with(stamp, os.path.basename(cmd[0])[:15])
+    leftovers, helpers = job_leftovers(stamp, cmd[0])
     kill_all(leftovers)  # A launcher that leaks ranks must not slow down the next run.
     if code is None or not os.path.exists(stamp):
         return None, code, len(leftovers), len(helpers)
@@ -391,7 +406,7 @@ def measure_signal_teardown(tools, runs, timeout):
             proc.send_signal(signal.SIGTERM)
             code, exited = wait_job(proc, timeout)
             latencies.append(exited - sent)
-            leftovers, helpers = live_processes_with(marker, os.path.basename(tools.launch)[:15])
+            leftovers, helpers = job_leftovers(marker, tools.launch)
             kill_all(leftovers)
             leaked += len(leftovers) > 0
             helping += len(helpers) > 0

@@ -1,10 +1,12 @@
 #include "pdlaunch/launch.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <filesystem>
 #include <string_view>
@@ -19,13 +21,13 @@
 #include "pdlaunch/errors.h"
 #include "pdlaunch/logging.h"
 #include "pdlaunch/master_config.h"
-#include "pdlaunch/slurm.h"
 #include "pdlaunch/messages.h"
 #include "pdlaunch/node.h"
 #include "pdlaunch/ports.h"
 #include "pdlaunch/process.h"
 #include "pdlaunch/ps.h"
 #include "pdlaunch/run_recorder.h"
+#include "pdlaunch/slurm.h"
 #include "pdlaunch/supervisor.h"
 #include "pdlaunch/topology.h"
 #include "pdlaunch/trainer_env.h"
@@ -467,6 +469,11 @@ std::string HostName() {
 }  // namespace
 
 int Main(int argc, char** argv) {
+  // Descriptors 0-2 exist (on /dev/null where the caller closed them, `launch ... >&-`): a file
+  // opened later must not become our stdout or stderr, nor a rank's log its own stdout.
+  for (int fd = 0; fd <= 2; ++fd) {
+    if (::fcntl(fd, F_GETFD) < 0 && errno == EBADF) ::open("/dev/null", O_RDWR);
+  }
   // The console may go away (a closed pipe); that must not kill the launcher and orphan the job.
   ::signal(SIGPIPE, SIG_IGN);
   // An inherited SIG_IGN would make the kernel reap our children before we see their status.

@@ -129,9 +129,6 @@ struct ChildArgs {
   raw::Syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL);
   if (raw::Syscall(SYS_getppid) != a->parent) raw::Exit(127);
   raw::ResetSignals(a->reset_signals, [](int) { return false; });  // Defaults; no mask.
-  if (g_restore_file_limit) {
-    raw::Syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, Arg(&g_child_file_limit), 0);
-  }
   if ((rc = raw::Syscall(SYS_dup3, a->devnull, STDIN_FILENO, 0)) < 0) goto fail;
   if (output < 0 && a->output_path != nullptr) {
     stage = kOpeningOutput;  // Close-on-exec: only the copies on 1 and 2 stay.
@@ -144,6 +141,12 @@ struct ChildArgs {
   if (output >= 0) {
     if ((rc = raw::Syscall(SYS_dup3, output, STDOUT_FILENO, 0)) < 0) goto fail;
     if ((rc = raw::Syscall(SYS_dup3, output, STDERR_FILENO, 0)) < 0) goto fail;
+  }
+  // The launcher's own limit back only now: the log above takes the lowest free descriptor,
+  // which in a large job is above the original soft limit (a copy of the launcher's table
+  // holds a pidfd per rank started before this one); descriptors already open stay valid.
+  if (g_restore_file_limit) {
+    raw::Syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, Arg(&g_child_file_limit), 0);
   }
   // Only fds 0-2 survive exec; the error pipe closes itself on a successful exec.
   if (raw::Syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) != 0) {
@@ -481,9 +484,12 @@ int OpenOutput(const ProcessSpec& spec) {
 
 uint64_t NonDefaultSignals() noexcept {
   uint64_t signals = 0;
-  for (int sig = 1; sig <= 64; ++sig) {
-    struct sigaction action {};
-    if (::sigaction(sig, nullptr, &action) == 0 && action.sa_handler != SIG_DFL) {
+  for (long sig = 1; sig <= 64; ++sig) {
+    // The system call, not glibc's sigaction, which refuses its own signals 32 and 33.
+    struct {  // The kernel's struct sigaction; SIG_DFL is 0.
+      unsigned long handler, flags, restorer, mask;
+    } action{};
+    if (raw::Syscall(SYS_rt_sigaction, sig, 0, Arg(&action), 8) == 0 && action.handler != 0) {
       signals |= uint64_t{1} << (sig - 1);
     }
   }

@@ -16,11 +16,13 @@
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
+#include <cstdlib>
 #include <deque>
 #include <fstream>
 #include <memory>
 #include <utility>
 
+#include "pdlaunch/cli.h"
 #include "pdlaunch/console_echo.h"
 #include "pdlaunch/errors.h"
 #include "pdlaunch/job_cgroup.h"
@@ -332,6 +334,13 @@ class EventLoop {
     if (options_.stop_hook) *options_.stop_hook = nullptr;
     echo_.Finish();      // Closes our inotify reference while the watchdog still holds one...
     watchdog_.Disarm();  // ...so the expensive last close happens in the watchdog, not here.
+    // Inside another pdlaunch job, a watchdog still exiting after us would be one of its
+    // rank's processes left behind: wait for it there (design.md, Parent death).
+    if (std::getenv(std::string(kNestedMarker).c_str()) != nullptr) {
+      if (!watchdog_.AwaitExit(std::chrono::seconds(5))) {
+        PDLOG_DEBUG("the watchdog (pid {}) had not exited 5 s after the job", watchdog_.pid());
+      }
+    }
     if (primaries_done_ && !options_.primaries_done_message.empty()) {
       for (const auto& [role, line] : options_.role_stopped_messages) {
         if (HasRole(role)) PDLOG_INFO("{}", line);

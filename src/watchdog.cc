@@ -282,6 +282,19 @@ Watchdog::Watchdog(const std::vector<int>& inherit_fds,
   Unreaped().push_back(pid_);
 }
 
+bool Watchdog::AwaitExit(std::chrono::milliseconds limit) noexcept {
+  if (pid_ <= 0) return true;
+  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid_, 0));
+  if (pidfd >= 0) {  // Readable once it has exited; ESRCH: already reaped.
+    pollfd exited{pidfd, POLLIN, 0};
+    ::poll(&exited, 1, static_cast<int>(limit.count()));
+    ::close(pidfd);
+  }
+  FreeExited();
+  const std::vector<pid_t>& unreaped = Unreaped();
+  return std::find(unreaped.begin(), unreaped.end(), pid_) == unreaped.end();
+}
+
 std::vector<pid_t> WatchdogPids() {
   FreeExited();
   return Unreaped();

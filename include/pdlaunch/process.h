@@ -128,7 +128,9 @@ bool ProcessLive(pid_t pid) noexcept;
 
 /// Children of this process that it did not start itself (not in `known`): descendants orphaned
 /// while the launcher is their subreaper (PR_SET_CHILD_SUBREAPER) and re-parented to it. Those
-/// that have exited are reaped here; the live ones are returned. Scans /proc once. Never throws.
+/// that have exited are reaped here; the live ones are returned. Reads the kernel's list of this
+/// process's children (/proc/self/task/<tid>/children), or scans /proc where the kernel has no
+/// such list. Never throws.
 std::vector<pid_t> AdoptedChildren(const std::vector<pid_t>& known) noexcept;
 
 /// Processes of the given process groups that can still run (zombies excluded: kill() succeeds

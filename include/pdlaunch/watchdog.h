@@ -2,6 +2,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,11 @@ class Watchdog {
   void Register(pid_t pgid) noexcept;
   /// Tells the helper the launcher has cleaned up itself; it exits without killing.
   void Disarm() noexcept;
+  /// After Disarm: waits until the helper has exited, at most `limit`, and reaps it. Its exit
+  /// includes the last close of the echo's inotify instance (8 ms median here), which is why
+  /// only a launcher inside another pdlaunch job waits (its outer launcher would otherwise see
+  /// the helper as a process its rank left behind). True when it was reaped. Never throws.
+  bool AwaitExit(std::chrono::milliseconds limit) noexcept;
   /// The helper's pid.
   pid_t pid() const { return pid_; }
 

@@ -1,5 +1,6 @@
 """Issue #2: log/workerlog.N, log/endpoints.log and the live console echo of local rank 0."""
 import re
+import subprocess
 from pathlib import Path
 
 import harness
@@ -68,9 +69,23 @@ class LogFilesTest(LaunchTestCase):
         self.assertIn(f"launch: error: cannot open log file '{self.dir / 'log' / 'workerlog.3'}': "
                       "Is a directory", result.stderr)
         self.assertLess(result.elapsed, 20, result)
+        # Not the launcher's watchdog: it shares the launcher's memory, so its command line is
+        # the job's until its exit is done (design.md, Parent death); no rank is named launch
+        # once the launcher has returned (every rank was reaped after its exec or failure).
         left = [d.name for d in Path("/proc").iterdir() if d.name.isdigit()
-                and marker in _cmdline(d)]
+                and marker in _read(d / "cmdline") and _comm(d) != "launch"]
         self.assertEqual(left, [], "ranks left running")
+
+    def test_a_launcher_started_with_stdout_and_stderr_closed_still_logs_each_rank(self):
+        # `launch ... >&- 2>&-`: descriptors 1 and 2 are free, and a log opened by the launcher
+        # or a rank must not take their place.
+        done = subprocess.run(
+            ["/bin/sh", "-c", 'exec "$@" >&- 2>&-', "sh", harness.BIN, "--nproc_per_node", "2",
+             "/bin/sh", "-c", "echo out $PADDLE_TRAINER_ID; echo err $PADDLE_TRAINER_ID >&2"],
+            cwd=self.dir, env=self.env(), timeout=harness.RUN_TIMEOUT)
+        self.assertEqual(done.returncode, 0)
+        self.assertEqual(self.worker_log(0), "out 0\nerr 0\n")
+        self.assertEqual(self.worker_log(1), "out 1\nerr 1\n")
 
     def test_an_unwritable_first_log_refuses_the_job_before_any_rank_starts(self):
         (self.dir / "log" / "workerlog.0").mkdir(parents=True)
@@ -81,11 +96,15 @@ class LogFilesTest(LaunchTestCase):
         self.assertNotIn("proc_id", result.stdout)
 
 
-def _cmdline(proc_dir):
+def _read(path):
     try:
-        return (proc_dir / "cmdline").read_bytes().decode(errors="replace")
+        return path.read_bytes().decode(errors="replace")
     except OSError:
         return ""
+
+
+def _comm(proc_dir):
+    return _read(proc_dir / "comm").strip()
 
 
 ECHO_LINE = re.compile(r"^\[rank (\d+)\]: rank (\d+) line (\d{6})/(\d+) x{80} end$")

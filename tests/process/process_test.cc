@@ -24,6 +24,16 @@ using testutil::ReadFile;
 using testutil::ScopedTempDir;
 using testutil::WaitFor;
 
+/// How many children the kernel lists for this process (zombies included).
+size_t ChildCount() {
+  const std::string list = ReadFile("/proc/self/task/" + std::to_string(::gettid()) + "/children");
+  size_t count = 0;
+  for (size_t i = 0; i < list.size(); ++i) {
+    if (list[i] != ' ' && (i == 0 || list[i - 1] == ' ')) ++count;
+  }
+  return count;
+}
+
 mode_t CurrentUmask() {
   const mode_t mask = ::umask(0);
   ::umask(mask);
@@ -120,6 +130,7 @@ TEST(ProcessTest, OutputFileTheChildCannotOpenThrowsNamingItAndLeavesNoChild) {
   ScopedTempDir dir;
   ProcessSpec spec = Shell("echo never");
   spec.output_path = dir.File("missing-dir/child.log");
+  const size_t children = ChildCount();
   try {
     Process::Spawn(spec);
     FAIL() << "expected a throw";
@@ -129,8 +140,31 @@ TEST(ProcessTest, OutputFileTheChildCannotOpenThrowsNamingItAndLeavesNoChild) {
               std::string::npos)
         << e.what();
   }
-  EXPECT_EQ(::waitpid(-1, nullptr, WNOHANG), -1);  // ECHILD: nothing left to reap.
+  EXPECT_EQ(ChildCount(), children);  // Reaped: nothing left, not even a zombie.
   EXPECT_THROW(OpenOutput(spec), std::system_error);
+}
+
+TEST(ProcessTest, ChildOpensItsOutputBeforeTheOriginalFileLimitIsBack) {
+  // A large job: the launcher (limit raised) holds more descriptors than the soft limit its
+  // ranks get back, so the log a child opens gets a number above that limit.
+  struct rlimit limit {};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &limit), 0);
+  if (limit.rlim_max < 1024) GTEST_SKIP() << "hard RLIMIT_NOFILE below 1024";
+  limit.rlim_cur = 256;
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &limit), 0);
+  RaiseOpenFileLimit();
+  std::vector<int> held;
+  while (held.empty() || held.back() < 300) {
+    held.push_back(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+    ASSERT_GE(held.back(), 0);
+  }
+  ScopedTempDir dir;
+  ProcessSpec spec = Shell("echo ok; ulimit -n");
+  spec.output_path = dir.File("big-job.log");
+  const ExitStatus status = Process::Spawn(spec).Wait();
+  for (int fd : held) ::close(fd);
+  EXPECT_EQ(status, ExitStatus::Exited(0));
+  EXPECT_EQ(ReadFile(spec.output_path), "ok\n256\n");  // And the rank's limit is its own.
 }
 
 TEST(ProcessTest, OnlyStandardFdsReachTheChild) {
@@ -271,12 +305,15 @@ TEST(ProcessTest, AdoptedChildrenListsLiveOrphansAndReapsExitedOnes) {
   const pid_t live = std::stoi(ReadFile(live_file));
   const pid_t gone = std::stoi(ReadFile(gone_file));
   ASSERT_TRUE(WaitFor([&] { return !ProcessAlive(gone); }));
+  Process rank = Process::Spawn(ProcessSpec{"/bin/sleep", {"sleep", "30"}, {}, -1});  // Ours.
 
-  const std::vector<pid_t> adopted = AdoptedChildren({shell.pid()});
+  const std::vector<pid_t> adopted = AdoptedChildren({rank.pid()});
   EXPECT_NE(std::find(adopted.begin(), adopted.end(), live), adopted.end());
   EXPECT_EQ(std::find(adopted.begin(), adopted.end(), gone), adopted.end());
   EXPECT_EQ(::kill(gone, 0), -1);  // Reaped, not left a zombie.
-  EXPECT_EQ(std::find(adopted.begin(), adopted.end(), shell.pid()), adopted.end());  // Known.
+  EXPECT_EQ(std::find(adopted.begin(), adopted.end(), rank.pid()), adopted.end());  // Known.
+  const std::vector<pid_t> unknown = AdoptedChildren({});
+  EXPECT_NE(std::find(unknown.begin(), unknown.end(), rank.pid()), unknown.end());
 
   ::kill(live, SIGKILL);
   ::waitpid(live, nullptr, 0);

@@ -249,6 +249,17 @@ class EscapeTest(RelTestCase):
         self.assert_all_gone(pids + daemons)
         self.assertEqual(job_cgroups([proc.pid, inner_launcher]), [])
 
+    def test_a_clean_nested_launch_leaves_the_outer_launcher_nothing_to_stop(self):
+        # The inner launcher waits for its watchdog, which the outer one would otherwise find
+        # still exiting and stop as a process its rank left behind (design.md, Parent death).
+        for run in range(5):
+            result = self.run_launch(["--nproc_per_node", 1, harness.BIN, "--log_dir",
+                                      f"inner{run}", "--nproc_per_node", 2, "/bin/true"],
+                                     env=self.env(**self.ENV))
+            self.assertEqual(result.code, 0, f"run {run}: {result!r}")
+            self.assertNotIn("still running", result.stderr, f"run {run}")
+            self.assertNotIn("left its rank's process group", result.stderr, f"run {run}")
+
 
 NESTED_PY = """import os, subprocess, sys, time
 launcher, rel_rank, rec = sys.argv[1:4]
