@@ -21,6 +21,7 @@
 #include <utility>
 
 #include "pdlaunch/errors.h"
+#include "unique_fd.h"
 
 namespace pdlaunch {
 namespace {
@@ -77,23 +78,6 @@ std::optional<std::string> ReadSmallFile(const std::string& path) {
   text << in.rdbuf();
   return text.str();
 }
-
-/// Owns a file descriptor; closes it on destruction.
-class UniqueFd {
- public:
-  explicit UniqueFd(int fd) : fd_(fd) {}
-  UniqueFd(UniqueFd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  UniqueFd& operator=(UniqueFd&&) = delete;
-  UniqueFd(const UniqueFd&) = delete;
-  UniqueFd& operator=(const UniqueFd&) = delete;
-  ~UniqueFd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
 
 // Opens without O_CREAT first: with fs.protected_regular, O_CREAT on another user's file in a
 // sticky directory such as /tmp fails even when the mode allows writing.

@@ -24,6 +24,7 @@
 #include "pdlaunch/errors.h"
 #include "pdlaunch/process.h"
 #include "raw_syscall.h"
+#include "unique_fd.h"
 
 #ifndef CLOSE_RANGE_CLOEXEC
 #define CLOSE_RANGE_CLOEXEC (1U << 2)
@@ -42,24 +43,6 @@ bool g_clone_into_cgroup = true;
 // False once clone3 with CLONE_VM was refused, or when PDLAUNCH_SPAWN=fork asks for fork.
 bool g_clone_vm_spawn = raw::CloneVmWanted();
 #endif
-
-/// Owns a file descriptor; closes it on destruction.
-class Fd {
- public:
-  explicit Fd(int fd = -1) : fd_(fd) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() { Reset(); }
-  int get() const { return fd_; }
-  int Release() noexcept { return std::exchange(fd_, -1); }
-  void Reset() noexcept {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-
- private:
-  int fd_;
-};
 
 std::vector<char*> CStrings(const std::vector<std::string>& strings) {
   std::vector<char*> result;
@@ -293,8 +276,8 @@ Process Process::Start(const ProcessSpec& spec) {
   std::vector<char*> envp = CStrings(spec.env);
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0) ThrowSystemError(errno, "pipe2");
-  Fd error_read(pipe_fds[0]);
-  Fd error_write(pipe_fds[1]);
+  UniqueFd error_read(pipe_fds[0]);
+  UniqueFd error_write(pipe_fds[1]);
   ChildArgs child(spec, parent, devnull, argv.data(), envp.data());
   child.cgroup_procs_fd = spec.cgroup_procs_fd;
   child.error_fd = error_write.get();
@@ -457,6 +440,13 @@ bool ReadStat(const char* pid, char* state, int* ppid, int* pgrp) noexcept {
   return after_comm != nullptr && std::sscanf(after_comm + 1, " %c %d %d", state, ppid, pgrp) == 3;
 }
 
+/// ReadStat for a pid.
+bool ReadStatOf(pid_t pid, char* state, int* ppid, int* pgrp) noexcept {
+  char name[16];
+  std::snprintf(name, sizeof name, "%d", static_cast<int>(pid));
+  return ReadStat(name, state, ppid, pgrp);
+}
+
 /// Calls visit(pid, state, ppid, pgrp) for every process in /proc.
 template <typename Visit>
 void ScanProc(Visit visit) noexcept {
@@ -485,10 +475,7 @@ int OpenOutput(const ProcessSpec& spec) {
 uint64_t NonDefaultSignals() noexcept {
   uint64_t signals = 0;
   for (long sig = 1; sig <= 64; ++sig) {
-    // The system call, not glibc's sigaction, which refuses its own signals 32 and 33.
-    struct {  // The kernel's struct sigaction; SIG_DFL is 0.
-      unsigned long handler, flags, restorer, mask;
-    } action{};
+    raw::KernelSigaction action;  // Not glibc's sigaction: it refuses its own signals 32 and 33.
     if (raw::Syscall(SYS_rt_sigaction, sig, 0, Arg(&action), 8) == 0 && action.handler != 0) {
       signals |= uint64_t{1} << (sig - 1);
     }
@@ -497,12 +484,10 @@ uint64_t NonDefaultSignals() noexcept {
 }
 
 bool ProcessLive(pid_t pid) noexcept {
-  char name[16];
-  std::snprintf(name, sizeof name, "%d", static_cast<int>(pid));
   char state = 0;
   int ppid = 0;
   int pgrp = 0;
-  return ReadStat(name, &state, &ppid, &pgrp) && state != 'Z' && state != 'X';
+  return ReadStatOf(pid, &state, &ppid, &pgrp) && state != 'Z' && state != 'X';
 }
 
 namespace {
@@ -551,12 +536,10 @@ std::vector<pid_t> AdoptedChildren(const std::vector<pid_t>& known) noexcept {
   // The kernel's list of our children costs a read; the fallback reads every process's stat
   // (2 ms for 120 processes on the project's VM, far more on a busy node).
   const bool listed = ForEachListedChild([&](pid_t pid) {
-    char name[16];
-    std::snprintf(name, sizeof name, "%d", static_cast<int>(pid));
     char state = 0;
     int ppid = 0;
     int pgrp = 0;
-    if (ReadStat(name, &state, &ppid, &pgrp) && ppid == self) sort(pid, state);
+    if (ReadStatOf(pid, &state, &ppid, &pgrp) && ppid == self) sort(pid, state);
   });
   if (!listed) {
     ScanProc([&](pid_t pid, char state, int ppid, int) {

@@ -67,15 +67,18 @@ inline bool CloneVmWanted() {
   __builtin_unreachable();
 }
 
+/// The kernel's struct sigaction, as rt_sigaction takes it (SIG_DFL is a handler of 0).
+struct KernelSigaction {
+  unsigned long handler = 0, flags = 0, restorer = 0, mask = 0;
+};
+
 /// The disposition of every signal in `which` (bit sig-1) to SIG_DFL, or to SIG_IGN where
 /// `ignored(sig)` says so (SIGKILL and SIGSTOP excepted), then an empty signal mask: no handler
 /// of the launcher's may run in a child, and one that shares the launcher's memory must not.
 /// One rt_sigaction per signal in `which`.
 template <typename Ignored>
 void ResetSignals(uint64_t which, Ignored ignored) {
-  struct {  // The kernel's struct sigaction; SIG_DFL is 0.
-    unsigned long handler, flags, restorer, mask;
-  } action{};
+  KernelSigaction action;
   for (long sig = 1; sig <= 64; ++sig) {
     if (sig == SIGKILL || sig == SIGSTOP || (which & (uint64_t{1} << (sig - 1))) == 0) continue;
     action.handler = ignored(static_cast<int>(sig)) ? reinterpret_cast<unsigned long>(SIG_IGN) : 0;

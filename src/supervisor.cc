@@ -31,6 +31,7 @@
 #include "pdlaunch/run_recorder.h"
 #include "pdlaunch/supervision.h"
 #include "pdlaunch/watchdog.h"
+#include "unique_fd.h"
 
 namespace pdlaunch {
 namespace {
@@ -182,32 +183,19 @@ bool Echoed(const std::vector<SupervisedProcess>& processes, size_t i,
                                  static_cast<int>(i)) != choice.locals.end();
 }
 
-/// Descriptors closed on destruction.
-struct OwnedFds {
-  OwnedFds() = default;
-  OwnedFds(OwnedFds&&) = default;
-  OwnedFds(const OwnedFds&) = delete;
-  OwnedFds& operator=(const OwnedFds&) = delete;
-  ~OwnedFds() {
-    for (int fd : fds) ::close(fd);
-  }
-  std::vector<int> fds;
-};
-
 /// Creates the log files that must exist before their process starts, and gives each to its
 /// process (output_fd): the echoed ones (the echo reads on from where a file ended when the job
 /// started, so the file must not be created or truncated after that) and the first (a log
 /// directory the launcher cannot write refuses the job before anything runs). Every other child
 /// creates its own (ProcessSpec::output_path), in parallel with the launcher.
-OwnedFds CreateLogsFirst(std::vector<SupervisedProcess>& processes,
-                         const SupervisorOptions& options) {
-  OwnedFds created;
+std::vector<UniqueFd> CreateLogsFirst(std::vector<SupervisedProcess>& processes,
+                                      const SupervisorOptions& options) {
+  std::vector<UniqueFd> created;
   for (size_t i = 0; i < processes.size(); ++i) {
     ProcessSpec& spec = processes[i].spec;
     if (spec.output_fd >= 0 || spec.output_path.empty()) continue;
     if (i > 0 && !Echoed(processes, i, options)) continue;
-    spec.output_fd = OpenOutput(spec);
-    created.fds.push_back(spec.output_fd);
+    spec.output_fd = created.emplace_back(OpenOutput(spec)).get();
   }
   return created;
 }
@@ -295,7 +283,6 @@ std::unique_ptr<JobCgroup> ContainJob() {
   }
   return cgroup;
 }
-
 
 class EventLoop {
  public:
@@ -742,7 +729,8 @@ class EventLoop {
   std::vector<size_t> unreaped_;   // Exited (pidfd readable) but not yet waitable.
   StreamDescriptor external_event_;
   Supervision policy_;
-  OwnedFds created_logs_;  // Before echo_: the echoed files exist before it opens them.
+  std::vector<UniqueFd>
+      created_logs_;  // Before echo_: the echoed files exist before it opens them.
   ConsoleEcho echo_;
   std::unique_ptr<JobCgroup> cgroup_;  // Null: the subreaper fallback. Removed last.
   Watchdog watchdog_;  // Declared before children_: it is disarmed only after they are gone.

@@ -10,19 +10,18 @@ namespace pdlaunch {
 
 struct WatchdogArea;  // watchdog.cc
 
-/// Kills the job's process groups (and its cgroup) if the launcher dies without cleaning up (e.g. SIGKILL).
-/// A helper process blocks on a pipe whose write end only the launcher holds; EOF without a prior
-/// Disarm() means the launcher is gone, and the helper sends SIGKILL to every registered group
-/// (grandchildren included, which the parent-death signal of the ranks does not reach).
-/// The helper is a child that the launcher never waits for: it exits right after the launcher (or
-/// after killing), and is then re-parented and reaped by init. It ignores terminal signals, sits
-/// in its own process group and uses no CPU. On x86-64 it is cloned into the launcher's address
-/// space (CLONE_VM: nothing is copied, and the address space outlives a killed launcher for as
-/// long as the helper needs it) and makes raw system calls only; elsewhere it is forked.
-/// The helpers this launcher started that are still its children (running, or exited and not
-/// yet reaped): children that are not the job's. Reaps those that have exited first.
-std::vector<pid_t> WatchdogPids();
-
+/// Kills the job's process groups (and its cgroup) if the launcher dies without cleaning up (e.g.
+/// SIGKILL). A helper process blocks on a pipe whose write end only the launcher holds; EOF without
+/// a prior Disarm() means the launcher is gone, and the helper sends SIGKILL to every registered
+/// group (grandchildren included, which the parent-death signal of the ranks does not reach). The
+/// helper is a child that a top-level launcher does not wait for at its exit: it exits right after
+/// the launcher (or after killing), and is then re-parented and reaped by init; earlier helpers of
+/// a launcher that runs several jobs are reaped by it (WatchdogPids), and a launcher inside another
+/// pdlaunch job waits for its own (AwaitExit; docs/design.md, Parent death). It ignores terminal
+/// signals, sits in its own process group and uses no CPU. On x86-64 it is cloned into the
+/// launcher's address space (CLONE_VM: nothing is copied, and the address space outlives a killed
+/// launcher for as long as the helper needs it) and makes raw system calls only; elsewhere it is
+/// forked.
 class Watchdog {
  public:
   /// Starts the helper. It keeps `inherit_fds` open until it exits (see ConsoleEcho: closing the
@@ -59,5 +58,9 @@ class Watchdog {
   int fd_ = -1;
   WatchdogArea* area_ = nullptr;  ///< The helper's stack and state, until it has exited.
 };
+
+/// The helpers this launcher started that are still its children (running, or exited and not
+/// yet reaped): children that are not the job's. Reaps those that have exited first.
+std::vector<pid_t> WatchdogPids();
 
 }  // namespace pdlaunch
