@@ -3,7 +3,8 @@
 #   1. install the Debian packages that are missing (nothing is downloaded otherwise);
 #   2. build/      RelWithDebInfo, warnings as errors; every CTest test (unit, process, e2e, torch,
 #                  package: builds, installs and removes the Debian package),
-#                  then the reliability label again with PDLAUNCH_NO_CGROUP=1 (the subreaper path);
+#                  then the process and reliability labels again with PDLAUNCH_NO_CGROUP=1 (the
+#                  subreaper path);
 #   3. build-asan/ Debug with AddressSanitizer + UBSan; the unit, process and e2e tests;
 #   4. build-fuzz/ clang++ with libFuzzer + ASan + UBSan; 60 s of scripts/fuzz.sh.
 # Usage: bash scripts/test.sh [--quick]     (--quick skips steps 3 and 4)
@@ -69,12 +70,12 @@ install_packages "${PACKAGES[@]}"
 if build_tree build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPDLAUNCH_WARNINGS_AS_ERRORS=ON \
   -DPDLAUNCH_SANITIZE=; then
   if run_tests build; then summary+=("build/ ok"); else failed+=("build/ tests"); fi
-  # The reliability suite again on the other containment path: no cgroup, the launcher as the
-  # subreaper of its descendants (docs/design.md, Containment).
-  if PDLAUNCH_NO_CGROUP=1 run_tests build -L reliability; then
-    summary+=("build/ reliability without cgroup ok")
+  # The process and reliability suites again on the other containment path: no cgroup, the
+  # launcher as the subreaper of its descendants (docs/design.md, Containment).
+  if PDLAUNCH_NO_CGROUP=1 run_tests build -L 'process|reliability'; then
+    summary+=("build/ process and reliability without cgroup ok")
   else
-    failed+=("build/ reliability without cgroup")
+    failed+=("build/ process and reliability without cgroup")
   fi
 else
   failed+=("build/ build")

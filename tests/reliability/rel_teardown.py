@@ -218,17 +218,21 @@ class EscapeTest(RelTestCase):
         self.assert_all_gone(self.daemons())
         self.assert_no_cgroup_left()
 
-    def test_sigkill_of_the_launcher_stops_the_daemons(self):
+    def test_sigkill_of_the_launcher_stops_the_daemons_twenty_times(self):
         if self.ENV:
             self.skipTest("the subreaper path cannot: orphans of a dead launcher go to init "
                           "(docs/design.md, Containment)")
-        proc = self.daemon_job("--sleep", 600)
-        self.wait_ready_files(2, [proc])
-        daemons = self.daemons()
-        os.kill(proc.pid, signal.SIGKILL)
-        self.assert_all_gone(daemons)
-        self.wait_until(lambda: not self.cgroups_left(), "the job's cgroup removed",
-                        timeout=harness.GONE_TIMEOUT)
+        for run in range(self.RUNS):
+            for path in self.rec.iterdir():
+                path.unlink()
+            proc = self.daemon_job("--sleep", 600)
+            self.wait_ready_files(2, [proc])
+            daemons = self.daemons()
+            os.kill(proc.pid, signal.SIGKILL)
+            self.finish(proc)  # Reaped, its pipes closed (it died by SIGKILL).
+            self.assert_all_gone(daemons)
+            self.wait_until(lambda: not self.cgroups_left(), f"run {run}: the job's cgroup removed",
+                            timeout=harness.GONE_TIMEOUT)
 
 
     def test_a_nested_launch_is_stopped_with_its_daemons(self):
