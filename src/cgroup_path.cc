@@ -52,14 +52,28 @@ std::string Unescape(std::string_view field) {
   return out;
 }
 
-}  // namespace
-
-std::optional<std::string> OwnCgroupDir(std::string_view mountinfo, std::string_view self_cgroup) {
+/// The path of the "0::" line of /proc/self/cgroup, if there is one and it is absolute.
+std::optional<std::string> UnifiedPath(std::string_view self_cgroup) {
   std::optional<std::string> path;
   for (std::string_view line : Lines(self_cgroup)) {
     if (line.starts_with("0::")) path = std::string(line.substr(3));
   }
   if (!path || path->empty() || (*path)[0] != '/') return std::nullopt;
+  return path;
+}
+
+}  // namespace
+
+std::optional<std::string> OwnCgroupDirUnder(std::string_view mount_point,
+                                             std::string_view self_cgroup) {
+  const std::optional<std::string> path = UnifiedPath(self_cgroup);
+  if (!path) return std::nullopt;
+  return std::string(mount_point) + (*path == "/" ? std::string() : *path);
+}
+
+std::optional<std::string> OwnCgroupDir(std::string_view mountinfo, std::string_view self_cgroup) {
+  const std::optional<std::string> path = UnifiedPath(self_cgroup);
+  if (!path) return std::nullopt;
   for (std::string_view line : Lines(mountinfo)) {
     const std::vector<std::string_view> fields = Fields(line);
     // id parent major:minor root mount-point options [optional...] - type source super-options

@@ -2,12 +2,10 @@
 
 #include <fmt/format.h>
 
-#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <array>
 #include <cctype>
 #include <charconv>
-#include <cmath>
 #include <cstddef>
 #include <initializer_list>
 #include <map>
@@ -21,6 +19,7 @@
 #include "pdlaunch/echo_choice.h"
 #include "pdlaunch/endpoint.h"
 #include "pdlaunch/errors.h"
+#include "pdlaunch/seconds.h"
 #include "pdlaunch/version.h"
 
 namespace pdlaunch {
@@ -68,7 +67,7 @@ struct FlagSpec {
 }
 
 // Python's int() for decimal text: surrounding whitespace and a leading '+' allowed. Unlike
-// CLI11's own conversion, "010" is ten (not octal) and "0x10" is an error, as in argparse.
+// strtol with base 0, "010" is ten (not octal) and "0x10" is an error, as in argparse.
 int ToInt(std::string_view flag, const std::string& value) {
   std::string_view text = StripSpace(value);
   if (text.size() > 1 && text.front() == '+' && text[1] != '-') text.remove_prefix(1);
@@ -89,14 +88,9 @@ int ToPort(std::string_view flag, const std::string& value) {
 double ToPositiveSeconds(std::string_view flag, const std::string& value);
 
 double ToSeconds(std::string_view flag, const std::string& value) {
-  const std::string_view text = StripSpace(value);
-  double seconds = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), seconds);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size() ||
-      !std::isfinite(seconds) || seconds < 0) {
-    ThrowInvalid(flag, "non-negative float", value);
-  }
-  return seconds;
+  const std::optional<double> seconds = ParseSeconds(StripSpace(value));
+  if (!seconds) ThrowInvalid(flag, "non-negative float", value);
+  return *seconds;
 }
 
 std::string ToLower(std::string_view text) {
@@ -484,9 +478,9 @@ bool LooksLikeOption(std::string_view token) {
   return token.size() > 1 && token.front() == '-' && !IsNegativeNumber(token);
 }
 
-// The launcher's part of argv after prefix expansion, in a form CLI11 parses unambiguously.
+// The launcher's part of argv after prefix expansion and alias resolution.
 struct Scan {
-  std::vector<std::string> cli11_args;
+  std::map<std::string_view, std::string> values;  // Destination → the value given last.
   std::set<std::string> given;
   std::set<std::string> new_flags;   // Typed flags of Tier::kNew.
   std::map<std::string, std::string> typed;  // Destination → the name typed last.
@@ -500,13 +494,9 @@ void Record(const FlagSpec& flag, Scan& scan) {
   if (flag.tier == Tier::kNew) scan.new_flags.insert(std::string(flag.name));
 }
 
-void Emit(const FlagSpec& flag, const std::string& value, Scan& scan) {
-  // "--opt=" is refused by CLI11, and a value like "--x" must not look like an option to it.
-  if (value.empty()) {
-    scan.cli11_args.insert(scan.cli11_args.end(), {std::string(flag.name), ""});
-  } else {
-    scan.cli11_args.push_back(fmt::format("{}={}", flag.name, value));
-  }
+// argparse's "store": a later value of the same destination (under any alias) replaces it.
+void Emit(const FlagSpec& flag, std::string value, Scan& scan) {
+  scan.values[flag.dest] = std::move(value);
   Record(flag, scan);
 }
 
@@ -553,8 +543,7 @@ size_t ScanOption(const std::vector<std::string>& args, size_t index, Scan& scan
       break;
     case Kind::kFlag:
       RequireNoValue(flag, explicit_value);
-      scan.cli11_args.emplace_back(flag.name);
-      Record(flag, scan);
+      Emit(flag, "", scan);
       break;
     case Kind::kOptionalBool:
       Emit(flag, TakeOptionalBool(explicit_value, args, index), scan);
@@ -582,39 +571,17 @@ Scan ScanArguments(const std::vector<std::string>& args) {
   return scan;
 }
 
-// Binds every option of kFlags to `options` (aliases share one CLI11 option, last one wins).
-/// Registers the flags whose destinations are in `given` (ScanArguments found them; nothing else
-/// reaches CLI11): registering all ~60 cost every job 0.1 ms.
-void AddLaunchOptions(CLI::App& app, LaunchOptions& options, const std::set<std::string>& given) {
+// Converts and stores the value of each destination given, in the order of kFlags (the first
+// invalid one is reported), under the primary name of its flag.
+//
+// CLI11 did this until 2026-11: it re-parsed the scanner's canonical "--name=value" list, which
+// cost every job 0.1 ms for its option registry and, through <iostream> and the std::locale its
+// trim() builds per character, another 0.09 ms of static initialisation (docs/performance.md).
+void BindOptions(const std::map<std::string_view, std::string>& values, LaunchOptions& options) {
   for (const FlagSpec& flag : kFlags) {
     if (!IsPrimary(flag) || flag.store == nullptr) continue;
-    if (given.count(std::string(flag.dest)) == 0) continue;
-    std::string names(flag.name);
-    for (const FlagSpec& alias : kFlags) {
-      if (alias.dest == flag.dest && !IsPrimary(alias)) names += fmt::format(",{}", alias.name);
-    }
-    const FlagSpec* spec = &flag;
-    if (flag.kind == Kind::kFlag) {
-      app.add_flag_callback(names, [&options, spec] { spec->store(options, spec->name, ""); });
-    } else {
-      app.add_option_function<std::string>(names, [&options, spec](const std::string& value) {
-        spec->store(options, spec->name, value);
-      });
-    }
-  }
-}
-
-void BindOptions(std::vector<std::string> cli11_args, const std::set<std::string>& given,
-                 LaunchOptions& options) {
-  CLI::App app("", "launch");
-  app.set_help_flag();  // -h/--help are found by ScanArguments, with argparse's rules.
-  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-  AddLaunchOptions(app, options, given);
-  std::reverse(cli11_args.begin(), cli11_args.end());  // CLI11 takes argv reversed.
-  try {
-    app.parse(cli11_args);
-  } catch (const CLI::ParseError& error) {
-    throw UsageError(error.what());
+    const auto value = values.find(flag.dest);
+    if (value != values.end()) flag.store(options, flag.name, value->second);
   }
 }
 
@@ -773,7 +740,7 @@ CommandLine ParseArguments(const std::vector<std::string>& args) {
     return command_line;
   }
   LaunchOptions& options = command_line.options;
-  BindOptions(scan.cli11_args, scan.given, options);
+  BindOptions(scan.values, options);
   if (scan.script >= args.size()) {
     throw UsageError(std::string(kMissingScript));
   }

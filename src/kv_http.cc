@@ -4,10 +4,10 @@
 
 #include <algorithm>
 #include <charconv>
-#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "pdlaunch/errors.h"
+#include "pdlaunch/seconds.h"
 
 namespace pdlaunch {
 namespace {
@@ -17,12 +17,6 @@ std::optional<T> ParseNumber(std::string_view text) {
   T value{};
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (text.empty() || ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
-  return value;
-}
-
-std::optional<double> ParseSeconds(std::string_view text) {
-  const std::optional<double> value = ParseNumber<double>(text);
-  if (!value || !std::isfinite(*value) || *value < 0) return std::nullopt;
   return value;
 }
 

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <system_error>
 #include <utility>
@@ -30,18 +29,26 @@ std::string PythonStr(const std::optional<T>& value) {
 std::string PythonFloatStr(double value) {
   if (std::isnan(value)) return "nan";
   if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
-  char buffer[64];
-  const auto [end, ec] =
-      std::to_chars(buffer, buffer + sizeof buffer, value, std::chars_format::scientific);
-  if (ec != std::errc()) return "nan";  // Cannot happen with 64 bytes.
-  const std::string_view text(buffer, static_cast<size_t>(end - buffer));
+  std::string sign = std::signbit(value) ? "-" : "";
+  // fmt's shortest round-trip digits (Dragonbox; the same digits as std::to_chars, whose
+  // floating-point part would make the launcher load libm), in whichever notation fmt chose:
+  // "1234.5", "0.00012", "1e+16".
+  const std::string text = fmt::format("{}", std::fabs(value));
   const size_t e = text.find('e');
-  const int exponent = std::stoi(std::string(text.substr(e + 1)));
-  std::string sign = text.front() == '-' ? "-" : "";
+  const std::string_view significand = std::string_view(text).substr(0, e);
+  const size_t point = std::min(significand.find('.'), significand.size());
   std::string digits;
-  for (char c : text.substr(0, e)) {
-    if (c >= '0' && c <= '9') digits += c;
+  for (char c : significand) {
+    if (c != '.') digits += c;
   }
+  // The decimal exponent of digits[0], then of the first digit that is not 0.
+  int exponent =
+      (e == std::string::npos ? 0 : std::stoi(text.substr(e + 1))) + static_cast<int>(point) - 1;
+  const size_t first = digits.find_first_not_of('0');
+  if (first == std::string::npos) return sign + "0.0";
+  digits.erase(0, first);
+  exponent -= static_cast<int>(first);
+  digits.erase(digits.find_last_not_of('0') + 1);
   if (exponent < -4 || exponent >= 16) {
     std::string mantissa = digits.substr(0, 1);
     if (digits.size() > 1) mantissa += "." + digits.substr(1);

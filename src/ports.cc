@@ -15,12 +15,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <set>
-#include <sstream>
 #include <utility>
 
 #include "pdlaunch/errors.h"
+#include "small_file.h"
 #include "unique_fd.h"
 
 namespace pdlaunch {
@@ -69,14 +68,6 @@ std::optional<int> ParsePortNumber(std::string_view text) {
   std::optional<long> value = ParseDecimal(Trim(text));
   if (!value || *value < kMinPort || *value > kMaxPort) return std::nullopt;
   return static_cast<int>(*value);
-}
-
-std::optional<std::string> ReadSmallFile(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return std::nullopt;
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 // Opens without O_CREAT first: with fs.protected_regular, O_CREAT on another user's file in a

@@ -27,7 +27,11 @@ Json StatusJson(const std::optional<ExitStatus>& status) {
 }  // namespace
 
 std::string IsoTime(double epoch_seconds) {
-  const long long total_millis = std::llround(epoch_seconds * 1000);
+  // Rounded half away from zero, as std::llround, which was the launcher's only use of libm:
+  // without it the dynamic loader maps one library fewer on every job's start.
+  const double exact_millis = epoch_seconds * 1000;
+  const auto total_millis =
+      static_cast<long long>(exact_millis < 0 ? exact_millis - 0.5 : exact_millis + 0.5);
   const auto whole = static_cast<std::time_t>(total_millis / 1000);
   const int millis = static_cast<int>(total_millis % 1000);
   std::tm utc{};

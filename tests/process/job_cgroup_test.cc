@@ -2,12 +2,17 @@
 // this user cannot create a cgroup v2 directory.
 #include "pdlaunch/job_cgroup.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 
 #include "../support/test_util.h"
@@ -80,6 +85,75 @@ TEST_F(JobCgroupTest, KillAndRemoveOfAnEmptyCgroupIsQuick) {
   const std::string dir = cgroup_->dir();
   EXPECT_TRUE(KillAndRemoveCgroup(dir, 10.0));
   EXPECT_TRUE(KillAndRemoveCgroup(dir, 10.0));  // Already gone: fine.
+}
+
+// JobCgroup::Create looks for the unified hierarchy at its usual mount point first, without
+// reading mountinfo. A mount there that shows only a subtree of the hierarchy (a container
+// without a cgroup namespace of its own) must still give the right directory: mountinfo's
+// root field decides once the mkdir under the guessed path fails. Set up in a child, in a mount
+// namespace of its own: the subtree <job cgroup>/subtree mounted where the hierarchy was, and
+// the child moved into <subtree>/inner.
+TEST_F(JobCgroupTest, ASubtreeAtTheUsualMountPointIsFoundThroughMountinfo) {
+  const std::string dir = cgroup_->dir();
+  std::string usual;
+  for (const char* candidate : {"/sys/fs/cgroup/unified", "/sys/fs/cgroup"}) {
+    if (dir.starts_with(std::string(candidate) + "/")) {
+      usual = candidate;
+      break;
+    }
+  }
+  if (usual.empty()) GTEST_SKIP() << "SKIPPED: the hierarchy is not at a usual place: " << dir;
+  const std::string subtree = dir + "/subtree";
+  ASSERT_EQ(::mkdir(subtree.c_str(), 0755), 0);
+  ASSERT_EQ(::mkdir((subtree + "/inner").c_str(), 0755), 0);
+  char aside[] = "/tmp/pdlaunch-cgroup-XXXXXX";
+  ASSERT_NE(::mkdtemp(aside), nullptr);
+  int result[2];
+  ASSERT_EQ(::pipe(result), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    const auto fail = [&](const std::string& what) {
+      const std::string text = "FAIL " + what + ": " + std::strerror(errno);
+      (void)!::write(result[1], text.data(), text.size());
+      ::_exit(1);
+    };
+    const int fd = ::open((subtree + "/inner/cgroup.procs").c_str(), O_WRONLY);
+    if (fd < 0 || ::write(fd, "0", 1) != 1) fail("joining the inner cgroup");
+    if (::unshare(CLONE_NEWNS) != 0) fail("unshare");
+    if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) fail("private /");
+    // The subtree is bound aside, the hierarchy unmounted, and the subtree moved in its place.
+    if (::mount(subtree.c_str(), aside, nullptr, MS_BIND, nullptr) != 0) fail("bind");
+    if (::umount2(usual.c_str(), MNT_DETACH) != 0) fail("umount " + usual);
+    if (::mount(aside, usual.c_str(), nullptr, MS_MOVE, nullptr) != 0) fail("move");
+    std::string why_not;
+    std::unique_ptr<JobCgroup> inner = JobCgroup::Create(&why_not);
+    const std::string text = inner ? inner->dir() : "NONE " + why_not;
+    inner.reset();  // Removes it (_exit runs no destructor).
+    (void)!::write(result[1], text.data(), text.size());
+    ::_exit(0);
+  }
+  ::close(result[1]);
+  std::string text;
+  char buffer[512];
+  for (ssize_t n; (n = ::read(result[0], buffer, sizeof buffer)) > 0;) text.append(buffer, n);
+  ::close(result[0]);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ::rmdir(aside);
+  if (text.starts_with("FAIL unshare") || text.starts_with("FAIL umount")) {
+    GTEST_SKIP() << "SKIPPED: no mount namespace here: " << text;
+  }
+  // The child's directory as it sees the hierarchy: the mount point, then "inner". (Guessed
+  // from /proc/self/cgroup alone, it was <mount point><job cgroup>/subtree/inner: not there.)
+  const std::string prefix = usual + "/inner/pdlaunch-" + std::to_string(child) + "-";
+  EXPECT_TRUE(text.starts_with(prefix)) << text;
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << text;
+  // The child's cgroup was removed by its JobCgroup; the test's cgroup removes the rest.
+  if (text.starts_with(prefix)) {
+    struct stat st {};
+    EXPECT_NE(::stat((subtree + "/inner" + text.substr(text.rfind('/'))).c_str(), &st), 0);
+  }
 }
 
 }  // namespace

@@ -29,6 +29,20 @@ TEST(OwnCgroupDirTest, HybridHostUsesTheUnifiedMount) {
             "/sys/fs/cgroup/unified/pdlaunch-12-0");
 }
 
+TEST(OwnCgroupDirUnderTest, TheMountPointPlusTheUnifiedPath) {
+  EXPECT_EQ(OwnCgroupDirUnder("/sys/fs/cgroup", "0::/user.slice/session-3.scope\n"),
+            "/sys/fs/cgroup/user.slice/session-3.scope");
+  EXPECT_EQ(OwnCgroupDirUnder("/sys/fs/cgroup/unified", "9:name=systemd:/\n1:memory:/x\n0::/\n"),
+            "/sys/fs/cgroup/unified");
+  EXPECT_EQ(OwnCgroupDirUnder("/sys/fs/cgroup", "0::/a\n"), "/sys/fs/cgroup/a");
+}
+
+TEST(OwnCgroupDirUnderTest, NoUnifiedLineIsNoDirectory) {
+  EXPECT_EQ(OwnCgroupDirUnder("/sys/fs/cgroup", "9:name=systemd:/\n1:memory:/x\n"), std::nullopt);
+  EXPECT_EQ(OwnCgroupDirUnder("/sys/fs/cgroup", ""), std::nullopt);
+  EXPECT_EQ(OwnCgroupDirUnder("/sys/fs/cgroup", "0::relative\n"), std::nullopt);
+}
+
 TEST(OwnCgroupDirTest, ContainerMountOfASubtreeIsTakenOffThePath) {
   // A container whose /sys/fs/cgroup is the host's /kubepods/pod1 subtree.
   const char* mountinfo =
