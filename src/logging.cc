@@ -1,56 +1,76 @@
 #include "pdlaunch/logging.h"
 
-#include <spdlog/pattern_formatter.h>
+#include <fmt/format.h>
 #include <spdlog/sinks/stdout_sinks.h>
+#include <time.h>
+
+#include <chrono>
+#include <iterator>
+#include <memory>
+#include <string_view>
 
 namespace pdlaunch {
 namespace {
 
-/// `%*` in the pattern: Paddle's upper-case level names (INFO, WARNING, ERROR).
-class UpperLevelFlag : public spdlog::custom_flag_formatter {
- public:
-  void format(const spdlog::details::log_msg& msg, const std::tm&,
-              spdlog::memory_buf_t& dest) override {
-    std::string_view name;
-    switch (msg.level) {
-      case spdlog::level::trace:
-        name = "TRACE";
-        break;
-      case spdlog::level::debug:
-        name = "DEBUG";
-        break;
-      case spdlog::level::info:
-        name = "INFO";
-        break;
-      case spdlog::level::warn:
-        name = "WARNING";
-        break;
-      case spdlog::level::err:
-        name = "ERROR";
-        break;
-      default:
-        name = "CRITICAL";
-        break;
-    }
-    dest.append(name.data(), name.data() + name.size());
+std::string_view LevelName(spdlog::level::level_enum level) {
+  switch (level) {
+    case spdlog::level::trace:
+      return "TRACE";
+    case spdlog::level::debug:
+      return "DEBUG";
+    case spdlog::level::info:
+      return "INFO";
+    case spdlog::level::warn:
+      return "WARNING";
+    case spdlog::level::err:
+      return "ERROR";
+    default:
+      return "CRITICAL";
   }
-  std::unique_ptr<custom_flag_formatter> clone() const override {
-    return std::make_unique<UpperLevelFlag>();
+}
+
+/// `LEVEL YYYY-MM-DD HH:MM:SS,mmm file.cc:line] message`, Python logging's shape as Paddle sets
+/// it up, written directly (spdlog's pattern_formatter would be compiled from a pattern string
+/// at start-up, with a custom flag for Python's level names).
+class PaddleLineFormatter final : public spdlog::formatter {
+ public:
+  void format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) override {
+    const auto since_epoch = msg.time.time_since_epoch();
+    const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(since_epoch);
+    const auto millis =
+        std::chrono::duration_cast<std::chrono::milliseconds>(since_epoch - seconds).count();
+    const std::time_t time = seconds.count();
+    std::tm local{};
+    ::localtime_r(&time, &local);
+    std::string_view file = msg.source.filename != nullptr ? msg.source.filename : "";
+    file.remove_prefix(std::min(file.size(), file.rfind('/') + 1));
+    fmt::format_to(std::back_inserter(dest), "{} {:04}-{:02}-{:02} {:02}:{:02}:{:02},{:03} {}:{}] ",
+                   LevelName(msg.level), local.tm_year + 1900, local.tm_mon + 1, local.tm_mday,
+                   local.tm_hour, local.tm_min, local.tm_sec, millis, file, msg.source.line);
+    dest.append(msg.payload.begin(), msg.payload.end());
+    dest.push_back('\n');
+  }
+  std::unique_ptr<spdlog::formatter> clone() const override {
+    return std::make_unique<PaddleLineFormatter>();
   }
 };
 
-}  // namespace
-
-void SetupLogging() {
-  auto sink = std::make_shared<spdlog::sinks::stderr_sink_st>();
-  auto logger = std::make_shared<spdlog::logger>("launch", std::move(sink));
-  auto formatter = std::make_unique<spdlog::pattern_formatter>();
-  formatter->add_flag<UpperLevelFlag>('*').set_pattern("%* %Y-%m-%d %H:%M:%S,%e %s:%#] %v");
-  logger->set_formatter(std::move(formatter));
+spdlog::logger* MakeLogger() {
+  auto* logger = new spdlog::logger("launch", std::make_shared<spdlog::sinks::stderr_sink_st>());
+  logger->set_formatter(std::make_unique<PaddleLineFormatter>());
   logger->set_level(spdlog::level::info);
   logger->flush_on(spdlog::level::trace);
-  spdlog::set_default_logger(std::move(logger));
+  return logger;
 }
+
+}  // namespace
+
+spdlog::logger& Logger() {
+  static spdlog::logger* const logger = MakeLogger();
+  return *logger;
+}
+
+void SetupLogging() { Logger(); }
 
 void SetLogLevel(const std::string& level) {
   spdlog::level::level_enum value = spdlog::level::info;
@@ -58,7 +78,7 @@ void SetLogLevel(const std::string& level) {
   if (level == "WARNING") value = spdlog::level::warn;
   if (level == "ERROR") value = spdlog::level::err;
   if (level == "CRITICAL") value = spdlog::level::critical;
-  spdlog::default_logger()->set_level(value);
+  Logger().set_level(value);
 }
 
 }  // namespace pdlaunch
