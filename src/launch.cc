@@ -325,10 +325,11 @@ int RunDryRun(JobDecision decision) {
     plan.cluster = collective.cluster;
     const JobEnv job{"(a new temporary directory)", GetEnv("PADDLE_WITH_GLOO").value_or("0"),
                      fs::absolute(options.log_dir).string()};
+    const WorldValues world(collective.cluster);
     for (const Trainer& trainer : collective.cluster.local_pod().trainers) {
       plan.processes.push_back({"trainer", trainer.global_rank, trainer.local_rank,
                                 fmt::format("workerlog.{}", trainer.local_rank),
-                                TrainerVariables(collective.cluster, trainer, job)});
+                                TrainerVariables(collective.cluster, trainer, job, world)});
     }
   }
   fmt::print("{}", FormatDryRun(plan));

@@ -183,8 +183,9 @@ std::vector<SupervisedProcess> BuildProcesses(
 std::vector<SupervisedProcess> BuildTrainerProcesses(
     const Cluster& cluster, const TrainingCommand& command, const JobEnv& job,
     const std::filesystem::path& log_dir, bool truncate, const EnvList& extra) {
+  const WorldValues world(cluster);
   return BuildProcesses(cluster, command, log_dir, truncate, [&](const Trainer& trainer) {
-    EnvList vars = TrainerVariables(cluster, trainer, job);
+    EnvList vars = TrainerVariables(cluster, trainer, job, world);
     vars.insert(vars.end(), extra.begin(), extra.end());
     return vars;
   });

@@ -75,9 +75,11 @@ class CollectiveJob : public MasterJob {
           [&](const Trainer& trainer) { return RpcVariables(cluster, trainer, job); },
           /*log_by_global_rank=*/true);
     } else {
+      const WorldValues world(cluster);
       local.processes = BuildProcesses(
-          cluster, command_, log_dir, options_.log_overwrite,
-          [&](const Trainer& trainer) { return MasterTrainerVariables(cluster, trainer, job); });
+          cluster, command_, log_dir, options_.log_overwrite, [&](const Trainer& trainer) {
+            return MasterTrainerVariables(cluster, trainer, job, world);
+          });
     }
     const Trainer& first = cluster.local_pod().trainers.at(0);
     local.debug_table = FormatDistributedEnvs(rpc_ ? RpcVariables(cluster, first, job)

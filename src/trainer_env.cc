@@ -18,28 +18,39 @@ bool IsProxyVariable(std::string_view name) {
 }
 
 // PyTorch's names (env:// init): the same master as Paddle's PADDLE_MASTER.
-EnvList TorchVariables(const Cluster& cluster, const Trainer& trainer) {
-  const std::string local_size = std::to_string(cluster.local_pod().trainers.size());
+EnvList TorchVariables(const Cluster& cluster, const Trainer& trainer, const WorldValues& world) {
   return {{"RANK", std::to_string(trainer.global_rank)},
-          {"WORLD_SIZE", std::to_string(cluster.world_size())},
+          {"WORLD_SIZE", world.world_size},
           {"LOCAL_RANK", std::to_string(trainer.local_rank)},
-          {"LOCAL_WORLD_SIZE", local_size},
+          {"LOCAL_WORLD_SIZE", world.local_size},
           {"MASTER_ADDR", cluster.master.host},
           {"MASTER_PORT", std::to_string(cluster.master.port)}};
 }
 
 }  // namespace
 
+WorldValues::WorldValues(const Cluster& cluster)
+    : trainer_endpoints(JoinEndpoints(cluster.world_endpoints())),
+      world_device_ids(cluster.world_device_ids()),
+      world_size(std::to_string(cluster.world_size())),
+      local_size(std::to_string(cluster.local_pod().trainers.size())),
+      nnodes(std::to_string(cluster.pods.size())),
+      master(cluster.master.ToString()) {}
+
 EnvList TrainerTable(const Cluster& cluster, const Trainer& trainer) {
+  return TrainerTable(cluster, trainer, WorldValues(cluster));
+}
+
+EnvList TrainerTable(const Cluster& cluster, const Trainer& trainer, const WorldValues& world) {
   const std::string ids = fmt::format("{}", fmt::join(trainer.devices, ","));
   EnvList table = {
       {"PADDLE_TRAINER_ID", std::to_string(trainer.global_rank)},
       {"PADDLE_CURRENT_ENDPOINT", trainer.endpoint.ToString()},
-      {"PADDLE_TRAINERS_NUM", std::to_string(cluster.world_size())},
-      {"PADDLE_TRAINER_ENDPOINTS", JoinEndpoints(cluster.world_endpoints())},
+      {"PADDLE_TRAINERS_NUM", world.world_size},
+      {"PADDLE_TRAINER_ENDPOINTS", world.trainer_endpoints},
       {"PADDLE_RANK_IN_NODE", std::to_string(trainer.local_rank)},
       {"PADDLE_LOCAL_DEVICE_IDS", ids},
-      {"PADDLE_WORLD_DEVICE_IDS", cluster.world_device_ids()},
+      {"PADDLE_WORLD_DEVICE_IDS", world.world_device_ids},
   };
   if (!ids.empty() && cluster.mode == DeviceMode::kGpu) {
     table.emplace_back("FLAGS_selected_gpus", ids);
@@ -49,26 +60,24 @@ EnvList TrainerTable(const Cluster& cluster, const Trainer& trainer) {
 }
 
 EnvList TrainerVariables(const Cluster& cluster, const Trainer& trainer, const JobEnv& job) {
-  const std::string world_size = std::to_string(cluster.world_size());
-  const std::string local_size = std::to_string(cluster.local_pod().trainers.size());
+  return TrainerVariables(cluster, trainer, job, WorldValues(cluster));
+}
+
+EnvList TrainerVariables(const Cluster& cluster, const Trainer& trainer, const JobEnv& job,
+                         const WorldValues& world) {
   const std::string global_rank = std::to_string(trainer.global_rank);
   const std::string local_rank = std::to_string(trainer.local_rank);
-  EnvList vars = TrainerTable(cluster, trainer);
+  EnvList vars = TrainerTable(cluster, trainer, world);
   const EnvList rest = {
-      {"PADDLE_WITH_GLOO", job.with_gloo},
-      {"PADDLE_GLOO_RENDEZVOUS", "3"},
-      {"PADDLE_GLOO_FS_PATH", job.gloo_fs_path},
-      {"PADDLE_DISTRI_BACKEND", cluster.backend},
-      {"PADDLE_GLOBAL_RANK", global_rank},
-      {"PADDLE_LOCAL_RANK", local_rank},
-      {"PADDLE_GLOBAL_SIZE", world_size},
-      {"PADDLE_LOCAL_SIZE", local_size},
-      {"PADDLE_NNODES", std::to_string(cluster.pods.size())},
-      {"PADDLE_MASTER", cluster.master.ToString()},
+      {"PADDLE_WITH_GLOO", job.with_gloo},       {"PADDLE_GLOO_RENDEZVOUS", "3"},
+      {"PADDLE_GLOO_FS_PATH", job.gloo_fs_path}, {"PADDLE_DISTRI_BACKEND", cluster.backend},
+      {"PADDLE_GLOBAL_RANK", global_rank},       {"PADDLE_LOCAL_RANK", local_rank},
+      {"PADDLE_GLOBAL_SIZE", world.world_size},  {"PADDLE_LOCAL_SIZE", world.local_size},
+      {"PADDLE_NNODES", world.nnodes},           {"PADDLE_MASTER", world.master},
       {"PADDLE_LOG_DIR", job.log_dir},
   };
   vars.insert(vars.end(), rest.begin(), rest.end());
-  const EnvList torch = TorchVariables(cluster, trainer);
+  const EnvList torch = TorchVariables(cluster, trainer, world);
   vars.insert(vars.end(), torch.begin(), torch.end());
   vars.emplace_back("PYTHONUNBUFFERED", "1");
   return vars;
@@ -76,24 +85,27 @@ EnvList TrainerVariables(const Cluster& cluster, const Trainer& trainer, const J
 
 EnvList MasterTrainerVariables(const Cluster& cluster, const Trainer& trainer,
                                const MasterJobEnv& job) {
-  const std::string world_size = std::to_string(cluster.world_size());
-  const std::string local_size = std::to_string(cluster.local_pod().trainers.size());
+  return MasterTrainerVariables(cluster, trainer, job, WorldValues(cluster));
+}
+
+EnvList MasterTrainerVariables(const Cluster& cluster, const Trainer& trainer,
+                               const MasterJobEnv& job, const WorldValues& world) {
   const std::string global_rank = std::to_string(trainer.global_rank);
   const std::string local_rank = std::to_string(trainer.local_rank);
   EnvList vars = {
-      {"PADDLE_MASTER", cluster.master.ToString()},
-      {"PADDLE_GLOBAL_SIZE", world_size},
-      {"PADDLE_LOCAL_SIZE", local_size},
+      {"PADDLE_MASTER", world.master},
+      {"PADDLE_GLOBAL_SIZE", world.world_size},
+      {"PADDLE_LOCAL_SIZE", world.local_size},
       {"PADDLE_GLOBAL_RANK", global_rank},
       {"PADDLE_LOCAL_RANK", local_rank},
-      {"PADDLE_NNODES", std::to_string(cluster.pods.size())},
+      {"PADDLE_NNODES", world.nnodes},
       {"PADDLE_CURRENT_ENDPOINT", trainer.endpoint.ToString()},
       {"PADDLE_TRAINER_ID", global_rank},
-      {"PADDLE_TRAINERS_NUM", world_size},
+      {"PADDLE_TRAINERS_NUM", world.world_size},
       {"PADDLE_RANK_IN_NODE", local_rank},
   };
   if (job.auto_cluster) vars.emplace_back("PADDLE_AUTO_CLUSTER", *job.auto_cluster);
-  vars.emplace_back("PADDLE_TRAINER_ENDPOINTS", JoinEndpoints(cluster.world_endpoints()));
+  vars.emplace_back("PADDLE_TRAINER_ENDPOINTS", world.trainer_endpoints);
   if (!trainer.devices.empty()) {
     vars.emplace_back("FLAGS_selected_gpus", fmt::format("{}", fmt::join(trainer.devices, ",")));
   } else {
@@ -101,7 +113,7 @@ EnvList MasterTrainerVariables(const Cluster& cluster, const Trainer& trainer,
   }
   vars.emplace_back("POD_NAME", job.pod_name);
   vars.emplace_back("PADDLE_LOG_DIR", job.log_dir);
-  const EnvList torch = TorchVariables(cluster, trainer);
+  const EnvList torch = TorchVariables(cluster, trainer, world);
   vars.insert(vars.end(), torch.begin(), torch.end());
   return vars;
 }

@@ -19,12 +19,26 @@ struct JobEnv {
   std::string log_dir;          ///< PADDLE_LOG_DIR: absolute log directory.
 };
 
+/// The values every process of a job shares, derived from its Cluster once. The lists are as long
+/// as the world: built again for each process, they made the environments of N local processes
+/// cost O(N x world) (5 ms of 256 ranks' start-up; docs/performance.md).
+struct WorldValues {
+  explicit WorldValues(const Cluster& cluster);
+  std::string trainer_endpoints;  ///< PADDLE_TRAINER_ENDPOINTS: every endpoint, comma-separated.
+  std::string world_device_ids;   ///< PADDLE_WORLD_DEVICE_IDS.
+  std::string world_size;         ///< Processes in the job.
+  std::string local_size;         ///< Processes on this node.
+  std::string nnodes;             ///< Nodes (pods).
+  std::string master;             ///< The master endpoint, "ip:port".
+};
+
 /// The per-process table of contract §3.6, in its order: PADDLE_TRAINER_ID,
 /// PADDLE_CURRENT_ENDPOINT, PADDLE_TRAINERS_NUM, PADDLE_TRAINER_ENDPOINTS, PADDLE_RANK_IN_NODE,
 /// PADDLE_LOCAL_DEVICE_IDS, PADDLE_WORLD_DEVICE_IDS, then FLAGS_selected_gpus (GPU mode, ids
 /// non-empty) and FLAGS_selected_accelerators (ids non-empty). This is what the
 /// "Distributed Envs" table shows.
 EnvList TrainerTable(const Cluster& cluster, const Trainer& trainer);
+EnvList TrainerTable(const Cluster& cluster, const Trainer& trainer, const WorldValues& world);
 
 /// Every variable pdlaunch sets for `trainer` (docs/env.md): TrainerTable, then the job-wide
 /// Paddle ones (PADDLE_WITH_GLOO, PADDLE_GLOO_RENDEZVOUS=3, PADDLE_GLOO_FS_PATH,
@@ -33,6 +47,8 @@ EnvList TrainerTable(const Cluster& cluster, const Trainer& trainer);
 /// PyTorch's (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT) and
 /// PYTHONUNBUFFERED=1.
 EnvList TrainerVariables(const Cluster& cluster, const Trainer& trainer, const JobEnv& job);
+EnvList TrainerVariables(const Cluster& cluster, const Trainer& trainer, const JobEnv& job,
+                         const WorldValues& world);
 
 /// What the master path adds to the environment of its ranks beyond the topology.
 struct MasterJobEnv {
@@ -50,6 +66,8 @@ struct MasterJobEnv {
 /// LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT (the same master).
 EnvList MasterTrainerVariables(const Cluster& cluster, const Trainer& trainer,
                                const MasterJobEnv& job);
+EnvList MasterTrainerVariables(const Cluster& cluster, const Trainer& trainer,
+                               const MasterJobEnv& job, const WorldValues& world);
 
 /// The environment of today's launcher for an RPC process (paddle-new-launch §7.3):
 /// PADDLE_MASTER_ENDPOINT (peer 0's candidate), PADDLE_SERVER_ENDPOINT (its own endpoint),
