@@ -147,6 +147,16 @@ class ConsoleEcho {
   }
 
   void Drain(File& file) {
+    // A small read first: the last Drain of a job usually finds nothing new, and mapping the
+    // large buffer for that (and unmapping it, a TLB shoot-down while the watchdog shares the
+    // address space) was on every job's way out.
+    char first[4096];
+    ssize_t got;
+    do {
+      got = ::read(file.fd, first, sizeof first);
+    } while (got < 0 && errno == EINTR);
+    if (got <= 0) return;
+    WriteOut(file, file.assembler.Feed(std::string_view(first, static_cast<size_t>(got))));
     // Not zero-filled: only the pages a read fills are ever touched.
     if (!buffer_) buffer_ = std::make_unique_for_overwrite<char[]>(kEchoBufferSize);
     for (;;) {
@@ -300,7 +310,7 @@ class EventLoop {
         echo_(io_, EchoSources(processes, options)),
         cgroup_(ContainJob()),
         watchdog_(echo_.SharedDescriptors(), options.remove_if_killed,
-                  cgroup_ ? cgroup_->dir() : std::string()) {
+                  cgroup_ ? cgroup_->dir() : std::string(), processes.size()) {
     pending_ = std::move(processes);
     idle_ = pending_.empty() && (options_.external != nullptr || options_.stop_hook != nullptr);
     for (int signal : {SIGQUIT, SIGUSR1, SIGUSR2, SIGTSTP, SIGCONT}) signals_.add(signal);

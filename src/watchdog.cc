@@ -6,7 +6,6 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/inotify.h>
-#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -31,14 +30,14 @@ struct WatchdogArea {
   std::vector<int> keep_fds;  ///< Held open (sorted): the read end and the inherited ones.
   std::string cgroup_dir;
   std::vector<std::string> remove_if_killed;
-  pid_t* groups = nullptr;  ///< mmap'ed, kGroupCapacity entries; filled by the helper.
+  /// Sized by the launcher before the helper starts (one entry per process it will register);
+  /// the helper fills it and never grows it.
+  std::vector<pid_t> groups;
   size_t group_count = 0;
   pid_t in_use = 1;  ///< Cleared by the kernel when a cloned helper exits (CLONE_CHILD_CLEARTID).
 };
 
 namespace {
-
-constexpr size_t kGroupCapacity = 1 << 20;  // Registered groups; pages are touched as used.
 
 /// One message on the pipe; 8 bytes, so each write is atomic.
 struct Message {
@@ -178,7 +177,7 @@ void Detach(const WatchdogArea& a) {
   Message message{};
   while (ReadMessage(a->read_fd, &message)) {
     if (message.op == 'Q') raw::Exit(0);
-    if (message.op == 'R' && a->group_count < kGroupCapacity && a->groups != nullptr) {
+    if (message.op == 'R' && a->group_count < a->groups.size()) {
       a->groups[a->group_count++] = message.pgid;
     }
   }
@@ -197,10 +196,7 @@ void Detach(const WatchdogArea& a) {
 
 // ---- The launcher's side.
 
-void Free(WatchdogArea* area) {
-  if (area->groups != nullptr) ::munmap(area->groups, kGroupCapacity * sizeof(pid_t));
-  delete area;
-}
+void Free(WatchdogArea* area) { delete area; }
 
 /// Areas of disarmed helpers that may still be running on them; freed once they have exited.
 /// Never destroyed: a helper may outlive the launcher's static destructors.
@@ -235,8 +231,8 @@ void FreeExited() {
 
 }  // namespace
 
-Watchdog::Watchdog(const std::vector<int>& inherit_fds,
-                   std::vector<std::string> remove_if_killed, std::string cgroup_dir) {
+Watchdog::Watchdog(const std::vector<int>& inherit_fds, std::vector<std::string> remove_if_killed,
+                   std::string cgroup_dir, size_t max_groups) {
   FreeExited();
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) ThrowSystemError(errno, "pipe2 for the watchdog");
@@ -247,9 +243,9 @@ Watchdog::Watchdog(const std::vector<int>& inherit_fds,
   std::sort(area->keep_fds.begin(), area->keep_fds.end());
   area->cgroup_dir = std::move(cgroup_dir);
   area->remove_if_killed = std::move(remove_if_killed);
-  void* groups = ::mmap(nullptr, kGroupCapacity * sizeof(pid_t), PROT_READ | PROT_WRITE,
-                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (groups != MAP_FAILED) area->groups = static_cast<pid_t*>(groups);
+  // On the heap with the rest: a mapping of its own (it was 4 MiB, for any number of groups)
+  // cost every job an munmap, and a TLB shoot-down on the other core, on its way out.
+  area->groups.resize(max_groups);
 
   long pid = -ENOSYS;
   {

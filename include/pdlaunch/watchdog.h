@@ -3,6 +3,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -30,10 +31,11 @@ class Watchdog {
   /// std::system_error on failure. `remove_if_killed`: directories (the launcher's temporary
   /// ones) the helper removes, with their contents, after killing the groups. `cgroup_dir`: the
   /// job's cgroup (JobCgroup), killed with cgroup.kill and removed; it reaches the processes that
-  /// left the registered groups (setsid, double fork). Empty: none.
+  /// left the registered groups (setsid, double fork). Empty: none. `max_groups`: how many
+  /// Register calls it keeps (later ones are ignored).
   explicit Watchdog(const std::vector<int>& inherit_fds = {},
-                    std::vector<std::string> remove_if_killed = {},
-                    std::string cgroup_dir = {});
+                    std::vector<std::string> remove_if_killed = {}, std::string cgroup_dir = {},
+                    size_t max_groups = 4096);
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;
   /// Disarms the helper. Never throws, never waits: its memory is freed and it is reaped by a
