@@ -525,7 +525,7 @@ bool ForEachListedChild(Visit visit) noexcept {
 
 }  // namespace
 
-std::vector<pid_t> AdoptedChildren(const std::vector<pid_t>& known) noexcept {
+std::vector<pid_t> AdoptedChildren(const std::vector<pid_t>& known, ChildListing how) noexcept {
   std::vector<pid_t> live;
   std::vector<pid_t> exited;
   const pid_t self = ::getpid();
@@ -535,12 +535,13 @@ std::vector<pid_t> AdoptedChildren(const std::vector<pid_t>& known) noexcept {
   };
   // The kernel's list of our children costs a read; the fallback reads every process's stat
   // (2 ms for 120 processes on the project's VM, far more on a busy node).
-  const bool listed = ForEachListedChild([&](pid_t pid) {
+  const auto visit = [&](pid_t pid) {
     char state = 0;
     int ppid = 0;
     int pgrp = 0;
     if (ReadStatOf(pid, &state, &ppid, &pgrp) && ppid == self) sort(pid, state);
-  });
+  };
+  const bool listed = how == ChildListing::kAuto && ForEachListedChild(visit);
   if (!listed) {
     ScanProc([&](pid_t pid, char state, int ppid, int) {
       if (ppid == self) sort(pid, state);

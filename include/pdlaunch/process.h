@@ -126,12 +126,19 @@ void RaiseOpenFileLimit() noexcept;
 /// True while `pid` exists and is not a zombie. Never throws.
 bool ProcessLive(pid_t pid) noexcept;
 
+/// Where AdoptedChildren finds this process's children.
+enum class ChildListing {
+  kAuto,      ///< The kernel's list (/proc/self/task/<tid>/children), else a scan of /proc.
+  kProcScan,  ///< Every process's /proc/<pid>/stat: what a kernel without the list leaves.
+};
+
 /// Children of this process that it did not start itself (not in `known`): descendants orphaned
 /// while the launcher is their subreaper (PR_SET_CHILD_SUBREAPER) and re-parented to it. Those
 /// that have exited are reaped here; the live ones are returned. Reads the kernel's list of this
-/// process's children (/proc/self/task/<tid>/children), or scans /proc where the kernel has no
-/// such list. Never throws.
-std::vector<pid_t> AdoptedChildren(const std::vector<pid_t>& known) noexcept;
+/// process's children, or scans /proc where the kernel has no such list (CONFIG_PROC_CHILDREN);
+/// `how` forces the scan (tests of that path). Never throws.
+std::vector<pid_t> AdoptedChildren(const std::vector<pid_t>& known,
+                                   ChildListing how = ChildListing::kAuto) noexcept;
 
 /// Processes of the given process groups that can still run (zombies excluded: kill() succeeds
 /// for them, and a PID 1 that does not reap, common in containers, keeps them forever). Scans

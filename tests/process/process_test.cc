@@ -291,8 +291,13 @@ TEST(ProcessTest, ParentDeathSignalKillsTheChild) {
   EXPECT_TRUE(WaitFor([&] { return !ProcessAlive(child); }));
 }
 
-TEST(ProcessTest, AdoptedChildrenListsLiveOrphansAndReapsExitedOnes) {
-  // The fallback containment: as the subreaper, the launcher inherits what its ranks orphan.
+// The fallback containment: as the subreaper, the launcher inherits what its ranks orphan.
+// Both ways of listing its children: the kernel's list, and the /proc scan a kernel without
+// CONFIG_PROC_CHILDREN leaves.
+class AdoptedChildrenTest : public ::testing::TestWithParam<ChildListing> {};
+
+TEST_P(AdoptedChildrenTest, ListsLiveOrphansAndReapsExitedOnes) {
+  const ChildListing how = GetParam();
   ASSERT_EQ(::prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
   ScopedTempDir dir;
   const std::string live_file = dir.File("live.pid");
@@ -307,20 +312,27 @@ TEST(ProcessTest, AdoptedChildrenListsLiveOrphansAndReapsExitedOnes) {
   ASSERT_TRUE(WaitFor([&] { return !ProcessAlive(gone); }));
   Process rank = Process::Spawn(ProcessSpec{"/bin/sleep", {"sleep", "30"}, {}, -1});  // Ours.
 
-  const std::vector<pid_t> adopted = AdoptedChildren({rank.pid()});
+  const std::vector<pid_t> adopted = AdoptedChildren({rank.pid()}, how);
   EXPECT_NE(std::find(adopted.begin(), adopted.end(), live), adopted.end());
   EXPECT_EQ(std::find(adopted.begin(), adopted.end(), gone), adopted.end());
   EXPECT_EQ(::kill(gone, 0), -1);  // Reaped, not left a zombie.
   EXPECT_EQ(std::find(adopted.begin(), adopted.end(), rank.pid()), adopted.end());  // Known.
-  const std::vector<pid_t> unknown = AdoptedChildren({});
+  const std::vector<pid_t> unknown = AdoptedChildren({}, how);
   EXPECT_NE(std::find(unknown.begin(), unknown.end(), rank.pid()), unknown.end());
 
   ::kill(live, SIGKILL);
   ::waitpid(live, nullptr, 0);
-  const std::vector<pid_t> after = AdoptedChildren({});
+  const std::vector<pid_t> after = AdoptedChildren({}, how);
   EXPECT_EQ(std::find(after.begin(), after.end(), live), after.end());
   ::prctl(PR_SET_CHILD_SUBREAPER, 0);
 }
+
+INSTANTIATE_TEST_SUITE_P(BothListings, AdoptedChildrenTest,
+                         ::testing::Values(ChildListing::kAuto, ChildListing::kProcScan),
+                         [](const ::testing::TestParamInfo<ChildListing>& param) {
+                           return param.param == ChildListing::kAuto ? std::string("KernelList")
+                                                                     : std::string("ProcScan");
+                         });
 
 TEST(ProcessTest, OpenFileLimitIsRaisedForTheLauncherOnly) {
   struct rlimit limit {};
