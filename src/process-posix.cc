@@ -24,6 +24,7 @@
 #include "pdlaunch/errors.h"
 #include "pdlaunch/process.h"
 #include "raw_syscall.h"
+#include "small_file.h"
 #include "unique_fd.h"
 
 #ifndef CLOSE_RANGE_CLOEXEC
@@ -504,15 +505,10 @@ bool ForEachListedChild(Visit visit) noexcept {
     if (entry->d_name[0] < '0' || entry->d_name[0] > '9') continue;
     char path[64];
     std::snprintf(path, sizeof path, "/proc/self/task/%.20s/children", entry->d_name);
-    const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) continue;
+    const std::optional<std::string> list = ReadSmallFile(path);  // "pid pid ... "
+    if (!list) continue;
     listed = true;
-    std::string list;  // "pid pid ... ", read to the end before parsing.
-    char chunk[4096];
-    for (ssize_t n; (n = ::read(fd, chunk, sizeof chunk)) > 0;)
-      list.append(chunk, static_cast<size_t>(n));
-    ::close(fd);
-    const char* p = list.c_str();
+    const char* p = list->c_str();
     for (char* end = nullptr;; p = end) {
       const long pid = std::strtol(p, &end, 10);
       if (end == p) break;

@@ -147,26 +147,19 @@ class ConsoleEcho {
   }
 
   void Drain(File& file) {
-    if (!buffer_) {
-      // Until there is output, a small read: a job that printed nothing finds nothing at its
-      // last drain, and mapping the large buffer for that (and unmapping it, a TLB shoot-down
-      // while the watchdog shares the address space) was on every such job's way out.
-      char first[4096];
-      ssize_t got;
-      do {
-        got = ::read(file.fd, first, sizeof first);
-      } while (got < 0 && errno == EINTR);
-      if (got <= 0) return;
-      WriteOut(file, file.assembler.Feed(std::string_view(first, static_cast<size_t>(got))));
-      // Not zero-filled: only the pages a read fills are ever touched.
-      buffer_ = std::make_unique_for_overwrite<char[]>(kEchoBufferSize);
-    }
+    // Until there is output, reads go to a small buffer on the stack: a job that printed nothing
+    // finds nothing at its last drain, and mapping the large buffer for that (and unmapping it,
+    // a TLB shoot-down while the watchdog shares the address space) was on every such job's way
+    // out.
+    char first[4096];
     for (;;) {
-      const ssize_t n = ::read(file.fd, buffer_.get(), kEchoBufferSize);
+      char* const into = buffer_ ? buffer_.get() : first;
+      const ssize_t n = ::read(file.fd, into, buffer_ ? kEchoBufferSize : sizeof first);
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) return;
-      WriteOut(file,
-               file.assembler.Feed(std::string_view(buffer_.get(), static_cast<size_t>(n))));
+      WriteOut(file, file.assembler.Feed(std::string_view(into, static_cast<size_t>(n))));
+      // Not zero-filled: only the pages a read fills are ever touched.
+      if (!buffer_) buffer_ = std::make_unique_for_overwrite<char[]>(kEchoBufferSize);
     }
   }
 

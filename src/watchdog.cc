@@ -196,8 +196,6 @@ void Detach(const WatchdogArea& a) {
 
 // ---- The launcher's side.
 
-void Free(WatchdogArea* area) { delete area; }
-
 /// Areas of disarmed helpers that may still be running on them; freed once they have exited.
 /// Never destroyed: a helper may outlive the launcher's static destructors.
 std::vector<WatchdogArea*>& Retired() {
@@ -218,7 +216,7 @@ void FreeExited() {
   std::vector<WatchdogArea*>& retired = Retired();
   std::erase_if(retired, [](WatchdogArea* area) {
     if (__atomic_load_n(&area->in_use, __ATOMIC_ACQUIRE) != 0) return false;
-    Free(area);
+    delete area;
     return true;
   });
   std::erase_if(Unreaped(), [](pid_t pid) {
@@ -269,7 +267,7 @@ Watchdog::Watchdog(const std::vector<int>& inherit_fds, std::vector<std::string>
   ::close(fds[0]);
   if (pid < 0) {
     ::close(fds[1]);
-    Free(area);
+    delete area;
     ThrowSystemError(static_cast<int>(-pid), "cannot start the watchdog");
   }
   pid_ = static_cast<pid_t>(pid);
