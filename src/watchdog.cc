@@ -30,10 +30,13 @@ struct WatchdogArea {
   std::vector<int> keep_fds;  ///< Held open (sorted): the read end and the inherited ones.
   std::string cgroup_dir;
   std::vector<std::string> remove_if_killed;
-  /// Sized by the launcher before the helper starts (one entry per process it will register);
-  /// the helper fills it and never grows it.
+  /// Sized by the launcher before the helper starts (one entry per process it will register)
+  /// and never grown. Filled by the launcher itself when the helper shares its memory (a store,
+  /// then `group_count` published: no system call, and no wake-up of the helper on the other
+  /// core for every rank); by the helper from the pipe's messages when it was forked.
   std::vector<pid_t> groups;
   size_t group_count = 0;
+  bool shared = false;  ///< Cloned with CLONE_VM: the launcher writes `groups` (above).
   pid_t in_use = 1;  ///< Cleared by the kernel when a cloned helper exits (CLONE_CHILD_CLEARTID).
 };
 
@@ -177,13 +180,14 @@ void Detach(const WatchdogArea& a) {
   Message message{};
   while (ReadMessage(a->read_fd, &message)) {
     if (message.op == 'Q') raw::Exit(0);
-    if (message.op == 'R' && a->group_count < a->groups.size()) {
+    if (message.op == 'R' && !a->shared && a->group_count < a->groups.size()) {
       a->groups[a->group_count++] = message.pgid;
     }
   }
   // EOF without 'Q': the launcher died without tearing down. Nothing else will stop these.
   if (!a->cgroup_dir.empty()) KillAndRemoveCgroupRaw(a->cgroup_dir.c_str());
-  for (size_t i = 0; i < a->group_count; ++i) Syscall(SYS_kill, -a->groups[i], SIGKILL);
+  const size_t count = __atomic_load_n(&a->group_count, __ATOMIC_ACQUIRE);
+  for (size_t i = 0; i < count; ++i) Syscall(SYS_kill, -a->groups[i], SIGKILL);
   for (const std::string& path : a->remove_if_killed) {
     RemoveTreeAt(AT_FDCWD, path.c_str(), /*files=*/true, 16);
   }
@@ -255,9 +259,11 @@ Watchdog::Watchdog(const std::vector<int>& inherit_fds, std::vector<std::string>
     args.child_tid = reinterpret_cast<uint64_t>(&area->in_use);
     args.stack = reinterpret_cast<uint64_t>(area->stack);
     args.stack_size = sizeof area->stack;
+    area->shared = true;  // Read by the helper, so set before it starts; undone if not cloned.
     if (raw::CloneVmWanted()) pid = raw::Clone3OnStack(&args, &WatchdogEntry, area);
 #endif
     if (pid == -ENOSYS || pid == -EINVAL || pid == -E2BIG) {
+      area->shared = false;
       pid = ::fork();  // The helper gets a copy of the area; ours is free at once.
       if (pid == 0) WatchdogMain(area);
       if (pid < 0) pid = -errno;
@@ -302,6 +308,14 @@ Watchdog::~Watchdog() {
 
 void Watchdog::Register(pid_t pgid) noexcept {
   if (fd_ < 0) return;
+  if (area_->shared) {  // Seen by the helper once the launcher is gone, whenever that is.
+    const size_t count = area_->group_count;
+    if (count < area_->groups.size()) {
+      area_->groups[count] = pgid;
+      __atomic_store_n(&area_->group_count, count + 1, __ATOMIC_RELEASE);
+    }
+    return;
+  }
   const Message message{'R', {}, static_cast<int32_t>(pgid)};
   while (::write(fd_, &message, sizeof message) < 0 && errno == EINTR) {
   }

@@ -43,7 +43,9 @@ class Watchdog {
   /// exit after the launcher (docs/design.md, Parent death).
   ~Watchdog();
 
-  /// Adds a process group to kill should the launcher die. Never throws.
+  /// Adds a process group to kill should the launcher die. Never throws. A store into the
+  /// helper's area when it shares the launcher's memory (no system call, no wake-up of the
+  /// helper while the ranks start); a message on the pipe when it was forked.
   void Register(pid_t pgid) noexcept;
   /// Tells the helper the launcher has cleaned up itself; it exits without killing.
   void Disarm() noexcept;

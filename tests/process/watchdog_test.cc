@@ -64,6 +64,72 @@ TEST(WatchdogTest, KillsRegisteredGroupsWhenTheLauncherIsKilled) {
   EXPECT_TRUE(WaitFor([&] { return !ProcessAlive(watchdog); }));
 }
 
+/// Forks a stand-in launcher with a watchdog for `max_groups` groups that starts `count`
+/// `sleep 60`s, each in its own group, registers them all, writes their pids and the watchdog's
+/// to `pid_file` (one per line, the watchdog last), then waits to be killed.
+pid_t FakeLauncherOf(int count, size_t max_groups, const std::string& pid_file) {
+  const pid_t launcher = ::fork();
+  if (launcher != 0) return launcher;
+  Watchdog watchdog({}, {}, {}, max_groups);
+  std::string lines;
+  for (int i = 0; i < count; ++i) {
+    const pid_t child = ::fork();
+    if (child == 0) {
+      ::setpgid(0, 0);
+      ::execl("/bin/sleep", "sleep", "60", static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    ::setpgid(child, child);
+    watchdog.Register(child);
+    lines += std::to_string(child) + "\n";
+  }
+  lines += std::to_string(watchdog.pid()) + "\n";
+  std::ofstream(pid_file + ".tmp") << lines;
+  std::filesystem::rename(pid_file + ".tmp", pid_file);
+  ::pause();
+  ::_exit(0);
+}
+
+std::vector<pid_t> ReadPids(const std::string& path) {
+  std::vector<pid_t> pids;
+  std::ifstream in(path);
+  for (pid_t pid = 0; in >> pid;) pids.push_back(pid);
+  return pids;
+}
+
+TEST(WatchdogTest, KillsEveryRegisteredGroup) {
+  // Where the helper shares the launcher's memory, the launcher writes the groups into it with
+  // no message: each of several must be seen by the helper after the launcher's death.
+  ScopedTempDir dir;
+  const std::string pids_file = dir.File("pids");
+  const pid_t launcher = FakeLauncherOf(5, 5, pids_file);
+  ASSERT_TRUE(WaitFor([&] { return std::filesystem::exists(pids_file); }));
+  std::vector<pid_t> pids = ReadPids(pids_file);
+  ASSERT_EQ(pids.size(), 6U);
+  const pid_t watchdog = pids.back();
+  pids.pop_back();
+  for (pid_t pid : pids) EXPECT_TRUE(ProcessAlive(pid));
+  ::kill(launcher, SIGKILL);
+  ::waitpid(launcher, nullptr, 0);
+  for (pid_t pid : pids) EXPECT_TRUE(WaitFor([&] { return !ProcessAlive(pid); })) << pid;
+  EXPECT_TRUE(WaitFor([&] { return !ProcessAlive(watchdog); }));
+}
+
+TEST(WatchdogTest, KeepsAtMostMaxGroups) {
+  ScopedTempDir dir;
+  const std::string pids_file = dir.File("pids");
+  const pid_t launcher = FakeLauncherOf(3, 2, pids_file);
+  ASSERT_TRUE(WaitFor([&] { return std::filesystem::exists(pids_file); }));
+  std::vector<pid_t> pids = ReadPids(pids_file);
+  ASSERT_EQ(pids.size(), 4U);
+  ::kill(launcher, SIGKILL);
+  ::waitpid(launcher, nullptr, 0);
+  EXPECT_TRUE(WaitFor([&] { return !ProcessAlive(pids[0]) && !ProcessAlive(pids[1]); }));
+  EXPECT_TRUE(WaitFor([&] { return !ProcessAlive(pids[3]); }));  // The watchdog is done.
+  EXPECT_TRUE(ProcessAlive(pids[2]));  // The third was beyond what it keeps.
+  ::kill(-pids[2], SIGKILL);
+}
+
 TEST(WatchdogTest, RemovesTheLaunchersTemporaryDirectoriesWhenItIsKilled) {
   ScopedTempDir dir;
   const std::string pids = dir.File("pids");
