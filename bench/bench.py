@@ -785,41 +785,74 @@ def scale_launch_cmd(tools, cfg, hold_ms=0):
                            str(cfg.scale_workers), tools.rank, "report", report, str(hold_ms)]
 
 
-def measure_scale_launch(tools, cfg, name="launch", root=None):
-    """`cfg.scale_runs` runs, each in a new directory under `root` (None: the default temporary
-    directory), where the launcher writes its 1024 logs. The directories are deleted only after
-    the last run: ext4 skips inodes deleted less than 30 s ago (dirty_expire_centisecs) when it
-    allocates new ones, so deleting each run's logs before the next made every run slower than
-    the one before (`recently_deleted` in the kernel profile)."""
-    runs = []
-    with contextlib.ExitStack() as keep:
-        for _ in range(cfg.scale_runs):
-            wait_for_quiet()
-            workdir = keep.enter_context(
-                tempfile.TemporaryDirectory(prefix="pdlaunch-bench-", dir=root))
-            code, processes, lists, timing, leftovers = run_scale_once(
-                scale_launch_cmd(tools, cfg), workdir, cfg.scale_timeout)
-            check = check_endpoints(processes, lists, cfg.scale_servers, cfg.scale_workers)
-            runs.append({"exit_code": code, **timing, "check": check, "session": leftovers})
-            progress(f"scale {name}: exit {code}, all reported {timing.get('all_reported_ms')} "
-                     f"ms, total {timing['total_ms']} ms, endpoints ok {check['ok']}, "
-                     f"left {leftovers['left_at_exit']}")
-    return scale_row(name, runs)
+def scale_launch_run(tools, cfg, keep, root=None):
+    """One run of the launcher in a new directory under `root` (None: the default temporary
+    directory), where it writes its 1024 logs. `keep` (an ExitStack) deletes the directories only
+    at the end of the section: ext4 without a journal does not reuse an inode deleted in the last
+    60 s (300 s while its inode table block is dirty), and skipping them is a linear scan in
+    every allocation (`recently_deleted`), so deleting each run's logs before the next made every
+    run slower than the one before."""
+    workdir = keep.enter_context(tempfile.TemporaryDirectory(prefix="pdlaunch-bench-", dir=root))
+    code, processes, lists, timing, leftovers = run_scale_once(
+        scale_launch_cmd(tools, cfg), workdir, cfg.scale_timeout)
+    check = check_endpoints(processes, lists, cfg.scale_servers, cfg.scale_workers)
+    return {"exit_code": code, **timing, "check": check, "session": leftovers}
 
 
-def measure_scale_bare(tools, cfg):
-    """The same number of reporting processes from the bare loop (no roles: none sleeps)."""
+def scale_bare_run(tools, cfg):
+    """One run of the bare loop with as many reporting processes (no roles: none sleeps)."""
     total = cfg.scale_servers + cfg.scale_workers
-    runs = []
-    for _ in range(cfg.scale_runs):
-        wait_for_quiet()
-        with tempfile.TemporaryDirectory(prefix="pdlaunch-bench-") as workdir:
-            code, processes, _, timing, leftovers = run_scale_once(
-                lambda report: [tools.bare, str(total), tools.rank, "report", report],
-                workdir, cfg.scale_timeout)
-            runs.append({"exit_code": code, **timing, "reported": len(processes),
-                         "session": leftovers})
-    return scale_row("bare fork/exec", runs)
+    with tempfile.TemporaryDirectory(prefix="pdlaunch-bench-") as workdir:
+        code, processes, _, timing, leftovers = run_scale_once(
+            lambda report: [tools.bare, str(total), tools.rank, "report", report],
+            workdir, cfg.scale_timeout)
+    return {"exit_code": code, **timing, "reported": len(processes), "session": leftovers}
+
+
+def file_system_of(path):
+    """"ext4, no journal", "tmpfs", ...: the type of the file system holding `path`, and for
+    ext4 whether it has a journal (a journaled one has its jbd2 entry, /proc/fs/jbd2/<dev>-*)."""
+    try:
+        out = subprocess.run(["findmnt", "-no", "FSTYPE,SOURCE", "-T", path], text=True,
+                             capture_output=True, timeout=10).stdout.split()
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    if len(out) < 2:
+        return "unknown"
+    fstype, device = out[0], os.path.basename(out[1])
+    if fstype != "ext4" or not os.path.isdir("/proc/fs/jbd2"):
+        return fstype
+    journaled = any(entry.startswith(device + "-") for entry in os.listdir("/proc/fs/jbd2"))
+    return "ext4 with a journal" if journaled else "ext4, no journal"
+
+
+@contextlib.contextmanager
+def journaled_ext4():
+    """A new ext4 (mkfs.ext4's defaults, so with a journal; inode tables written at once, so no
+    ext4lazyinit thread works during the runs) on a loop device over a 512 MiB file in the
+    temporary directory, mounted on a temporary directory. Yields (directory, None), or (None,
+    why) where it cannot be made (not root, no mkfs.ext4, no loop device); removed afterwards."""
+    if os.geteuid() != 0 or not shutil.which("mkfs.ext4"):
+        yield None, "needs root and mkfs.ext4 (e2fsprogs)"
+        return
+    with tempfile.TemporaryDirectory(prefix="pdlaunch-bench-ext4-") as base:
+        image, mount_point = os.path.join(base, "fs.img"), os.path.join(base, "mnt")
+        os.mkdir(mount_point)
+        with open(image, "wb") as f:
+            f.truncate(512 * 1024 * 1024)
+        made = subprocess.run(["mkfs.ext4", "-q", "-F", "-E",
+                               "lazy_itable_init=0,lazy_journal_init=0", image],
+                              capture_output=True, text=True)
+        mounted = made.returncode == 0 and subprocess.run(
+            ["mount", "-o", "loop", image, mount_point], capture_output=True).returncode == 0
+        if not mounted:
+            yield None, ("mkfs.ext4 failed: " + made.stderr.strip() if made.returncode
+                         else "mount -o loop failed (no loop device?)")
+            return
+        try:
+            yield mount_point, None
+        finally:
+            subprocess.run(["umount", mount_point], capture_output=True)
 
 
 def median_run(runs):
@@ -924,12 +957,39 @@ def observe_row(code, samples, timing, leftovers, cfg):
 
 
 def bench_scale(tools, cfg):
+    """The launcher with its logs in the default temporary directory, on a new ext4 with a
+    journal and on tmpfs, and the bare loop: `cfg.scale_runs` rounds, each running every row once
+    in an order rotated by one per round (as hyperfine interleaves), so that a machine whose speed
+    drifts over the section (it does here: the bare loop's median moved by 10 % between two
+    sections minutes apart) drifts for every row alike."""
     limits = system_limits()
     progress(f"scale limits: {limits}")
+    with contextlib.ExitStack() as keep:
+        ext4_dir, ext4_why_not = keep.enter_context(journaled_ext4())
+        default_dir = tempfile.gettempdir()
+        rows = [(f"launch, logs in {default_dir} ({file_system_of(default_dir)})", None),
+                ("launch, logs on a new ext4 with a journal (loop device)", ext4_dir),
+                ("launch, logs on tmpfs", "/dev/shm"),
+                ("bare fork/exec", "bare")]
+        if ext4_dir is None:
+            progress(f"scale: no row on a new ext4: {ext4_why_not}")
+            rows.pop(1)
+        runs = {name: [] for name, _ in rows}
+        for round_index in range(cfg.scale_runs):
+            shift = round_index % len(rows)
+            for name, where in rows[shift:] + rows[:shift]:
+                wait_for_quiet()
+                run = (scale_bare_run(tools, cfg) if where == "bare"
+                       else scale_launch_run(tools, cfg, keep, where))
+                runs[name].append(run)
+                progress(f"scale {name}: exit {run['exit_code']}, all reported "
+                         f"{run.get('all_reported_ms')} ms, total {run['total_ms']} ms, left "
+                         f"{run['session']['left_at_exit']}")
+        result_rows = [scale_row(name, runs[name]) for name, _ in rows]
     return {"servers": cfg.scale_servers, "workers": cfg.scale_workers, "limits": limits,
-            "rows": [measure_scale_launch(tools, cfg),
-                     measure_scale_launch(tools, cfg, "launch, logs on tmpfs", "/dev/shm"),
-                     measure_scale_bare(tools, cfg)],
+            "method": f"{cfg.scale_runs} interleaved rounds, each row once per round",
+            "no_journaled_ext4_row": ext4_why_not,
+            "rows": result_rows,
             "observed": observe_scale(tools, cfg)}
 
 
@@ -975,9 +1035,14 @@ def targets(results):
                     f"{row.get('all_checks_ok')}",
                     "met": total is not None and total <= 3000 and row.get("all_checks_ok")})
         bare = next((r for r in results["scale"]["rows"] if r["tool"] == "bare fork/exec"), None)
-        if bare and bare.get("total_median_ms") and total is not None:
+        for launch in results["scale"]["rows"]:
+            total = launch["total_median_ms"]
+            if not (launch["tool"].startswith("launch") and bare and bare.get("total_median_ms")
+                    and total is not None):
+                continue
             ratio = round(total / bare["total_median_ms"], 2)
-            out.append({"target": f"{n} PS processes <= 1.2x the bare loop for {n}",
+            where = launch["tool"].removeprefix("launch, ")
+            out.append({"target": f"{n} PS processes <= 1.2x the bare loop for {n}, {where}",
                         "measured": f"{ratio}x ({total} vs {bare['total_median_ms']} ms)",
                         "met": ratio <= 1.2})
     return out
@@ -1042,7 +1107,10 @@ def scale_check_cells(row):
 def scale_report(scale):
     title = f"Scale: {scale['servers']} servers + {scale['workers']} workers, one host"
     rows = scale["rows"]
-    parts = [f"### {title} (ms after start)\n\n" + table(
+    method = scale.get("method", "")
+    if scale.get("no_journaled_ext4_row"):
+        method += f"; no row on a new ext4: {scale['no_journaled_ext4_row']}"
+    parts = [f"### {title} (ms after start; {method})\n\n" + table(
         ["tool", "runs", "first process", "all reported median", "all reported max",
          "teardown median", "teardown max", "total median", "total max", "exit codes",
          "runs leaving processes"],
