@@ -323,6 +323,7 @@ class EventLoop {
       io_.restart();  // A shared loop was stopped by the previous run's Finish().
       io_.run();
     }
+    CollectLateSignals();
     if (options_.stop_hook) *options_.stop_hook = nullptr;
     echo_.Finish();      // Closes our inotify reference while the watchdog still holds one...
     watchdog_.Disarm();  // ...so the expensive last close happens in the watchdog, not here.
@@ -503,10 +504,34 @@ class EventLoop {
     MaybeFinish();
   }
 
+  // A signal that reached asio's handler while the loop was finishing is queued for a wait that
+  // Finish() cancelled, or still in asio's pipe, and would go with this loop's signal set: a
+  // SIGTERM to an elastic agent whose generation was stopping for another reason (a node had
+  // left) was lost so, and the agent went on waiting for nodes. Taken here, once more round the
+  // loop without blocking; every other handler returns at once (finished_).
+  void CollectLateSignals() {
+    if (!finished_) return;
+    signals_.async_wait([this](boost::system::error_code ec, int signal) {
+      if (!ec) OnSignal(signal);
+    });
+    io_.restart();
+    io_.poll();
+  }
+
   void OnSignal(int signal) {
     const double now =
         std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
             .count();
+    if (finished_) {
+      // Caught as the loop ended (above): nothing is left to stop, but the exit code and the
+      // caller (an elastic agent, a master run) learn that a stop was asked for.
+      if (Supervision::IsTerminationSignal(signal)) {
+        PDLOG_WARN("received {} while finishing: nothing was left to stop", SignalName(signal));
+        policy_.OnSignal(signal, now);
+        if (!TheRunReport().signal) TheRunReport().signal = signal;
+      }
+      return;
+    }
     const bool was_signalled = policy_.received_signal().has_value();
     const bool was_stopping = policy_.stopping();
     const Supervision::Commands commands = policy_.OnSignal(signal, now);

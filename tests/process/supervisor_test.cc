@@ -101,6 +101,28 @@ class PipeEvents : public ExternalEvents {
   int stop_after_ticks_;
 };
 
+/// Asks the loop to stop at its first event and raises SIGTERM in the launcher as it does: the
+/// signal reaches asio's handler while the loop is finishing.
+class StopWithASignal : public PipeEvents {
+ public:
+  bool OnReadable() override {
+    PipeEvents::OnReadable();
+    ::raise(SIGTERM);
+    return true;
+  }
+};
+
+TEST_F(SupervisorTest, ASignalCaughtAsTheLoopStopsIsNotLost) {
+  // An elastic agent's loop stopping for another reason (the world is ready, a node left) as a
+  // SIGTERM comes: the result must carry the signal, or the agent goes on as if none had come
+  // (e2e.ElasticTest hung so once). Here the loop waits with no process, as the agent does.
+  StopWithASignal events;
+  events.Send('x');
+  const SupervisorResult result = Supervise(5.0, &events);
+  EXPECT_EQ(result.signal, std::optional<int>(SIGTERM));
+  EXPECT_EQ(result.exit_code, 143);
+}
+
 TEST_F(SupervisorTest, AllSucceedGivesZero) {
   for (int i = 0; i < 4; ++i) AddRank("exit 0");
   EXPECT_EQ(Run(), 0);
