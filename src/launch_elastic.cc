@@ -129,9 +129,6 @@ class ElasticNodeAgent : public ExternalEvents {
   std::optional<std::string> stop_reason_;
   std::optional<ElasticStep> next_;
   fs::path log_dir_;
-  /// Waits and generations are loops one after another: signals stay caught between them,
-  /// except while --elastic_pre_hook runs (RunWorld).
-  std::optional<HeldSignals> held_signals_{std::in_place};
   bool first_launch_ = true;
 };
 
@@ -359,16 +356,11 @@ int ElasticNodeAgent::RunWorld(const WorldRecord& world) {
   for (const Pod& pod : cluster.pods) hosts.push_back(pod.ip);
   PDLOG_INFO("ready with hosts [{}]", fmt::join(hosts, ", "));
   if (config_.pre_hook) {
-    // The user's command, which may hang: while it runs, a signal has its default action, so
-    // that Ctrl-C still ends the launcher (and the hook with it: parent-death signal) at once
-    // instead of waiting for the hook to end.
-    held_signals_.reset();
     Process hook = Process::Spawn(
         ProcessSpec{"/bin/sh", {"sh", "-c", *config_.pre_hook}, ParentEnvironment(), -1});
     if (ExitStatus status = hook.Wait(); !status.success()) {
       PDLOG_WARN("--elastic_pre_hook ended with {}", status.Describe());
     }
-    held_signals_.emplace();
   }
   TempDir gloo_dir;
   const JobEnv job{gloo_dir.path(), GetEnv("PADDLE_WITH_GLOO").value_or("0"), log_dir_.string()};
@@ -481,6 +473,7 @@ int ElasticNodeAgent::Run() {
 
 int RunElastic(const LaunchOptions& options, const ElasticConfig& config,
                const TrainingCommand& command) {
+  const HeldSignals held;  // Waits and generations are loops one after another.
   ElasticNodeAgent agent(options, config, command);
   try {
     return agent.Run();
