@@ -473,7 +473,6 @@ int ElasticNodeAgent::Run() {
 
 int RunElastic(const LaunchOptions& options, const ElasticConfig& config,
                const TrainingCommand& command) {
-  const HeldSignals held;  // Waits and generations are loops one after another.
   ElasticNodeAgent agent(options, config, command);
   try {
     return agent.Run();

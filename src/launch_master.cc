@@ -688,7 +688,6 @@ int RunMaster(const LaunchOptions& options, const MasterSettings& settings,
               const TrainingCommand& command, bool ps, bool rpc) {
   const MasterJobKind kind =
       ps ? MasterJobKind::kPs : rpc ? MasterJobKind::kRpc : MasterJobKind::kCollective;
-  const HeldSignals held;  // Its waits and runs are loops one after another.
   MasterNode node(options, settings, MakeMasterJob(kind, options, command));
   return node.Run();
 }

@@ -289,17 +289,13 @@ std::unique_ptr<JobCgroup> ContainJob() {
   return cgroup;
 }
 
-/// The signals the loop handles (OnSignal), and HeldSignals keeps caught between loops.
-constexpr int kLoopSignals[] = {SIGINT,  SIGTERM, SIGHUP,  SIGQUIT,
-                                SIGUSR1, SIGUSR2, SIGTSTP, SIGCONT};
-
 class EventLoop {
  public:
   EventLoop(std::vector<SupervisedProcess> processes, const SupervisorOptions& options)
       : options_(options),
         own_io_(options.io ? nullptr : std::make_unique<asio::io_context>()),
         io_(options.io ? *options.io : *own_io_),
-        signals_(io_),
+        signals_(io_, SIGINT, SIGTERM, SIGHUP),
         grace_timer_(io_),
         tick_timer_(io_),
         reap_timer_(io_),
@@ -312,7 +308,7 @@ class EventLoop {
                   cgroup_ ? cgroup_->dir() : std::string(), processes.size()) {
     pending_ = std::move(processes);
     idle_ = pending_.empty() && (options_.external != nullptr || options_.stop_hook != nullptr);
-    for (int signal : kLoopSignals) signals_.add(signal);
+    for (int signal : {SIGQUIT, SIGUSR1, SIGUSR2, SIGTSTP, SIGCONT}) signals_.add(signal);
   }
 
   SupervisorResult Run() {
@@ -781,20 +777,6 @@ class EventLoop {
 };
 
 }  // namespace
-
-// A signal set of its own in an io_context that never runs: it keeps Asio's handler installed
-// (a signal is then written to Asio's pipe, which the next loop's reactor reads and delivers to
-// that loop's set too) and is itself never waited on.
-struct HeldSignals::State {
-  asio::io_context io;
-  asio::signal_set signals{io};
-};
-
-HeldSignals::HeldSignals() : state_(std::make_unique<State>()) {
-  for (int signal : kLoopSignals) state_->signals.add(signal);
-}
-
-HeldSignals::~HeldSignals() = default;
 
 SupervisorResult Supervise(std::vector<SupervisedProcess> processes,
                            const SupervisorOptions& options) {

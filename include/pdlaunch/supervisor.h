@@ -1,7 +1,6 @@
 #pragma once
 
 #include <functional>
-#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -105,22 +104,5 @@ int RunSupervised(std::vector<SupervisedProcess> processes, const SupervisorOpti
 /// RunSupervised, telling how the run ended.
 SupervisorResult Supervise(std::vector<SupervisedProcess> processes,
                            const SupervisorOptions& options);
-
-/// For a launcher that runs one loop after another (elastic generations and waits, the master's
-/// waits and runs): while it lives, the signals a loop handles stay caught between two loops,
-/// and one that comes there is taken by the next loop. Without it, each loop's end gave them
-/// back their default action (Asio does, when the last signal set waiting for a signal goes),
-/// and a SIGTERM between two loops killed the launcher before it could deregister from etcd.
-class HeldSignals {
- public:
-  HeldSignals();
-  HeldSignals(const HeldSignals&) = delete;
-  HeldSignals& operator=(const HeldSignals&) = delete;
-  ~HeldSignals();
-
- private:
-  struct State;
-  std::unique_ptr<State> state_;
-};
 
 }  // namespace pdlaunch

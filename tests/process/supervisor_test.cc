@@ -123,30 +123,6 @@ TEST_F(SupervisorTest, ASignalCaughtAsTheLoopStopsIsNotLost) {
   EXPECT_EQ(result.exit_code, 143);
 }
 
-TEST_F(SupervisorTest, ASignalBetweenTwoLoopsIsTakenByTheNextWhileSignalsAreHeld) {
-  // An elastic agent or a master run: one loop after another, a SIGTERM in between. In a child,
-  // since without HeldSignals that SIGTERM has its default action and kills the process.
-  const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    const HeldSignals held;
-    PipeEvents first;
-    first.Send('s');
-    SupervisorOptions options;
-    options.external = &first;
-    if (pdlaunch::Supervise({}, options).signal) ::_exit(3);
-    ::raise(SIGTERM);   // Between the loops.
-    PipeEvents second;  // Never says stop: only the signal ends this loop.
-    options.external = &second;
-    const SupervisorResult result = pdlaunch::Supervise({}, options);
-    ::_exit(result.signal == SIGTERM && result.exit_code == 143 ? 0 : 4);
-  }
-  int status = 0;
-  ASSERT_EQ(::waitpid(child, &status, 0), child);
-  EXPECT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status);
-  EXPECT_EQ(WEXITSTATUS(status), 0);
-}
-
 TEST_F(SupervisorTest, AllSucceedGivesZero) {
   for (int i = 0; i < 4; ++i) AddRank("exit 0");
   EXPECT_EQ(Run(), 0);
