@@ -97,33 +97,42 @@ std::vector<pid_t> ReadPids(const std::string& path) {
   return pids;
 }
 
+/// A FakeLauncherOf that has started its groups: its pid, and what it wrote (none when it did
+/// not write in time).
+struct FakeJob {
+  pid_t launcher = -1;
+  std::vector<pid_t> pids;  ///< The groups, then the watchdog.
+};
+
+FakeJob StartFakeJob(int count, size_t max_groups, const ScopedTempDir& dir) {
+  const std::string file = dir.File("pids");
+  FakeJob job{FakeLauncherOf(count, max_groups, file), {}};
+  if (WaitFor([&] { return std::filesystem::exists(file); })) job.pids = ReadPids(file);
+  return job;
+}
+
+void KillLauncher(const FakeJob& job) {
+  ::kill(job.launcher, SIGKILL);
+  ::waitpid(job.launcher, nullptr, 0);
+}
+
 TEST(WatchdogTest, KillsEveryRegisteredGroup) {
   // Where the helper shares the launcher's memory, the launcher writes the groups into it with
   // no message: each of several must be seen by the helper after the launcher's death.
   ScopedTempDir dir;
-  const std::string pids_file = dir.File("pids");
-  const pid_t launcher = FakeLauncherOf(5, 5, pids_file);
-  ASSERT_TRUE(WaitFor([&] { return std::filesystem::exists(pids_file); }));
-  std::vector<pid_t> pids = ReadPids(pids_file);
-  ASSERT_EQ(pids.size(), 6U);
-  const pid_t watchdog = pids.back();
-  pids.pop_back();
-  for (pid_t pid : pids) EXPECT_TRUE(ProcessAlive(pid));
-  ::kill(launcher, SIGKILL);
-  ::waitpid(launcher, nullptr, 0);
-  for (pid_t pid : pids) EXPECT_TRUE(WaitFor([&] { return !ProcessAlive(pid); })) << pid;
-  EXPECT_TRUE(WaitFor([&] { return !ProcessAlive(watchdog); }));
+  const FakeJob job = StartFakeJob(5, 5, dir);
+  ASSERT_EQ(job.pids.size(), 6U);
+  for (pid_t pid : job.pids) EXPECT_TRUE(ProcessAlive(pid));
+  KillLauncher(job);
+  for (pid_t pid : job.pids) EXPECT_TRUE(WaitFor([&] { return !ProcessAlive(pid); })) << pid;
 }
 
 TEST(WatchdogTest, KeepsAtMostMaxGroups) {
   ScopedTempDir dir;
-  const std::string pids_file = dir.File("pids");
-  const pid_t launcher = FakeLauncherOf(3, 2, pids_file);
-  ASSERT_TRUE(WaitFor([&] { return std::filesystem::exists(pids_file); }));
-  std::vector<pid_t> pids = ReadPids(pids_file);
-  ASSERT_EQ(pids.size(), 4U);
-  ::kill(launcher, SIGKILL);
-  ::waitpid(launcher, nullptr, 0);
+  const FakeJob job = StartFakeJob(3, 2, dir);
+  ASSERT_EQ(job.pids.size(), 4U);
+  KillLauncher(job);
+  const std::vector<pid_t>& pids = job.pids;
   EXPECT_TRUE(WaitFor([&] { return !ProcessAlive(pids[0]) && !ProcessAlive(pids[1]); }));
   EXPECT_TRUE(WaitFor([&] { return !ProcessAlive(pids[3]); }));  // The watchdog is done.
   EXPECT_TRUE(ProcessAlive(pids[2]));  // The third was beyond what it keeps.
