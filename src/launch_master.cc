@@ -118,7 +118,10 @@ class MasterNode {
 
   void Plan();
   void ChooseHost();
+  bool TryToServe();
+  void SetOwnKey();
   void StartRendezvous();
+  void StartServing();
   std::optional<int> WaitForWorld();
   int RunRanks();
   int Complete();
@@ -157,6 +160,7 @@ class MasterNode {
 
   std::unique_ptr<PortReservation> master_port_;
   std::string master_address_;  // Numeric.
+  bool master_is_local_ = false;  // master_address_ is this host's: it may serve the master.
   int port_ = 0;
   std::string node_ip_;
   std::string value_;  // What this node publishes under own_key_.
@@ -204,9 +208,29 @@ void MasterNode::Plan() {
   }
   job_->Plan(node_ip_);
   value_ = job_->Value(pod_, settings_.rank);
+  SetOwnKey();
+}
+
+void MasterNode::SetOwnKey() {
   const bool hosting = server_ != nullptr || Solo(settings_);
   own_key_ = keys_.info(hosting && settings_.rank < 0 ? std::string(kHostKeyName) : pod_,
                         settings_.rank);
+}
+
+// Serving a master on this host's address: true when this launcher now serves it, false when
+// the port is taken. Taken is not proof that another launcher serves it: two sockets bound with
+// SO_REUSEADDR can both fail listen() at the same instant (each sees the other already in
+// LISTEN state), so Contact() tries again when nobody answers there.
+bool MasterNode::TryToServe() {
+  try {
+    server_ = std::make_unique<KvHttpServer>(loop_.get(), master_address_, port_);
+    return true;
+  } catch (const std::system_error& e) {
+    if (e.code().value() != EADDRINUSE) {
+      throw LaunchError(fmt::format("cannot serve the master at {}: {}", MasterText(), e.what()));
+    }
+    return false;
+  }
 }
 
 void MasterNode::ChooseHost() {
@@ -239,16 +263,9 @@ void MasterNode::ChooseHost() {
       throw LaunchError(fmt::format("no route from this host to the master {} ({})",
                                     MasterText(), master_address_));
     }
-    if (IsLocalAddress(master_address_)) {
-      try {
-        server_ = std::make_unique<KvHttpServer>(loop_.get(), master_address_, port_);
-      } catch (const std::system_error& e) {
-        if (e.code().value() != EADDRINUSE) {
-          throw LaunchError(fmt::format("cannot serve the master at {}: {}", MasterText(),
-                                        e.what()));
-        }
-        PDLOG_INFO("the master {} is served by another launcher on this host", MasterText());
-      }
+    master_is_local_ = IsLocalAddress(master_address_);
+    if (master_is_local_ && !TryToServe()) {
+      PDLOG_INFO("the master {} is served by another launcher on this host", MasterText());
     }
   }
   if (server_) {
@@ -267,17 +284,18 @@ void MasterNode::StartRendezvous() {
   }
   PDLOG_INFO("Waiting peer start...");
   tick_ = std::make_unique<LoopTimer>(loop_.get(), 0.25, [this] { OnTick(); });
-  if (server_) {
-    KvMemoryStore& store = server_->store();
-    store.Put(keys_.alive(pod_), "1");
-    store.Put(own_key_, value_);
-    registered_ = true;
-    server_->set_on_change([this] { OnNews(server_->store().Prefix(keys_.job_prefix())); });
-    server_->Changed();
-    return;
-  }
+  if (server_) return StartServing();
   client_ = std::make_unique<KvHttpClient>(loop_.get(), master_address_, port_);
   Contact();
+}
+
+void MasterNode::StartServing() {
+  KvMemoryStore& store = server_->store();
+  store.Put(keys_.alive(pod_), "1");
+  store.Put(own_key_, value_);
+  registered_ = true;
+  server_->set_on_change([this] { OnNews(server_->store().Prefix(keys_.job_prefix())); });
+  server_->Changed();
 }
 
 // Phase 1 waits in the supervisor's loop (signals handled) with no processes. Returns the exit
@@ -303,6 +321,17 @@ std::optional<int> MasterNode::WaitForWorld() {
 
 void MasterNode::Contact() {
   client_->Request("GET", "/healthy", "", 5.0, [this](const HttpReply& reply) {
+    if (reply.status == 0 && master_is_local_ && TryToServe()) {
+      // Nobody listens at the master's port on this host, and now this launcher does: the
+      // launcher that had it is gone, or both lost the race described at TryToServe().
+      PDLOG_INFO(
+          "nobody answered at the master {} ({}); this node ({}) hosts it now for job {} "
+          "({} nodes)",
+          MasterText(), reply.error, node_ip_, settings_.job_id, settings_.nnodes);
+      client_.reset();
+      SetOwnKey();
+      return StartServing();
+    }
     if (reply.status != 200) {
       return Retry([this] { Contact(); },
                    reply.status == 0 ? reply.error : fmt::format("HTTP {}", reply.status));

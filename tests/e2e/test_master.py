@@ -371,6 +371,48 @@ class PaddleTestRunTest(LaunchTestCase):
                          ["endpoints.log", "workerlog.0", "workerlog.1"])
 
 
+class MasterElectionTest(LaunchTestCase):
+    """Launchers on one host sharing a loopback --master: whichever can listen on the port
+    serves it. A port found taken is not taken for good: two SO_REUSEADDR sockets can both fail
+    listen() at once (test_ps_3 hung that way about once in 75 runs), and a launcher that held
+    the port may be gone."""
+
+    def test_launchers_that_found_the_port_taken_elect_a_host_once_it_is_free(self):
+        port = free_port(self)
+        # A socket bound to the port without SO_REUSEADDR and not listening: both launchers'
+        # bind fails with EADDRINUSE, and nobody answers at the port, as after the listen race.
+        holder = socket.socket()
+        holder.bind(("127.0.0.1", port))
+        self.addCleanup(holder.close)
+        for i in (1, 2):
+            (self.rec / str(i)).mkdir()
+        procs = [self.start_launch(["--master", f"127.0.0.1:{port}", "--nnodes", 2,
+                                    "--rendezvous_timeout", 60, "--log_dir", self.dir / f"l{i}",
+                                    harness.RANK_PY, "--record", self.rec / str(i)],
+                                   name=f"n{i}")
+                 for i in (1, 2)]
+
+        def both_found_it_taken():
+            return all("is served by another launcher on this host" in
+                       (self.dir / f"n{i}.stderr").read_text() for i in (1, 2))
+        self.wait_until(both_found_it_taken, "both launchers to find the port taken", 20)
+        holder.close()
+        results = [self.finish(proc, timeout=30) for proc in procs]
+        for result in results:
+            self.assertEqual(result.code, 0, result)
+        took_over = [r for r in results if "hosts it now" in r.stderr]
+        self.assertEqual(len(took_over), 1, results)
+        self.assertRegex(took_over[0].stderr, r"nobody answered at the master 127\.0\.0\.1:"
+                         rf"{port} \(connect: Connection refused\); this node \(127\.0\.0\.1\)"
+                         r" hosts it now for job default \(2 nodes\)")
+        # One world of two: rank 0 on the node that serves the master.
+        envs = [json.loads(next((self.rec / str(i)).glob("env.*.json")).read_text())
+                for i in (1, 2)]
+        self.assertEqual(sorted(e["PADDLE_TRAINER_ID"] for e in envs), ["0", "1"])
+        host = 0 if "hosts it now" in results[0].stderr else 1
+        self.assertEqual(envs[host]["PADDLE_TRAINER_ID"], "0")
+
+
 PADDLE_KV = harness.HELPERS / "paddle_kv.py"
 
 
