@@ -13,7 +13,6 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <optional>
 
 #include "pdlaunch/cgroup_path.h"
@@ -64,9 +63,11 @@ bool RemoveTree(const std::filesystem::path& dir) noexcept {
 
 void CollectMembers(const std::filesystem::path& dir, std::vector<pid_t>* members,
                     bool recursive = true) {
-  std::ifstream procs(dir / "cgroup.procs");
-  pid_t pid;
-  while (procs >> pid) members->push_back(pid);
+  // Not an std::ifstream: this runs at every teardown signal (Escaped() in the supervisor),
+  // which must not pay for setting up the C++ locale (small_file.h).
+  const std::vector<pid_t> procs =
+      ReadPidList((dir / "cgroup.procs").string()).value_or(std::vector<pid_t>{});
+  members->insert(members->end(), procs.begin(), procs.end());
   if (!recursive) return;
   std::error_code ec;
   for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {

@@ -366,8 +366,9 @@ int RunDecided(JobDecision decision) {
   const fs::path log_dir = PrepareLogDir(options.log_dir);
   TempDir gloo_dir;
   const JobEnv job{gloo_dir.path(), GetEnv("PADDLE_WITH_GLOO").value_or("0"), log_dir.string()};
+  const WorldValues world(plan.cluster);
   std::vector<SupervisedProcess> processes =
-      BuildTrainerProcesses(plan.cluster, command, job, log_dir, options.log_overwrite);
+      BuildTrainerProcesses(plan.cluster, world, command, job, log_dir, options.log_overwrite);
   // One rule for the files (docs/cli.md): today's interface gets the pod log, the legacy one
   // endpoints.log.
   if (UsesNewInterface(options)) {
@@ -388,7 +389,7 @@ int RunDecided(JobDecision decision) {
   PDLOG_INFO(
       "Local start {} processes. First process distributed environment info (Only For Debug): {}",
       processes.size(),
-      FormatDistributedEnvs(TrainerTable(cluster, cluster.local_pod().trainers.at(0))));
+      FormatDistributedEnvs(TrainerTable(cluster, cluster.local_pod().trainers.at(0), world)));
   PDLOG_INFO(
       "details about PADDLE_TRAINER_ENDPOINTS can be found in {}/endpoints.log, and detail "
       "running logs maybe found in {}/workerlog.0",

@@ -365,8 +365,8 @@ int ElasticNodeAgent::RunWorld(const WorldRecord& world) {
   TempDir gloo_dir;
   const JobEnv job{gloo_dir.path(), GetEnv("PADDLE_WITH_GLOO").value_or("0"), log_dir_.string()};
   std::vector<SupervisedProcess> processes = BuildTrainerProcesses(
-      cluster, command_, job, log_dir_, options_.log_overwrite && first_launch_,
-      ElasticVariables(world, cluster, config_.job_id));
+      cluster, WorldValues(cluster), command_, job, log_dir_,
+      options_.log_overwrite && first_launch_, ElasticVariables(world, cluster, config_.job_id));
   first_launch_ = false;
   WriteTextFile(log_dir_ / "endpoints.log", FormatEndpointsLog(cluster.world_endpoints()));
   if (cluster.local_index == 0) {

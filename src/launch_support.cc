@@ -1,14 +1,14 @@
 #include "launch_support.h"
 
 #include <fcntl.h>
-#include <linux/magic.h>
 #include <fmt/format.h>
+#include <linux/magic.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <fstream>
 #include <random>
 #include <string_view>
 #include <system_error>
@@ -18,6 +18,7 @@
 #include "pdlaunch/errors.h"
 #include "pdlaunch/options.h"
 #include "pdlaunch/ports.h"
+#include "unique_fd.h"
 
 extern char** environ;
 
@@ -140,18 +141,27 @@ void PrintStarted(const std::vector<pid_t>& pids) {
   for (size_t i = 0; i < pids.size(); ++i) fmt::print("launch proc_id:{} idx:{}\n", pids[i], i);
 }
 
+namespace {
+
+/// All of `content` to `fd`; false on a write error (errno says which).
+bool WriteAll(int fd, std::string_view content) {
+  for (size_t done = 0; done < content.size();) {
+    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+}  // namespace
+
 void WriteTextFile(const std::filesystem::path& path, const std::string& content) {
   // Written over in place and then cut to length, not truncated first: truncating frees the
   // file's blocks and the write allocates them again, which on ext4 mounted with `discard`
   // costs about 0.25 ms (a discard per run; measured, docs/performance.md). Same result.
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
-  bool ok = fd >= 0;
-  for (size_t done = 0; ok && done < content.size();) {
-    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    ok = n > 0;
-    if (ok) done += static_cast<size_t>(n);
-  }
+  bool ok = fd >= 0 && WriteAll(fd, content);
   ok = ok && ::ftruncate(fd, static_cast<off_t>(content.size())) == 0;
   const int error = errno;
   if (fd >= 0) ::close(fd);
@@ -181,9 +191,8 @@ std::vector<SupervisedProcess> BuildProcesses(
 }
 
 std::vector<SupervisedProcess> BuildTrainerProcesses(
-    const Cluster& cluster, const TrainingCommand& command, const JobEnv& job,
-    const std::filesystem::path& log_dir, bool truncate, const EnvList& extra) {
-  const WorldValues world(cluster);
+    const Cluster& cluster, const WorldValues& world, const TrainingCommand& command,
+    const JobEnv& job, const std::filesystem::path& log_dir, bool truncate, const EnvList& extra) {
   return BuildProcesses(cluster, command, log_dir, truncate, [&](const Trainer& trainer) {
     EnvList vars = TrainerVariables(cluster, trainer, job, world);
     vars.insert(vars.end(), extra.begin(), extra.end());
@@ -242,21 +251,27 @@ void SetPsSupervision(const std::vector<SupervisedProcess>& processes,
 }
 
 void WritePodLog(const std::filesystem::path& path, const std::string& topology, bool truncate) {
-  std::error_code ec;
-  const bool empty = truncate || !fs::exists(path, ec) || fs::file_size(path, ec) == 0;
-  std::ofstream out(path, std::ios::binary | (truncate ? std::ios::trunc : std::ios::app));
-  if (empty) {
-    std::string dict = "{";
+  // open(2) and write(2), as WriteTextFile: an std::ofstream would set up the C++ locale on the
+  // start of every job of today's interface (small_file.h).
+  const UniqueFd fd(
+      ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | (truncate ? O_TRUNC : O_APPEND), 0666));
+  struct stat st {};
+  const bool ok = fd.get() >= 0 && ::fstat(fd.get(), &st) == 0;
+  std::string text;
+  if (ok && st.st_size == 0) {
+    text = "{";
     for (const std::string& entry : ParentEnvironment()) {
       const size_t equals = entry.find('=');
       if (equals == std::string::npos) continue;
-      dict += (dict.size() > 1 ? ", " : "") + PythonStrRepr(entry.substr(0, equals)) + ": " +
+      text += (text.size() > 1 ? ", " : "") + PythonStrRepr(entry.substr(0, equals)) + ": " +
               PythonStrRepr(entry.substr(equals + 1));
     }
-    out << dict << "}\n";
+    text += "}\n";
   }
-  out << topology << "\n";
-  if (!out.flush()) throw LaunchError(fmt::format("cannot write '{}'", path.string()));
+  text += topology + "\n";
+  if (!ok || !WriteAll(fd.get(), text)) {
+    throw LaunchError(fmt::format("cannot write '{}'", path.string()));
+  }
 }
 
 }  // namespace pdlaunch::internal

@@ -91,9 +91,12 @@ void WriteTextFile(const std::filesystem::path& path, const std::string& content
 /// environment, TrainerVariables and then `extra` (elastic), output to
 /// `log_dir`/workerlog.<local rank> (truncated when `truncate`). No file is opened here: each
 /// child creates its own log, the supervisor those it echoes (ProcessSpec::output_path).
-std::vector<SupervisedProcess> BuildTrainerProcesses(
-    const Cluster& cluster, const TrainingCommand& command, const JobEnv& job,
-    const std::filesystem::path& log_dir, bool truncate, const EnvList& extra = {});
+std::vector<SupervisedProcess> BuildTrainerProcesses(const Cluster& cluster,
+                                                     const WorldValues& world,
+                                                     const TrainingCommand& command,
+                                                     const JobEnv& job,
+                                                     const std::filesystem::path& log_dir,
+                                                     bool truncate, const EnvList& extra = {});
 
 /// The local trainers of `cluster` as processes to supervise, each with the parent's
 /// environment and `vars_of(trainer)` over it, output to `log_dir`/workerlog.<local rank> (or

@@ -69,21 +69,21 @@ class CollectiveJob : public MasterJob {
     const Cluster& cluster = cluster_;
     const MasterJobEnv job{pod, log_dir.string(), options_.auto_cluster_config};
     MasterLocal local;
+    const Trainer& first = cluster.local_pod().trainers.at(0);
     if (rpc_) {
       local.processes = BuildProcesses(
           cluster, command_, log_dir, options_.log_overwrite,
           [&](const Trainer& trainer) { return RpcVariables(cluster, trainer, job); },
           /*log_by_global_rank=*/true);
+      local.debug_table = FormatDistributedEnvs(RpcVariables(cluster, first, job));
     } else {
       const WorldValues world(cluster);
       local.processes = BuildProcesses(
           cluster, command_, log_dir, options_.log_overwrite, [&](const Trainer& trainer) {
             return MasterTrainerVariables(cluster, trainer, job, world);
           });
+      local.debug_table = FormatDistributedEnvs(MasterTrainerVariables(cluster, first, job, world));
     }
-    const Trainer& first = cluster.local_pod().trainers.at(0);
-    local.debug_table = FormatDistributedEnvs(rpc_ ? RpcVariables(cluster, first, job)
-                                                   : MasterTrainerVariables(cluster, first, job));
     local.mode_line = devices_.mode_line;
     local.supervisor.echo_path = local.processes.front().log_path;
     ChooseEcho(local.supervisor, options_, cluster.pods.size() > 1, cluster.local_pod().ip);

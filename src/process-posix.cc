@@ -505,15 +505,10 @@ bool ForEachListedChild(Visit visit) noexcept {
     if (entry->d_name[0] < '0' || entry->d_name[0] > '9') continue;
     char path[64];
     std::snprintf(path, sizeof path, "/proc/self/task/%.20s/children", entry->d_name);
-    const std::optional<std::string> list = ReadSmallFile(path);  // "pid pid ... "
-    if (!list) continue;
+    const std::optional<std::vector<pid_t>> children = ReadPidList(path);
+    if (!children) continue;
     listed = true;
-    const char* p = list->c_str();
-    for (char* end = nullptr;; p = end) {
-      const long pid = std::strtol(p, &end, 10);
-      if (end == p) break;
-      if (pid > 0) visit(static_cast<pid_t>(pid));
-    }
+    for (pid_t pid : *children) visit(pid);
   }
   ::closedir(tasks);
   return listed;

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 
 #include "unique_fd.h"
 
@@ -22,6 +23,19 @@ std::optional<std::string> ReadSmallFile(const std::string& path) {
       return text;
     }
   }
+}
+
+std::optional<std::vector<pid_t>> ReadPidList(const std::string& path) {
+  const std::optional<std::string> text = ReadSmallFile(path);
+  if (!text) return std::nullopt;
+  std::vector<pid_t> pids;
+  const char* p = text->c_str();
+  for (char* end = nullptr;; p = end) {
+    const long pid = std::strtol(p, &end, 10);
+    if (end == p) break;
+    if (pid > 0) pids.push_back(static_cast<pid_t>(pid));
+  }
+  return pids;
 }
 
 }  // namespace pdlaunch

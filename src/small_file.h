@@ -1,8 +1,11 @@
 #pragma once
 // Reading the small files of procfs, sysfs and cgroupfs.
 
+#include <sys/types.h>
+
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace pdlaunch {
 
@@ -10,5 +13,9 @@ namespace pdlaunch {
 /// Plain open(2) and read(2): this runs on every job's start, where an std::ifstream would
 /// cost the launcher the one-time set-up of the C++ locale (0.07 ms, docs/performance.md).
 std::optional<std::string> ReadSmallFile(const std::string& path);
+
+/// The pids a kernel list file holds, separated by spaces or newlines (cgroup.procs,
+/// /proc/<pid>/task/<tid>/children), in its order; nullopt when it cannot be opened.
+std::optional<std::vector<pid_t>> ReadPidList(const std::string& path);
 
 }  // namespace pdlaunch
