@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
 #include <time.h>
 
 #include <chrono>
@@ -63,11 +64,32 @@ spdlog::logger* MakeLogger() {
   return logger;
 }
 
-}  // namespace
-
+// Made on first use, never destroyed (a line may be logged from a static's destructor).
 spdlog::logger& Logger() {
   static spdlog::logger* const logger = MakeLogger();
   return *logger;
+}
+
+spdlog::level::level_enum SpdlogLevel(LogLevel level) {
+  switch (level) {
+    case LogLevel::kDebug:
+      return spdlog::level::debug;
+    case LogLevel::kInfo:
+      return spdlog::level::info;
+    case LogLevel::kWarn:
+      return spdlog::level::warn;
+    case LogLevel::kError:
+      break;
+  }
+  return spdlog::level::err;
+}
+
+}  // namespace
+
+bool LogEnabled(LogLevel level) { return Logger().should_log(SpdlogLevel(level)); }
+
+void LogLine(LogLevel level, const char* file, int line, std::string_view message) {
+  Logger().log(spdlog::source_loc{file, line, ""}, SpdlogLevel(level), message);
 }
 
 void SetupLogging() { Logger(); }

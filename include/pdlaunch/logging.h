@@ -1,19 +1,29 @@
 #pragma once
 
-#include <spdlog/spdlog.h>  // The SPDLOG_LOGGER_* macros.
+#include <fmt/format.h>
 
 #include <string>
+#include <string_view>
+
+// The launcher's log, written through spdlog by src/logging.cc alone: spdlog is header-only
+// here (its implementation is compiled into every file that includes spdlog.h, 5 s of -O2 per
+// file on this machine), so this header keeps it out of the files that log.
 
 namespace pdlaunch {
 
-/// The launcher's logger: stderr, INFO, Paddle's line shape
-/// `LEVEL YYYY-MM-DD HH:MM:SS,mmm file.cc:line] message` (contract §0.4), flushed on every line.
-/// Made on first use, outside spdlog's registry: the registry's own default logger (a colour
-/// sink that probes the terminal, a compiled pattern) and a pattern of ours cost every job
-/// 28 us before its first rank (docs/performance.md). Never destroyed.
-spdlog::logger& Logger();
+enum class LogLevel { kDebug, kInfo, kWarn, kError };
 
-/// Makes the logger now (Main does, first thing).
+/// Whether a line of `level` is written at the current --log_level (the arguments of a line
+/// that is not are never formatted).
+bool LogEnabled(LogLevel level);
+
+/// Writes one line to stderr in Paddle's shape `LEVEL YYYY-MM-DD HH:MM:SS,mmm file.cc:line]
+/// message` (contract §0.4), flushed. `file` is the source path (its last component is shown).
+void LogLine(LogLevel level, const char* file, int line, std::string_view message);
+
+/// Makes the logger now (Main does, first thing). It is made outside spdlog's registry: the
+/// registry's own default logger (a colour sink that probes the terminal, a compiled pattern)
+/// and a pattern of ours cost every job 28 us before its first rank (docs/performance.md).
 void SetupLogging();
 
 /// Sets the level of the launcher's own messages from --log_level's word (DEBUG, INFO, WARNING,
@@ -23,7 +33,13 @@ void SetLogLevel(const std::string& level);
 
 }  // namespace pdlaunch
 
-#define PDLOG_INFO(...) SPDLOG_LOGGER_INFO(&::pdlaunch::Logger(), __VA_ARGS__)
-#define PDLOG_WARN(...) SPDLOG_LOGGER_WARN(&::pdlaunch::Logger(), __VA_ARGS__)
-#define PDLOG_ERROR(...) SPDLOG_LOGGER_ERROR(&::pdlaunch::Logger(), __VA_ARGS__)
-#define PDLOG_DEBUG(...) SPDLOG_LOGGER_DEBUG(&::pdlaunch::Logger(), __VA_ARGS__)
+#define PDLOG_AT_(level, ...)                                                             \
+  do {                                                                                   \
+    if (::pdlaunch::LogEnabled(level)) {                                                 \
+      ::pdlaunch::LogLine(level, __FILE__, __LINE__, ::fmt::format(__VA_ARGS__));        \
+    }                                                                                    \
+  } while (false)
+#define PDLOG_INFO(...) PDLOG_AT_(::pdlaunch::LogLevel::kInfo, __VA_ARGS__)
+#define PDLOG_WARN(...) PDLOG_AT_(::pdlaunch::LogLevel::kWarn, __VA_ARGS__)
+#define PDLOG_ERROR(...) PDLOG_AT_(::pdlaunch::LogLevel::kError, __VA_ARGS__)
+#define PDLOG_DEBUG(...) PDLOG_AT_(::pdlaunch::LogLevel::kDebug, __VA_ARGS__)
