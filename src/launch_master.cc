@@ -174,6 +174,7 @@ class MasterNode {
   double backoff_ = 0.1;
   bool foreign_ = false;     // The master is not pdlaunch's (Paddle's own): no long-poll, no TTL.
   bool registered_ = false;  // Our keys are at the master.
+  bool answered_ = false;    // The master has answered this participant once.
   bool polling_ = false;
   int64_t revision_ = 0;
   std::string last_error_;
@@ -343,6 +344,7 @@ void MasterNode::Contact() {
     }
     backoff_ = 0.1;
     last_contact_ = Clock::now();
+    answered_ = true;
     Register();
   });
 }
@@ -442,6 +444,17 @@ void MasterNode::OnTick() {
     return;
   }
   if (phase_ != Phase::kRendezvous) return;
+  // Registered, then the master went away (its launcher failed or was killed before the world
+  // formed): waiting for the rendezvous deadline would only hide that.
+  if (client_ && answered_ && !foreign_ &&
+      SecondsSince(last_contact_) > settings_.heartbeat_timeout) {
+    rendezvous_error_ = fmt::format(
+        "lost the master at {} during the rendezvous: no answer for {} s ({}); see the log of "
+        "the node that hosted it",
+        MasterText(), settings_.heartbeat_timeout, last_error_);
+    Stop();
+    return;
+  }
   const size_t registered = [&] {
     size_t n = 0;
     for (const auto& [key, value] : kvs_) n += key.starts_with(keys_.info_prefix()) ? 1 : 0;

@@ -371,11 +371,12 @@ class PaddleTestRunTest(LaunchTestCase):
                          ["endpoints.log", "workerlog.0", "workerlog.1"])
 
 
-class MasterElectionTest(LaunchTestCase):
+class MasterLoopbackTest(LaunchTestCase):
     """Launchers on one host sharing a loopback --master: whichever can listen on the port
-    serves it. A port found taken is not taken for good: two SO_REUSEADDR sockets can both fail
-    listen() at once (test_ps_3 hung that way about once in 75 runs), and a launcher that held
-    the port may be gone."""
+    serves it, and a participant whose master goes away before the world forms says so within
+    --heartbeat_timeout. A port found taken is not taken for good: two SO_REUSEADDR sockets can
+    both fail listen() at once (test_ps_3 hung that way about once in 75 runs), and a launcher
+    that held the port may be gone."""
 
     def test_launchers_that_found_the_port_taken_elect_a_host_once_it_is_free(self):
         port = free_port(self)
@@ -411,6 +412,28 @@ class MasterElectionTest(LaunchTestCase):
         self.assertEqual(sorted(e["PADDLE_TRAINER_ID"] for e in envs), ["0", "1"])
         host = 0 if "hosts it now" in results[0].stderr else 1
         self.assertEqual(envs[host]["PADDLE_TRAINER_ID"], "0")
+
+    def test_a_participant_whose_host_fails_before_the_world_forms_stops_in_bounded_time(self):
+        port = free_port(self)
+        common = ["--master", f"127.0.0.1:{port}", "--nnodes", 2, "--heartbeat_timeout", 2,
+                  "--rendezvous_timeout", 120]
+        host = self.start_launch(common + ["--rank", 0, "--log_dir", self.dir / "l0", "/bin/true"],
+                                 name="host")
+        self.wait_until(lambda: "hosts the master" in (self.dir / "host.stderr").read_text(),
+                        "the first launcher to host the master", 20)
+        # No --rank here: the host refuses the world (some nodes gave --rank, some did not) and
+        # exits, leaving this participant registered at a master that is gone.
+        other = self.start_launch(common + ["--log_dir", self.dir / "l1", "/bin/true"],
+                                  name="other")
+        result = self.finish(host, timeout=30)
+        self.assertEqual(result.code, 1, result)
+        self.assertIn("1 of 2 nodes gave --rank and the others did not", result.stderr)
+        result = self.finish(other, timeout=30)  # 120 s without the check
+        self.assertEqual(result.code, 1, result)
+        self.assertRegex(result.stderr, rf"lost the master at 127\.0\.0\.1:{port} during the "
+                         r"rendezvous: no answer for 2 s \(.*\); see the log of the node that "
+                         r"hosted it")
+        self.assertNotIn("rendezvous timed out", result.stderr)
 
 
 PADDLE_KV = harness.HELPERS / "paddle_kv.py"
