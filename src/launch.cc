@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <string_view>
 #include <system_error>
 
@@ -336,7 +337,10 @@ int RunDryRun(JobDecision decision) {
   return 0;
 }
 
-int RunDecided(JobDecision decision) {
+// `announce` prints the configuration dump: called once the job's usage checks have passed
+// (the cluster, the PS plan, the start port, PaddleCloud's variables), before anything starts,
+// so that a usage error stays one line on stderr and nothing on stdout (docs/cli.md).
+int RunDecided(JobDecision decision, const std::function<void()>& announce) {
   if (decision.slurm) ApplySlurmStep(decision.options, *decision.slurm);
   const LaunchOptions& options = decision.options;
   const LaunchPath& path = decision.path;
@@ -350,18 +354,22 @@ int RunDecided(JobDecision decision) {
       GetEnv("PATH").value_or("/bin:/usr/bin"));
   if (path.kind == LaunchPath::Kind::kMaster || rpc || ps_counts) {
     if (!path.master) throw UsageError("--ips cannot be combined with this job's mode");
+    announce();
     return internal::RunMaster(options, *path.master, command, ps_counts, rpc);
   }
-  if (mode != JobMode::kCollective) return internal::RunPs(options, mode, command);
+  if (mode != JobMode::kCollective) return internal::RunPs(options, mode, command, announce);
   const ElasticDecision& elastic = decision.elastic;
-  if (!elastic.info.empty()) PDLOG_INFO("{}", elastic.info);
   if (elastic.config) {
+    announce();
+    if (!elastic.info.empty()) PDLOG_INFO("{}", elastic.info);
     if (options.WasGiven("ips")) {
       PDLOG_WARN("--ips is ignored in elastic mode: the nodes come from etcd");
     }
     return internal::RunElastic(options, *elastic.config, command);
   }
   CollectivePlan plan = PlanCollective(options, env);
+  announce();
+  if (!elastic.info.empty()) PDLOG_INFO("{}", elastic.info);
   LogDevicePlan(plan.devices);
   const fs::path log_dir = PrepareLogDir(options.log_dir);
   TempDir gloo_dir;
@@ -405,7 +413,7 @@ int RunDecided(JobDecision decision) {
 }
 
 int Run(const LaunchOptions& options) {
-  return RunDecided(Decide(options, EnvironmentMap()));
+  return RunDecided(Decide(options, EnvironmentMap()), [] {});
 }
 
 namespace {
@@ -507,9 +515,11 @@ int Main(int argc, char** argv) {
     report.mode = decision.rpc ? "rpc" : decision.mode == JobMode::kCollective ? "collective" : "ps";
     report.launch_path = PathName(decision);
     log_dir.emplace(decision.options.log_dir);
-    fmt::print("{}", FormatConfigurationArguments(options));
-    for (const std::string& note : notes) PDLOG_INFO("{}", note);
-    return Finish(report_path, RunDecided(decision), "");
+    const auto announce = [&] {
+      fmt::print("{}", FormatConfigurationArguments(options));
+      for (const std::string& note : notes) PDLOG_INFO("{}", note);
+    };
+    return Finish(report_path, RunDecided(decision, announce), "");
   } catch (const LaunchError& e) {
     std::fflush(stdout);
     if (argc == 1) {  // A bare `launch`: the short usage line.

@@ -106,11 +106,17 @@ PsDecision DecidePs(const LaunchOptions& options, JobMode mode, const std::strin
   return decision;
 }
 
-int RunPs(const LaunchOptions& options, JobMode mode, const TrainingCommand& command) {
-  if (mode == JobMode::kPs && DetectCloud(EnvironmentMap())) return RunPsDirect(options, command);
-  const fs::path log_dir = PrepareLogDir(options.log_dir);
+int RunPs(const LaunchOptions& options, JobMode mode, const TrainingCommand& command,
+          const std::function<void()>& announce) {
+  if (mode == JobMode::kPs && DetectCloud(EnvironmentMap())) {
+    announce();
+    return RunPsDirect(options, command);
+  }
   TempDir gloo_dir;
-  const PsDecision decision = DecidePs(options, mode, gloo_dir.path(), log_dir.string());
+  const PsDecision decision =
+      DecidePs(options, mode, gloo_dir.path(), fs::absolute(options.log_dir).string());
+  announce();
+  const fs::path log_dir = PrepareLogDir(options.log_dir);
   const PsPlan& plan = decision.plan;
   // Logged once the command line has proven valid: a usage error stays one line.
   PDLOG_INFO("{}", FormatPsModeLine(options, decision.accelerators));

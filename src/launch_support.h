@@ -131,8 +131,10 @@ void WritePodLog(const std::filesystem::path& path, const std::string& topology,
 int RunMaster(const LaunchOptions& options, const MasterSettings& settings,
               const TrainingCommand& command, bool ps, bool rpc);
 
-/// Runs a parameter-server job (launch_ps.cc); returns the launcher's exit code.
-int RunPs(const LaunchOptions& options, JobMode mode, const TrainingCommand& command);
+/// Runs a parameter-server job (launch_ps.cc); returns the launcher's exit code. `announce`
+/// (the configuration dump) is called once the plan has passed its checks.
+int RunPs(const LaunchOptions& options, JobMode mode, const TrainingCommand& command,
+          const std::function<void()>& announce);
 
 /// What a parameter-server run decides on this node before it starts anything: the plan, with
 /// PADDLE_ROLE added for today's interface, and the free ports it holds (none with fixed ports).

@@ -8,11 +8,13 @@ from harness import LaunchTestCase
 
 
 class UsageErrorTest(LaunchTestCase):
-    """Exit 2 and one line on stderr naming the bad token; no rank started, no log written."""
+    """Exit 2 and one line on stderr naming the bad token, nothing on stdout (not even the
+    configuration dump); no rank started, no log written."""
 
     def check_usage_error(self, args, token, env=None):
         result = self.run_launch(args, env=env)
         self.assertEqual(result.code, 2, result)
+        self.assertEqual(result.stdout, "", result)
         lines = result.stderr.strip().splitlines()
         self.assertEqual(len(lines), 1, result)
         self.assertIn(token, lines[0], result)
@@ -56,6 +58,25 @@ class UsageErrorTest(LaunchTestCase):
     def test_bad_flags_start_port(self):
         env = self.env(FLAGS_START_PORT="abc")
         self.check_usage_error(self.rank_args(), "FLAGS_START_PORT", env=env)
+
+    # Checks made while planning the cluster or the parameter-server job, past the parser: they
+    # came after the configuration dump until 2026-11-25.
+    def test_duplicate_ips(self):
+        self.check_usage_error(["--ips", "127.0.0.1,127.0.0.1"] + self.rank_args(),
+                               "'127.0.0.1' is listed twice")
+
+    def test_zero_parameter_servers(self):
+        self.check_usage_error(["--server_num", "0", "--worker_num", "1"] + self.rank_args(),
+                               "--server_num")
+
+    def test_server_without_a_port(self):
+        self.check_usage_error(["--servers", "10.0.0.1", "--workers", "127.0.0.1:6000"]
+                               + self.rank_args(), "'10.0.0.1'")
+
+    def test_bad_paddlecloud_trainer_id(self):
+        env = self.env(POD_IP="127.0.0.1", PADDLE_TRAINERS="127.0.0.1,127.0.0.2",
+                       PADDLE_TRAINER_ID="abc", PADDLE_TRAINERS_NUM="2", TRAINER_PORTS_NUM="1")
+        self.check_usage_error(self.rank_args(), "PADDLE_TRAINER_ID", env=env)
 
 
 class SetupErrorTest(LaunchTestCase):
