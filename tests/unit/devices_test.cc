@@ -140,6 +140,18 @@ TEST(DevicesTest, NprocPerNodeBelowOneIsUsageError) {
             "--nproc_per_node: '-2' must be at least 1");
 }
 
+TEST(DevicesTest, NprocPerNodeAboveThePortsOfAHostIsUsageError) {
+  FakeDeviceProbe none(0);
+  EXPECT_EQ(ResolveDevices(std::nullopt, 65535, "auto", {}, none).devices_per_proc.size(), 65535u);
+  EXPECT_EQ(ErrorOf<UsageError>([&] { ResolveDevices(std::nullopt, 65536, "auto", {}, none); }),
+            "--nproc_per_node: '65536' is more than 65535, the ports a host has for its "
+            "processes");
+  EXPECT_EQ(
+      ErrorOf<UsageError>([&] { ResolveDevices(std::nullopt, 2147483647, "gloo", {}, none); }),
+      "--nproc_per_node: '2147483647' is more than 65535, the ports a host has for its "
+      "processes");
+}
+
 TEST(DevicesTest, NoGpuMeansOneCpuProcess) {
   FakeDeviceProbe probe(0);
   const DevicePlan plan = ResolveDevices(std::nullopt, std::nullopt, "auto", {}, probe);

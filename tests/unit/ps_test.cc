@@ -305,6 +305,11 @@ TEST(PsPlanTest, ZeroServerNumIsUsageError) {
             "--server_num: '0' must be at least 1");
 }
 
+TEST(PsPlanTest, CountAboveThePortsOfAHostIsUsageError) {
+  EXPECT_EQ(PlanError(Inputs(Args().ServerNum(1).WorkerNum(70000))),
+            "--worker_num: '70000' is more than 65535, the ports a host has for its processes");
+}
+
 TEST(PsPlanTest, PortlessServerNamesFlagAndItem) {
   EXPECT_EQ(PlanError(Inputs(Args().Servers("10.0.0.1").WorkerNum(1))),
             "--servers: '10.0.0.1' is not an endpoint (expected host:port)");
