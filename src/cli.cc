@@ -138,6 +138,17 @@ void StoreLogDir(LaunchOptions& options, std::string_view flag, const std::strin
   options.log_dir = value;
 }
 
+// The job id names files (<job_id>.<pod>.log in the log directory) and is the first component
+// of the master's and etcd's keys (/<job_id>/...): a '/' or a dot-only id would put them
+// elsewhere, an empty one would hide the file.
+void StoreJobId(LaunchOptions& options, std::string_view flag, const std::string& value) {
+  if (value.empty() || value == "." || value == ".." ||
+      value.find_first_of(std::string_view("/\0\n", 3)) != std::string::npos) {
+    ThrowInvalid(flag, "job id", value, " (a name: not empty, no '/', not '.' or '..')");
+  }
+  options.job_id = value;
+}
+
 void StoreStartPort(LaunchOptions& options, std::string_view flag, const std::string& value) {
   options.start_port = ToPort(flag, value);
 }
@@ -288,7 +299,7 @@ const auto kFlags = std::to_array<FlagSpec>({
      "Gloo HTTP port", "", "PADDLE_GLOO_PORT"},
     {"--elastic_server", "elastic_server", Kind::kValue, L, &StoreText<&LO::elastic_server>,
      kElasticGroup, "etcd server host:port", ""},
-    {"--job_id", "job_id", Kind::kValue, L, &StoreText<&LO::job_id>, kElasticGroup,
+    {"--job_id", "job_id", Kind::kValue, L, &StoreJobId, kElasticGroup,
      "Job id: the key namespace at the master or etcd, and the pod log's name. Default: default",
      "", "PADDLE_JOB_ID"},
     {"--np", "np", Kind::kValue, L, &StoreText<&LO::np>, kElasticGroup,

@@ -1,5 +1,6 @@
 #include "pdlaunch/cli.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -86,10 +87,20 @@ TEST(CliTest, AcceptsEqualsValues) {
 }
 
 TEST(CliTest, EqualsValueMayBeEmpty) {
-  const LaunchOptions o = Options({"--job_id=", "--ips=", "t.py"});
-  EXPECT_EQ(o.job_id, "");
+  const LaunchOptions o = Options({"--servers=", "--ips=", "t.py"});
+  EXPECT_EQ(o.servers, "");
   EXPECT_EQ(o.ips, "");
   EXPECT_TRUE(o.WasGiven("ips"));
+}
+
+TEST(CliTest, JobIdMustBeAName) {
+  EXPECT_EQ(Options({"--job_id", "job-1.a_b", "t.py"}).job_id, "job-1.a_b");
+  for (const char* bad : {"", ".", "..", "../x", "a/b", "/abs"}) {
+    EXPECT_EQ(ErrorOf({fmt::format("--job_id={}", bad), "t.py"}),
+              fmt::format("argument --job_id: invalid job id value: '{}' (a name: not empty, no "
+                          "'/', not '.' or '..')",
+                          bad));
+  }
 }
 
 TEST(CliTest, EqualsValueKeepsDashesAndEqualsSigns) {
