@@ -268,7 +268,7 @@ const auto kFlags = std::to_array<FlagSpec>({
      "GPUs found), else 1. With devices, each process gets an equal share of them.",
      "", "PADDLE_NPROC_PER_NODE"},
     {"--run_mode", "run_mode", Kind::kValue, L, &StoreText<&LO::run_mode>, kBaseGroup,
-     "collective (default), ps or ps-heter", "", "PADDLE_RUN_MODE"},
+     "collective (default), ps, ps-heter or rpc (rpc needs --master)", "", "PADDLE_RUN_MODE"},
     {"--gpus", "gpus", Kind::kValue, L, &StoreText<&LO::gpus>, kBaseGroup,
      "Devices to use, e.g. 0,1,2,3: one process each (relative to CUDA_VISIBLE_DEVICES).", ""},
     {"--selected_gpus", "gpus", Kind::kValue, L, &StoreText<&LO::gpus>, kBaseGroup,

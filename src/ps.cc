@@ -60,7 +60,8 @@ JobMode ExplicitMode(const LaunchOptions& options, const std::vector<std::string
   }
   if (mode != "ps" && mode != "ps-heter") {
     throw UsageError(fmt::format(
-        "argument --run_mode: invalid choice: '{}' (choose from 'collective', 'ps', 'ps-heter')",
+        "argument --run_mode: invalid choice: '{}' (choose from 'collective', 'ps', 'ps-heter', "
+        "'rpc')",
         mode));
   }
   if (!collective.empty()) ThrowMixed(collective.front(), flag);

@@ -451,8 +451,8 @@ TEST(CliTest, HelpIsOurs) {
   EXPECT_EQ(help.find("Specifize"), std::string::npos);
   EXPECT_NE(help.find("\n  -h, --help            show this help message and exit\n"),
             std::string::npos);
-  EXPECT_NE(help.find("\n  --run_mode RUN_MODE   collective (default), ps or ps-heter [env\n"
-                      "                        PADDLE_RUN_MODE]\n"),
+  EXPECT_NE(help.find("\n  --run_mode RUN_MODE   collective (default), ps, ps-heter or rpc (rpc needs\n"
+                      "                        --master) [env PADDLE_RUN_MODE]\n"),
             std::string::npos);
   EXPECT_NE(help.find("\n  --http_port HTTP_PORT\n                        Gloo HTTP port [env "
                       "PADDLE_GLOO_PORT]\n"),

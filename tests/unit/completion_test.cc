@@ -64,8 +64,8 @@ TEST(CompletionTest, ClosedValueSetsComeFromTheParser) {
             std::string::npos);
   EXPECT_NE(bash.find("--force) COMPREPLY=($(compgen -W 'true false'"), std::string::npos);
   const std::string zsh = CompletionScript(Shell::kZsh);
-  EXPECT_NE(zsh.find("'--run_mode=[collective (default), ps or ps-heter]:run_mode:(collective "
-                     "ps ps-heter rpc)'"),
+  EXPECT_NE(zsh.find("'--run_mode=[collective (default), ps, ps-heter or rpc (rpc needs "
+                     "--master)]:run_mode:(collective ps ps-heter rpc)'"),
             std::string::npos)
       << zsh;
   EXPECT_NE(zsh.find(":log_dir:_directories'"), std::string::npos);

@@ -182,7 +182,7 @@ TEST(PsModeTest, HeterFlagWithRunModePsIsUsageError) {
 TEST(PsModeTest, UnknownRunModeIsUsageError) {
   EXPECT_EQ(ErrorOf<UsageError>([] { SelectMode(Args().RunMode("cpuonly")); }),
             "argument --run_mode: invalid choice: 'cpuonly' (choose from 'collective', 'ps', "
-            "'ps-heter')");
+            "'ps-heter', 'rpc')");
 }
 
 TEST(PsModeTest, GivenPsFlagsFollowPaddlesOrder) {
