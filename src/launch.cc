@@ -189,6 +189,20 @@ void WarnModeBoundFlags(const LaunchOptions& options) {
   }
 }
 
+/// A --master (HTTP) that the job does not use because a multi-node --ips gives the nodes
+/// (docs/master.md, "Which path"): said once, by the run and by --dry_run.
+std::optional<std::string> UnusedMasterNote(const JobDecision& d) {
+  const LaunchOptions& options = d.options;
+  if (d.path.kind != LaunchPath::Kind::kDefault || d.rpc || d.ps_counts || !options.master ||
+      !options.WasGiven("ips") || SplitAndStrip(options.ips, ',').size() < 2) {
+    return std::nullopt;
+  }
+  return fmt::format(
+      "--master {} is not used: --ips lists the nodes, and the job forms from that list without "
+      "a master (give one of the two)",
+      *options.master);
+}
+
 /// --gpus and --nproc_per_node against CUDA_VISIBLE_DEVICES, and the fixed ports they need,
 /// without probing the machine (the real plan comes later).
 void CheckDeviceUsage(const LaunchOptions& options, const EnvMap& env) {
@@ -296,6 +310,9 @@ int RunDryRun(JobDecision decision) {
       options.training_script, options.training_script_args, GetEnv("PADDLE_LAUNCH_PYTHON"),
       GetEnv("PATH").value_or("/bin:/usr/bin"));  // A missing script: the real run's error.
   plan.command = command.argv;
+  if (const std::optional<std::string> note = UnusedMasterNote(decision)) {
+    plan.notes.push_back(*note);
+  }
   if (decision.path.kind == LaunchPath::Kind::kMaster || decision.rpc || decision.ps_counts) {
     const MasterSettings& master = *decision.path.master;
     plan.notes.push_back(fmt::format(
@@ -349,6 +366,7 @@ int RunDecided(JobDecision decision, const std::function<void()>& announce) {
   const bool ps_counts = decision.ps_counts;
   const EnvMap env = EnvironmentMap();
   if (!decision.elastic.config) WarnModeBoundFlags(options);
+  if (const std::optional<std::string> note = UnusedMasterNote(decision)) PDLOG_WARN("{}", *note);
   const TrainingCommand command = ResolveTrainingCommand(
       options.training_script, options.training_script_args, GetEnv("PADDLE_LAUNCH_PYTHON"),
       GetEnv("PATH").value_or("/bin:/usr/bin"));

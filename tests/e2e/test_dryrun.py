@@ -46,6 +46,16 @@ class DryRunTest(LaunchTestCase):
                           for p in plan["processes"]],
                          [(2, "10.0.0.2:6070"), (3, "10.0.0.2:6071")])
 
+    def test_a_master_beside_a_multi_node_ips_is_said_to_be_unused(self):
+        result = self.dry_run(["--ips", "10.0.0.1,10.0.0.2", "--host", "10.0.0.2",
+                               "--master", "10.0.0.1:8090"] + self.rank_args())
+        self.assertEqual(result.code, 0, result)
+        plan = json.loads(result.stdout)
+        self.assertEqual(plan["launch_path"], "ips")
+        self.assertEqual(plan["notes"], [
+            "--master 10.0.0.1:8090 is not used: --ips lists the nodes, and the job forms from "
+            "that list without a master (give one of the two)"])
+
     def test_master_says_what_is_decided_later(self):
         result = self.dry_run(["--master", "127.0.0.1:1", "--nnodes", 2] + self.rank_args())
         self.assertEqual(result.code, 0, result)
