@@ -191,9 +191,17 @@ class MasterNode {
 };
 
 int MasterNode::Run() {
+  // A log directory that cannot be made fails the node now, not after the rendezvous; one made
+  // here is removed again if the world never forms (it is still empty then).
+  std::error_code ec;
+  const bool log_dir_existed = fs::exists(options_.log_dir, ec);
+  PrepareLogDir(options_.log_dir);
   Plan();
   StartRendezvous();
-  if (const std::optional<int> code = WaitForWorld()) return Finish(*code);
+  if (const std::optional<int> code = WaitForWorld()) {
+    if (!log_dir_existed) fs::remove(options_.log_dir, ec);
+    return Finish(*code);
+  }
   return RunRanks();
 }
 

@@ -413,6 +413,23 @@ class MasterLoopbackTest(LaunchTestCase):
         host = 0 if "hosts it now" in results[0].stderr else 1
         self.assertEqual(envs[host]["PADDLE_TRAINER_ID"], "0")
 
+    def test_a_log_directory_that_cannot_be_made_fails_before_the_rendezvous(self):
+        (self.dir / "file").write_text("")
+        result = self.run_launch(["--master", f"127.0.0.1:{free_port(self)}", "--nnodes", 2,
+                                  "--rendezvous_timeout", 120, "--log_dir",
+                                  self.dir / "file" / "log", "/bin/true"], timeout=30)
+        self.assertEqual(result.code, 1, result)
+        self.assertIn(f"cannot create log directory '{self.dir / 'file' / 'log'}'", result.stderr)
+        self.assertNotIn("Waiting peer start", result.stderr)
+
+    def test_a_log_directory_made_for_a_world_that_never_formed_is_removed(self):
+        result = self.run_launch(["--master", f"127.0.0.1:{free_port(self)}", "--nnodes", 2,
+                                  "--rendezvous_timeout", 1, "--log_dir", self.dir / "l",
+                                  "/bin/true"], timeout=30)
+        self.assertEqual(result.code, 1, result)
+        self.assertIn("rendezvous timed out", result.stderr)
+        self.assertFalse((self.dir / "l").exists())
+
     def test_a_participant_whose_host_fails_before_the_world_forms_stops_in_bounded_time(self):
         port = free_port(self)
         common = ["--master", f"127.0.0.1:{port}", "--nnodes", 2, "--heartbeat_timeout", 2,
