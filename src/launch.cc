@@ -210,7 +210,8 @@ void CheckDeviceUsage(const LaunchOptions& options, const EnvMap& env) {
   const std::optional<std::string> visible =
       cuda == env.end() || cuda->second.empty() ? std::nullopt
                                                 : std::optional<std::string>(cuda->second);
-  if (!options.gpus && !visible && !options.nproc_per_node) return;
+  const std::optional<int> start = GivenStartPort(options);
+  if (!options.gpus && !visible && !options.nproc_per_node && !start) return;
   FakeDeviceProbe probe(0);  // No GPU unless listed: never a usage error the machine would not give.
   DevicePlan plan;
   try {
@@ -221,12 +222,14 @@ void CheckDeviceUsage(const LaunchOptions& options, const EnvMap& env) {
   } catch (const LaunchError&) {
     return;  // Not a usage error (e.g. nccl without GPUs): Run reports it.
   }
-  const std::optional<int> start = GivenStartPort(options);
-  const int needed = static_cast<int>(plan.devices_per_proc.size()) + 1;  // + MASTER_PORT.
+  // At least one process (GPUs the machine has but the command does not list may add more:
+  // those are checked when the ports are planned).
+  const int processes = std::max<int>(1, static_cast<int>(plan.devices_per_proc.size()));
+  const int needed = processes + 1;  // + MASTER_PORT.
   if (start && *start + needed - 1 > 65535) {
     throw UsageError(fmt::format(
-        "--start_port {}: {} processes and MASTER_PORT need ports {}..{}, past 65535", *start,
-        needed - 1, *start, *start + needed - 1));
+        "--start_port {}: {} process{} and MASTER_PORT need ports {}..{}, past 65535", *start,
+        processes, processes == 1 ? "" : "es", *start, *start + needed - 1));
   }
 }
 

@@ -126,6 +126,11 @@ class NewUserTest(LaunchTestCase):
         self.assertEqual(result.code, 2, result)
         self.assertEqual(result.stderr, "launch: error: --start_port 65535: 2 processes and "
                                         "MASTER_PORT need ports 65535..65537, past 65535\n")
+        # One process by default: its MASTER_PORT is past 65535 too (exit 1, unnamed, before).
+        result = self.run_launch(["--start_port", "65535", harness.RANK_PY])
+        self.assertEqual(result.code, 2, result)
+        self.assertEqual(result.stderr, "launch: error: --start_port 65535: 1 process and "
+                                        "MASTER_PORT need ports 65535..65536, past 65535\n")
 
     def test_a_device_listed_twice_is_warned_about(self):
         result = self.run_launch(["--gpus", "0,0"] + self.rank_args(),
