@@ -492,6 +492,9 @@ bool LooksLikeOption(std::string_view token) {
 // The launcher's part of argv after prefix expansion and alias resolution.
 struct Scan {
   std::map<std::string_view, std::string> values;  // Destination → the value given last.
+  // Values a later one of the same destination replaced, in order: argparse converts and checks
+  // every occurrence, so `--nproc_per_node=abc --nproc_per_node=1` is still an error.
+  std::vector<std::pair<std::string_view, std::string>> replaced;
   std::set<std::string> given;
   std::set<std::string> new_flags;   // Typed flags of Tier::kNew.
   std::map<std::string, std::string> typed;  // Destination → the name typed last.
@@ -507,7 +510,11 @@ void Record(const FlagSpec& flag, Scan& scan) {
 
 // argparse's "store": a later value of the same destination (under any alias) replaces it.
 void Emit(const FlagSpec& flag, std::string value, Scan& scan) {
-  scan.values[flag.dest] = std::move(value);
+  const auto [it, inserted] = scan.values.try_emplace(flag.dest, value);
+  if (!inserted) {
+    scan.replaced.emplace_back(flag.dest, std::move(it->second));
+    it->second = std::move(value);
+  }
   Record(flag, scan);
 }
 
@@ -601,13 +608,19 @@ bool IsOneOf(std::string_view value, const std::array<std::string_view, N>& choi
   return std::find(choices.begin(), choices.end(), value) != choices.end();
 }
 
-void ValidateChoices(const LaunchOptions& options) {
+// argparse's `choices` (checked for every occurrence of the flag).
+void ValidateRunMode(const LaunchOptions& options) {
   if (options.run_mode && !IsOneOf(*options.run_mode, kRunModes)) {
     throw UsageError(
         fmt::format("argument --run_mode: invalid choice: '{}' (choose from 'collective', 'ps', "
                     "'ps-heter', 'rpc')",
                     *options.run_mode));
   }
+}
+
+// --run_mode's choices, then Paddle's own check of the backend (of the value in force only).
+void ValidateChoices(const LaunchOptions& options) {
+  ValidateRunMode(options);
   if (!IsOneOf(options.backend, kBackends)) {
     throw UsageError(fmt::format(
         "paddle.distributed initialize error, backend argument can only be one of 'nccl', "
@@ -749,6 +762,11 @@ CommandLine ParseArguments(const std::vector<std::string>& args) {
                                  ? HelpText()
                                  : fmt::format("launch (pdlaunch) {}\n", kVersion);
     return command_line;
+  }
+  for (const auto& [dest, value] : scan.replaced) {
+    LaunchOptions earlier;
+    BindOptions({{dest, value}}, earlier);
+    ValidateRunMode(earlier);
   }
   LaunchOptions& options = command_line.options;
   BindOptions(scan.values, options);

@@ -133,6 +133,22 @@ TEST(CliTest, RepeatedOptionLastOneWins) {
   EXPECT_EQ(Options({"--log_dir", "a", "--log_dir", "b", "t.py"}).log_dir, "b");
 }
 
+// argparse converts every occurrence: a bad value that a later one replaces is still an error.
+TEST(CliTest, EveryOccurrenceOfARepeatedOptionIsChecked) {
+  EXPECT_EQ(ErrorOf({"--nproc_per_node=abc", "--nproc_per_node=1", "t.py"}),
+            "argument --nproc_per_node: invalid int value: 'abc'");
+  EXPECT_EQ(ErrorOf({"--run_mode=x", "--run_mode=collective", "t.py"}),
+            "argument --run_mode: invalid choice: 'x' (choose from 'collective', 'ps', "
+            "'ps-heter', 'rpc')");
+  EXPECT_EQ(ErrorOf({"--log_dir=", "--log_dir=log", "t.py"}),
+            "argument --log_dir: invalid directory value: '' (use --log_dir . for the current "
+            "directory)");
+  // What argparse does not check (a str flag; the backend is Paddle's check of the value in
+  // force) stays the last one's.
+  EXPECT_EQ(Options({"--backend=x", "--backend=gloo", "t.py"}).backend, "gloo");
+  EXPECT_EQ(Options({"--gpus=a", "--gpus=0", "t.py"}).gpus, "0");
+}
+
 TEST(CliTest, UniquePrefixExpands) {
   const LaunchOptions o = Options({"--nproc", "2", "--gpu=1", "--ip", "10.0.0.2", "t.py"});
   EXPECT_EQ(o.nproc_per_node, 2);
