@@ -145,4 +145,18 @@ void CheckAddressArguments(const LaunchOptions& options) {
   }
 }
 
+void CheckAddressVariables(const LaunchOptions& options, const EnvMap& env) {
+  const auto set = [&](const char* name) -> std::optional<std::string_view> {
+    const auto it = env.find(name);
+    if (it == env.end() || StripSpace(it->second).empty()) return std::nullopt;
+    return StripSpace(it->second);
+  };
+  if (const auto pod_ip = set("POD_IP"); pod_ip && !options.host) {
+    CheckHostToken(*pod_ip, "POD_IP");
+  }
+  if (const auto trainers = set("PADDLE_TRAINERS")) {
+    CheckList(*trainers, ',', "PADDLE_TRAINERS", false, false);
+  }
+}
+
 }  // namespace pdlaunch

@@ -238,6 +238,7 @@ JobDecision Decide(const LaunchOptions& given_options, const EnvMap& env) {
   d.options = given_options;
   LaunchOptions& options = d.options;
   CheckAddressArguments(options);  // A malformed address never reaches the resolver.
+  CheckAddressVariables(options, env);
   d.path = SelectLaunchPath(options, env);
   if (d.path.kind == LaunchPath::Kind::kEtcd) {
     // --master etcd://host:port is the elastic controller with --nnodes as its np (docs/master.md).

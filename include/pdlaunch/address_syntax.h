@@ -2,6 +2,7 @@
 
 #include <string_view>
 
+#include "pdlaunch/cloud.h"  // EnvMap
 #include "pdlaunch/options.h"
 
 namespace pdlaunch {
@@ -25,5 +26,10 @@ void CheckEndpointToken(std::string_view token, std::string_view flag, bool port
 /// port is SelectLaunchPath's error) and --elastic_server (http:// and a trailing / stripped).
 /// Throws the first UsageError.
 void CheckAddressArguments(const LaunchOptions& options);
+
+/// The address variables of Kubernetes and PaddleCloud, checked as --host and --ips are and
+/// named as the variable: POD_IP (when --host is not given) and PADDLE_TRAINERS. Empty values
+/// are unset. Throws the first UsageError.
+void CheckAddressVariables(const LaunchOptions& options, const EnvMap& env);
 
 }  // namespace pdlaunch

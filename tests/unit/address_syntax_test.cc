@@ -119,5 +119,26 @@ TEST(AddressSyntaxTest, EveryFlagIsChecked) {
             std::string::npos);
 }
 
+TEST(AddressSyntaxTest, KubernetesAndPaddleCloudVariablesAreCheckedUnderTheirNames) {
+  auto error = [](const EnvMap& env, std::optional<std::string> host = std::nullopt) {
+    LaunchOptions options;
+    options.host = std::move(host);
+    try {
+      CheckAddressVariables(options, env);
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_EQ(error({{"POD_IP", "10.0.0.7"}, {"PADDLE_TRAINERS", "10.0.0.7,node-b"}}), "");
+  EXPECT_EQ(error({{"POD_IP", ""}, {"PADDLE_TRAINERS", " "}}), "");  // Empty is unset.
+  EXPECT_EQ(error({{"POD_IP", "1.2.3"}}),
+            "POD_IP: '1.2.3' is not an IPv4 address (four numbers 0-255, a.b.c.d)");
+  EXPECT_EQ(error({{"POD_IP", "::gg"}}), "POD_IP: '::gg' is not an IPv6 address");
+  EXPECT_EQ(error({{"POD_IP", "1.2.3"}}, "10.0.0.1"), "");  // --host wins: POD_IP is not read.
+  EXPECT_EQ(error({{"PADDLE_TRAINERS", "10.0.0.1,10.0.0.300"}}),
+            "PADDLE_TRAINERS: '10.0.0.300' is not an IPv4 address (four numbers 0-255, a.b.c.d)");
+}
+
 }  // namespace
 }  // namespace pdlaunch
