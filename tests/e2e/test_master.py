@@ -278,6 +278,10 @@ class PaddleTestRunTest(LaunchTestCase):
                                  env=self.env8())
         self.assertEqual(result.code, 0, result)
         self.assertEqual(len(list((self.dir / "l").glob("workerlog.*"))), 8)
+        # --job_id alone is today's launcher's: the pod log, not endpoints.log.
+        files = self.counted(self.dir / "l")
+        self.assertEqual(len(files), 9, files)
+        self.assertRegex(files[0], r"^test1\.[a-z]{6}\.log$")
 
     def test_collective_2(self):
         result = self.run_launch(["--job_id", "test2", "--devices", "0,1,2", "--log_dir",

@@ -260,6 +260,17 @@ TEST(UsesNewInterfaceTest, FlagsOfTodaysLauncherOrItsEnvironment) {
   LaunchOptions env;
   env.given = {"nnodes"};  // PADDLE_NNODES
   EXPECT_TRUE(UsesNewInterface(env));
+  // --job_id alone on the command line is today's job id; with --elastic_server it is the
+  // legacy elastic mode's, and PADDLE_JOB_ID alone decides nothing.
+  LaunchOptions job;
+  job.given = {"job_id"};
+  EXPECT_TRUE(UsesNewInterface(job));
+  job.given.insert("elastic_server");
+  EXPECT_FALSE(UsesNewInterface(job));
+  LaunchOptions job_env;
+  job_env.given = {"job_id"};
+  job_env.from_env = {"job_id"};
+  EXPECT_FALSE(UsesNewInterface(job_env));
 }
 
 }  // namespace
