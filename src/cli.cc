@@ -783,6 +783,23 @@ CommandLine ParseArguments(const std::vector<std::string>& args) {
   return command_line;
 }
 
+std::vector<std::string> WithoutOptions(const std::vector<std::string>& args,
+                                        std::initializer_list<std::string_view> dests) {
+  std::vector<std::string> kept;
+  size_t index = 0;
+  while (index < args.size() && args[index] != "--" && LooksLikeOption(args[index])) {
+    Scan one;
+    const size_t next = ScanOption(args, index, one);
+    const bool drop = std::any_of(dests.begin(), dests.end(), [&](std::string_view dest) {
+      return one.given.count(std::string(dest)) != 0;
+    });
+    if (!drop) kept.insert(kept.end(), args.begin() + index, args.begin() + next);
+    index = next;
+  }
+  kept.insert(kept.end(), args.begin() + index, args.end());
+  return kept;
+}
+
 CommandLine ParseCommandLine(const std::vector<std::string>& args) {
   CommandLine command_line = ParseArguments(args);
   if (!command_line.exit_text) RejectUnsupportedOptions(command_line.options);

@@ -16,6 +16,7 @@
 
 #include "launch_support.h"
 #include "master_jobs.h"
+#include "pdlaunch/cli.h"
 #include "pdlaunch/endpoint.h"
 #include "pdlaunch/errors.h"
 #include "pdlaunch/exit_status.h"
@@ -253,8 +254,12 @@ void MasterNode::ChooseHost() {
     server_ = std::make_unique<KvHttpServer>(loop_.get(), node_ip_, port_);
     master_address_ = node_ip_;
     settings_.master_host = node_ip_;
+    // This node's own --host and --rank would make every node that pastes the command claim
+    // them (Paddle copies its whole argv).
     std::string others;
-    for (const std::string& arg : options_.command_line) others += " " + arg;
+    for (const std::string& arg : WithoutOptions(options_.command_line, {"host", "rank"})) {
+      others += " " + arg;
+    }
     fmt::print(
         "Copy the following command to other nodes to run.\n{}\n{} --master {}{}\n{}\n",
         std::string(80, '-'), options_.program, Endpoint{node_ip_, port_}.ToString(), others,

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <array>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -43,6 +44,12 @@ CommandLine ParseCommandLine(const std::vector<std::string>& args);
 /// ParseCommandLine without RejectUnsupportedOptions: every flag of contract §1.2 is bound and
 /// checked for its type and choices, whatever the mode.
 CommandLine ParseArguments(const std::vector<std::string>& args);
+
+/// `args` (as ParseArguments takes them, already valid) without the launcher options whose
+/// destination is one of `dests`, however they were spelled (alias, unique prefix, `=value` or
+/// the value as the next token). The training script and its arguments are kept as they are.
+std::vector<std::string> WithoutOptions(const std::vector<std::string>& args,
+                                        std::initializer_list<std::string_view> dests);
 
 /// The UsageError of a command line without a training script.
 inline constexpr std::string_view kMissingScript =

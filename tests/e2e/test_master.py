@@ -145,7 +145,9 @@ class CopyCommandTest(NetnsTestCase):
     DOCKER_IN = None
 
     def test_first_node_prints_the_command_for_the_others(self):
-        first = self.start_on(0, ["--nnodes", 3] + self.mesh_args())
+        # Its own --host is left out of the command: pasted as is, it would make every node
+        # claim the first node's address (Paddle copies its whole argv).
+        first = self.start_on(0, ["--host", self.ip(0), "--nnodes", 3] + self.mesh_args())
         stdout = self.dir / "node0.stdout"
         self.wait_until(lambda: "--master" in stdout.read_text(), "the copy block", timeout=20)
         text = stdout.read_text()
@@ -156,6 +158,7 @@ class CopyCommandTest(NetnsTestCase):
         self.assertEqual(printed[0], harness.BIN)
         self.assertEqual(printed[1], "--master")
         self.assertRegex(printed[2], rf"^{re.escape(self.ip(0))}:\d+$")
+        self.assertEqual(printed[3:5], ["--nnodes", "3"])
         rest = printed[1:]
         others = [self.start_on(node, rest) for node in (1, 2)]
         results = [self.finish(p) for p in [first] + others]

@@ -149,6 +149,17 @@ TEST(CliTest, EveryOccurrenceOfARepeatedOptionIsChecked) {
   EXPECT_EQ(Options({"--gpus=a", "--gpus=0", "t.py"}).gpus, "0");
 }
 
+TEST(CliTest, WithoutOptionsDropsEverySpellingAndKeepsTheScript) {
+  EXPECT_EQ(WithoutOptions({"--host", "10.0.0.1", "--nnodes=2", "--rank=0", "t.py", "--host",
+                            "x", "--rank", "1"},
+                           {"host", "rank"}),
+            (Args{"--nnodes=2", "t.py", "--host", "x", "--rank", "1"}));
+  EXPECT_EQ(WithoutOptions({"--ho=10.0.0.1", "--gpus", "0", "--", "--rank"}, {"host", "rank"}),
+            (Args{"--gpus", "0", "--", "--rank"}));
+  EXPECT_EQ(WithoutOptions({"--force", "true", "--rank", "-1", "t.py"}, {"rank"}),
+            (Args{"--force", "true", "t.py"}));
+}
+
 TEST(CliTest, UniquePrefixExpands) {
   const LaunchOptions o = Options({"--nproc", "2", "--gpu=1", "--ip", "10.0.0.2", "t.py"});
   EXPECT_EQ(o.nproc_per_node, 2);
