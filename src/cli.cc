@@ -149,6 +149,20 @@ void StoreJobId(LaunchOptions& options, std::string_view flag, const std::string
   options.job_id = value;
 }
 
+// A port, whatever the mode: --http_port is used by parameter-server jobs only, but a value no
+// job could use is refused in every one.
+template <auto Field>
+void StorePort(LaunchOptions& options, std::string_view flag, const std::string& value) {
+  options.*Field = ToPort(flag, value);
+}
+
+void StoreHost(LaunchOptions& options, std::string_view flag, const std::string& value) {
+  if (StripSpace(value).empty()) {
+    ThrowInvalid(flag, "host", value, " (leave --host out to find this node's address)");
+  }
+  options.host = value;
+}
+
 void StoreStartPort(LaunchOptions& options, std::string_view flag, const std::string& value) {
   options.start_port = ToPort(flag, value);
 }
@@ -295,7 +309,7 @@ const auto kFlags = std::to_array<FlagSpec>({
      "Servers on this host (1 with --master and no --servers)", "", "PADDLE_SERVER_NUM"},
     {"--heter_worker_num", "heter_worker_num", Kind::kValue, L,
      &StoreText<&LO::heter_worker_num>, kPsGroup, "Heter workers of each stage, 1;2;3", ""},
-    {"--http_port", "http_port", Kind::kValue, L, &StoreInt<&LO::http_port>, kPsGroup,
+    {"--http_port", "http_port", Kind::kValue, L, &StorePort<&LO::http_port>, kPsGroup,
      "Gloo HTTP port", "", "PADDLE_GLOO_PORT"},
     {"--elastic_server", "elastic_server", Kind::kValue, L, &StoreText<&LO::elastic_server>,
      kElasticGroup, "etcd server host:port", ""},
@@ -306,7 +320,7 @@ const auto kFlags = std::to_array<FlagSpec>({
      "Nodes of an elastic job: N, or N:M for a range", ""},
     {"--scale", "scale", Kind::kValue, L, &StoreInt<&LO::scale>, kElasticGroup,
      "Scale np by this many nodes (elastic). Default: 0", ""},
-    {"--host", "host", Kind::kValue, L, &StoreText<&LO::host>, kElasticGroup,
+    {"--host", "host", Kind::kValue, L, &StoreHost, kElasticGroup,
      "This node's address (default: env POD_IP, else detected)", ""},
     {"--force", "force", Kind::kOptionalBool, L, &StoreBool<&LO::force>, kElasticGroup,
      "Replace the np recorded in etcd", ""},
@@ -341,7 +355,7 @@ const auto kFlags = std::to_array<FlagSpec>({
      "Parameter server: trainers on this node (alias of --worker_num)", ""},
     {"--trainers", "workers", Kind::kValue, N, &StoreText<&LO::workers>, kLaunchGroup,
      "Parameter server: trainer endpoints (alias of --workers)", ""},
-    {"--gloo_port", "http_port", Kind::kValue, N, &StoreInt<&LO::http_port>, kLaunchGroup,
+    {"--gloo_port", "http_port", Kind::kValue, N, &StorePort<&LO::http_port>, kLaunchGroup,
      "Parameter server: gloo HTTP port (alias of --http_port)", ""},
     {"--with_gloo", "with_gloo", Kind::kValue, N, &StoreText<&LO::with_gloo>, kLaunchGroup,
      "PADDLE_WITH_GLOO for the processes", "", "PADDLE_WITH_GLOO"},
@@ -590,16 +604,21 @@ Scan ScanArguments(const std::vector<std::string>& args) {
 }
 
 // Converts and stores the value of each destination given, in the order of kFlags (the first
-// invalid one is reported), under the primary name of its flag.
+// invalid one is reported), under the name it was typed as (`typed`: destination → the flag's
+// name as resolved, e.g. --gloo_port), else the primary name of its flag.
 //
 // CLI11 did this until 2026-11: it re-parsed the scanner's canonical "--name=value" list, which
 // cost every job 0.1 ms for its option registry and, through <iostream> and the std::locale its
 // trim() builds per character, another 0.09 ms of static initialisation (docs/performance.md).
-void BindOptions(const std::map<std::string_view, std::string>& values, LaunchOptions& options) {
+void BindOptions(const std::map<std::string_view, std::string>& values, LaunchOptions& options,
+                 const std::map<std::string, std::string>& typed = {}) {
   for (const FlagSpec& flag : kFlags) {
     if (!IsPrimary(flag) || flag.store == nullptr) continue;
     const auto value = values.find(flag.dest);
-    if (value != values.end()) flag.store(options, flag.name, value->second);
+    if (value == values.end()) continue;
+    const auto name = typed.find(std::string(flag.dest));
+    flag.store(options, name == typed.end() ? flag.name : std::string_view(name->second),
+               value->second);
   }
 }
 
@@ -769,7 +788,7 @@ CommandLine ParseArguments(const std::vector<std::string>& args) {
     ValidateRunMode(earlier);
   }
   LaunchOptions& options = command_line.options;
-  BindOptions(scan.values, options);
+  BindOptions(scan.values, options, scan.typed);
   if (scan.script >= args.size()) {
     throw UsageError(std::string(kMissingScript));
   }

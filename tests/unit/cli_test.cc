@@ -160,6 +160,17 @@ TEST(CliTest, WithoutOptionsDropsEverySpellingAndKeepsTheScript) {
             (Args{"--force", "true", "t.py"}));
 }
 
+TEST(CliTest, GlooPortAndHostAreCheckedInEveryMode) {
+  EXPECT_EQ(Options({"--http_port", "6170", "t.py"}).http_port, 6170);
+  EXPECT_EQ(ErrorOf({"--http_port=0", "t.py"}),
+            "argument --http_port: invalid port value: '0' (expected 1..65535)");
+  EXPECT_EQ(ErrorOf({"--gloo_port=65536", "t.py"}),
+            "argument --gloo_port: invalid port value: '65536' (expected 1..65535)");
+  EXPECT_EQ(ErrorOf({"--host=", "t.py"}),
+            "argument --host: invalid host value: '' (leave --host out to find this node's "
+            "address)");
+}
+
 TEST(CliTest, UniquePrefixExpands) {
   const LaunchOptions o = Options({"--nproc", "2", "--gpu=1", "--ip", "10.0.0.2", "t.py"});
   EXPECT_EQ(o.nproc_per_node, 2);
