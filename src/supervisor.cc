@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <fmt/ranges.h>
 #include <signal.h>
 #include <sys/inotify.h>
 #include <sys/prctl.h>
@@ -220,12 +221,20 @@ std::vector<EchoSource> EchoSources(const std::vector<SupervisedProcess>& proces
       sources.push_back({p.log_path, EchoPrefix(p.role, p.rank, options.echo_host)});
     }
   }
+  std::vector<int> absent;  // One line for all of them, however many were listed.
   for (int local : choice.locals) {
-    if (local >= static_cast<int>(processes.size())) {
-      PDLOG_WARN("--echo: this node runs {} processes (local ranks 0..{}); nothing to echo for "
-                 "local rank {}",
-                 processes.size(), processes.size() - 1, local);
-    }
+    if (local >= static_cast<int>(processes.size())) absent.push_back(local);
+  }
+  if (!absent.empty()) {
+    constexpr size_t kShown = 8;
+    const bool plural = absent.size() > 1;
+    const std::string more =
+        absent.size() > kShown ? fmt::format(" and {} more", absent.size() - kShown) : "";
+    absent.resize(std::min(absent.size(), kShown));
+    PDLOG_WARN("--echo: this node runs {} processes (local ranks 0..{}); nothing to echo for "
+               "local rank{} {}{}",
+               processes.size(), processes.size() - 1, plural ? "s" : "", fmt::join(absent, ","),
+               more);
   }
   return sources;
 }

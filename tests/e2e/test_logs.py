@@ -148,6 +148,17 @@ class EchoTest(LaunchTestCase):
         echoed = [line for line in result.stdout.splitlines() if line.endswith(": hi")]
         self.assertEqual(sorted(echoed), ["[rank 0]: rank 0: hi", "[rank 3]: rank 3: hi"])
 
+    def test_local_ranks_this_node_does_not_have_get_one_warning(self):
+        listed = ",".join(str(r) for r in [0] + list(range(5, 2005)))
+        result = self.run_launch(["--echo", listed, "--nproc_per_node", 2]
+                                 + self.rank_args("--say", "hi"))
+        self.assertEqual(result.code, 0, result)
+        self.assertIn("[rank 0]: rank 0: hi", result.stdout.splitlines())
+        warnings = [m for m in harness.log_messages(result.stderr, "WARNING") if "--echo" in m]
+        self.assertEqual(warnings, ["--echo: this node runs 2 processes (local ranks 0..1); "
+                                    "nothing to echo for local ranks 5,6,7,8,9,10,11,12 and "
+                                    "1992 more"])
+
     def test_environment_twin_and_default(self):
         result = self.run_launch(["--nproc_per_node", 2] + self.rank_args("--say", "hi"),
                                  env=self.env(PADDLE_ECHO="1"))
