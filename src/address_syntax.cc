@@ -157,6 +157,9 @@ void CheckAddressVariables(const LaunchOptions& options, const EnvMap& env) {
   if (const auto trainers = set("PADDLE_TRAINERS")) {
     CheckList(*trainers, ',', "PADDLE_TRAINERS", false, false);
   }
+  if (const auto endpoints = set("DISTRIBUTED_TRAINER_ENDPOINTS")) {
+    CheckList(*endpoints, ',', "DISTRIBUTED_TRAINER_ENDPOINTS", true, true);
+  }
 }
 
 }  // namespace pdlaunch

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <set>
 #include <string_view>
 #include <utility>
 
@@ -105,7 +106,15 @@ std::vector<std::vector<Endpoint>> SlicedEndpoints(const std::string& text, cons
         num, per_node));
   }
   std::vector<std::vector<Endpoint>> endpoints(nodes.ips.size());
-  for (size_t i = 0; i < items.size(); ++i) endpoints[i / num].push_back(ParseEndpoint(items[i]));
+  std::set<std::string> seen;
+  for (size_t i = 0; i < items.size(); ++i) {
+    const Endpoint endpoint = ParseEndpoint(items[i]);
+    if (!seen.insert(endpoint.ToString()).second) {
+      throw UsageError(
+          fmt::format("DISTRIBUTED_TRAINER_ENDPOINTS: '{}' is listed twice", items[i]));
+    }
+    endpoints[i / num].push_back(endpoint);
+  }
   return endpoints;
 }
 
@@ -160,6 +169,17 @@ CloudCluster BuildCloudCluster(const CloudEnv& cloud, const std::string& ips,
   if (cloud.trainer_endpoints) {
     endpoints = SlicedEndpoints(*cloud.trainer_endpoints, nodes, per_node);
   } else {
+    // The same start port on every node: one host listed twice would give two nodes the
+    // same endpoints (DISTRIBUTED_TRAINER_ENDPOINTS can place them apart).
+    for (size_t i = 0; i < nodes.ips.size(); ++i) {
+      if (std::find(nodes.ips.begin(), nodes.ips.begin() + static_cast<std::ptrdiff_t>(i),
+                    nodes.ips[i]) != nodes.ips.begin() + static_cast<std::ptrdiff_t>(i)) {
+        throw UsageError(fmt::format(
+            "PADDLE_TRAINERS={}: '{}' is listed twice, and without DISTRIBUTED_TRAINER_ENDPOINTS "
+            "both would get the same ports",
+            cloud.trainers, nodes.ips[i]));
+      }
+    }
     const int per_node_int = static_cast<int>(per_node);
     const int start = CloudStartPort(cloud, nodes, per_node_int, start_port, result.warnings);
     // One port more than the trainers need: the master's, as the cloud's next port.

@@ -138,6 +138,9 @@ TEST(AddressSyntaxTest, KubernetesAndPaddleCloudVariablesAreCheckedUnderTheirNam
   EXPECT_EQ(error({{"POD_IP", "1.2.3"}}, "10.0.0.1"), "");  // --host wins: POD_IP is not read.
   EXPECT_EQ(error({{"PADDLE_TRAINERS", "10.0.0.1,10.0.0.300"}}),
             "PADDLE_TRAINERS: '10.0.0.300' is not an IPv4 address (four numbers 0-255, a.b.c.d)");
+  EXPECT_EQ(error({{"DISTRIBUTED_TRAINER_ENDPOINTS", "1.2.3:80,10.0.0.2:6170"}}),
+            "DISTRIBUTED_TRAINER_ENDPOINTS: '1.2.3' is not an IPv4 address (four numbers 0-255, "
+            "a.b.c.d)");
 }
 
 }  // namespace

@@ -260,6 +260,26 @@ TEST(CloudTest, WrongDistributedEndpointsAreUsageErrors) {
   env = AbortTestEnv();
   env["DISTRIBUTED_TRAINER_ENDPOINTS"] = "127.0.0.1:6170,127.0.0.1,127.0.0.2:6170,127.0.0.2:6171";
   EXPECT_EQ(ErrorOf<UsageError>(env), "'127.0.0.1' is not an endpoint (expected host:port)");
+  env = AbortTestEnv();
+  env["DISTRIBUTED_TRAINER_ENDPOINTS"] =
+      "127.0.0.1:6170,127.0.0.1:6171,127.0.0.2:6170,127.0.0.1:6170";
+  EXPECT_EQ(ErrorOf<UsageError>(env),
+            "DISTRIBUTED_TRAINER_ENDPOINTS: '127.0.0.1:6170' is listed twice");
+}
+
+TEST(CloudTest, AHostListedTwiceNeedsDistributedEndpoints) {
+  EnvMap env = CloudTestEnv();
+  env["PADDLE_TRAINERS"] = "127.0.0.1,127.0.0.1";
+  EXPECT_EQ(ErrorOf<UsageError>(env, "127.0.0.1,127.0.0.1"),
+            "PADDLE_TRAINERS=127.0.0.1,127.0.0.1: '127.0.0.1' is listed twice, and without "
+            "DISTRIBUTED_TRAINER_ENDPOINTS both would get the same ports");
+  // Two nodes on one host, placed apart by the cloud's endpoints: fine.
+  env = AbortTestEnv();
+  env["PADDLE_TRAINERS"] = "127.0.0.1,127.0.0.1";
+  env["DISTRIBUTED_TRAINER_ENDPOINTS"] =
+      "127.0.0.1:6170,127.0.0.1:6171,127.0.0.1:6180,127.0.0.1:6181";
+  EXPECT_EQ(JoinEndpoints(Build(env, "127.0.0.1,127.0.0.1").cluster.world_endpoints()),
+            "127.0.0.1:6170,127.0.0.1:6171,127.0.0.1:6180,127.0.0.1:6181");
 }
 
 }  // namespace
