@@ -255,6 +255,18 @@ JobDecision Decide(const LaunchOptions& given_options, const EnvMap& env) {
   d.ps_counts = d.mode == JobMode::kPs && options.servers.empty() && options.workers.empty() &&
                 (d.path.kind == LaunchPath::Kind::kMaster || UsesNewInterface(options) ||
                  (!options.server_num && !options.worker_num));
+  if (d.ps_counts) {
+    // Today's form takes 0 (or nothing) as one, as Paddle's `args.server_num or 1`; a negative
+    // count is no count at all (Paddle would start no process of that role).
+    for (const auto& [count, dest] : {std::pair{options.server_num, "server_num"},
+                                      std::pair{options.worker_num, "worker_num"}}) {
+      if (!count || *count >= 0) continue;
+      const auto typed = options.typed.find(dest);
+      throw UsageError(fmt::format(
+          "{}: '{}' must be at least 0 (0 means 1)",
+          typed != options.typed.end() ? typed->second : fmt::format("--{}", dest), *count));
+    }
+  }
   if (d.path.kind == LaunchPath::Kind::kMaster && d.mode != JobMode::kCollective &&
       !d.ps_counts) {
     throw UsageError(
