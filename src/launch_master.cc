@@ -279,7 +279,10 @@ void MasterNode::ChooseHost() {
     }
     master_is_local_ = IsLocalAddress(master_address_);
     if (master_is_local_ && !TryToServe()) {
-      PDLOG_INFO("the master {} is served by another launcher on this host", MasterText());
+      PDLOG_INFO(
+          "the master's port {} is taken on this host (by another launcher, serving it, "
+          "or by another program); this node contacts it",
+          MasterText());
     }
   }
   if (server_) {

@@ -401,7 +401,7 @@ class MasterLoopbackTest(LaunchTestCase):
                  for i in (1, 2)]
 
         def both_found_it_taken():
-            return all("is served by another launcher on this host" in
+            return all("is taken on this host" in
                        (self.dir / f"n{i}.stderr").read_text() for i in (1, 2))
         self.wait_until(both_found_it_taken, "both launchers to find the port taken", 20)
         holder.close()
