@@ -559,13 +559,13 @@ int Main(int argc, char** argv) {
     if (argc == 1) {  // A bare `launch`: the short usage line.
       fmt::print(stderr, "usage: launch [options] training_script [training_script_args ...]\n");
     }
-    fmt::print(stderr, "launch: error: {}\n", e.what());
+    fmt::print(stderr, "launch: error: {}\n", OneLine(e.what()));
     if (log_dir) log_dir->CleanUp();
     return Finish(e.exit_code() == kExitUsageError ? std::nullopt : report_path, e.exit_code(),
                   e.what());
   } catch (const std::exception& e) {
     std::fflush(stdout);
-    fmt::print(stderr, "launch: error: {}\n", e.what());
+    fmt::print(stderr, "launch: error: {}\n", OneLine(e.what()));
     if (log_dir) log_dir->CleanUp();
     return Finish(report_path, kExitSetupError, e.what());
   }

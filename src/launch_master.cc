@@ -330,7 +330,7 @@ std::optional<int> MasterNode::WaitForWorld() {
   }
   if (rendezvous_error_) {
     std::fflush(stdout);
-    fmt::print(stderr, "launch: error: {}\n", *rendezvous_error_);
+    fmt::print(stderr, "launch: error: {}\n", OneLine(*rendezvous_error_));
     return kExitSetupError;
   }
   return std::nullopt;

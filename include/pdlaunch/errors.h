@@ -33,4 +33,9 @@ class UsageError : public LaunchError {
 /// e.g. ThrowSystemError(errno, "cannot open log/workerlog.0").
 [[noreturn]] void ThrowSystemError(int err, std::string_view what);
 
+/// `text` as one printable line: a control character a token brought in (a newline in a file
+/// name, a tab, an escape sequence) is written as \n, \r, \t or \xNN, and a backslash as
+/// itself, so that an error stays one line on the terminal and in a log.
+std::string OneLine(std::string_view text);
+
 }  // namespace pdlaunch
