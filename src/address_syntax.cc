@@ -154,6 +154,7 @@ void CheckAddressVariables(const LaunchOptions& options, const EnvMap& env) {
   if (const auto pod_ip = set("POD_IP"); pod_ip && !options.host) {
     CheckHostToken(*pod_ip, "POD_IP");
   }
+  if (!DetectCloud(env)) return;  // PaddleCloud's variables are read only under PaddleCloud.
   if (const auto trainers = set("PADDLE_TRAINERS")) {
     CheckList(*trainers, ',', "PADDLE_TRAINERS", false, false);
   }

@@ -139,12 +139,17 @@ void StoreLogDir(LaunchOptions& options, std::string_view flag, const std::strin
 }
 
 // The job id names files (<job_id>.<pod>.log in the log directory) and is the first component
-// of the master's and etcd's keys (/<job_id>/...): a '/' or a dot-only id would put them
-// elsewhere, an empty one would hide the file.
+// of the master's and etcd's keys (/<job_id>/...), sent unescaped in HTTP request targets: a
+// '/' or a dot-only id would put them elsewhere, '?', '#', '%' or a space would cut or break
+// the request, an empty one would hide the file. Kubernetes job names fit.
 void StoreJobId(LaunchOptions& options, std::string_view flag, const std::string& value) {
-  if (value.empty() || value == "." || value == ".." ||
-      value.find_first_of(std::string_view("/\0\n", 3)) != std::string::npos) {
-    ThrowInvalid(flag, "job id", value, " (a name: not empty, no '/', not '.' or '..')");
+  const bool name_chars = std::all_of(value.begin(), value.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+           c == '_' || c == '.';
+  });
+  if (value.empty() || value == "." || value == ".." || !name_chars) {
+    ThrowInvalid(flag, "job id", value,
+                 " (a name: letters, digits, '-', '_' and '.', not '.' or '..')");
   }
   options.job_id = value;
 }
@@ -505,9 +510,15 @@ bool LooksLikeOption(std::string_view token) {
 // The launcher's part of argv after prefix expansion and alias resolution.
 struct Scan {
   std::map<std::string_view, std::string> values;  // Destination → the value given last.
-  // Values a later one of the same destination replaced, in order: argparse converts and checks
-  // every occurrence, so `--nproc_per_node=abc --nproc_per_node=1` is still an error.
-  std::vector<std::pair<std::string_view, std::string>> replaced;
+  // Values a later one of the same destination replaced, with the flag's name as typed:
+  // argparse converts and checks every occurrence, so `--nproc_per_node=abc
+  // --nproc_per_node=1` is still an error.
+  struct Replaced {
+    std::string_view dest;
+    std::string name;
+    std::string value;
+  };
+  std::vector<Replaced> replaced;
   std::set<std::string> given;
   std::set<std::string> new_flags;   // Typed flags of Tier::kNew.
   std::map<std::string, std::string> typed;  // Destination → the name typed last.
@@ -525,7 +536,8 @@ void Record(const FlagSpec& flag, Scan& scan) {
 void Emit(const FlagSpec& flag, std::string value, Scan& scan) {
   const auto [it, inserted] = scan.values.try_emplace(flag.dest, value);
   if (!inserted) {
-    scan.replaced.emplace_back(flag.dest, std::move(it->second));
+    const auto typed = scan.typed.find(std::string(flag.dest));
+    scan.replaced.push_back({flag.dest, typed->second, std::move(it->second)});
     it->second = std::move(value);
   }
   Record(flag, scan);
@@ -625,6 +637,10 @@ template <size_t N>
 bool IsOneOf(std::string_view value, const std::array<std::string_view, N>& choices) {
   return std::find(choices.begin(), choices.end(), value) != choices.end();
 }
+
+// Paddle's flags that argparse keeps as strings (type=str) and pdlaunch checks when it binds them.
+constexpr std::array<std::string_view, 5> kStringDests = {"log_dir", "job_id", "host", "nnodes",
+                                                          "log_level"};
 
 // argparse's `choices` (checked for every occurrence of the flag).
 void ValidateRunMode(const LaunchOptions& options) {
@@ -781,9 +797,14 @@ CommandLine ParseArguments(const std::vector<std::string>& args) {
                                  : fmt::format("launch (pdlaunch) {}\n", kVersion);
     return command_line;
   }
-  for (const auto& [dest, value] : scan.replaced) {
+  for (const Scan::Replaced& earlier_value : scan.replaced) {
+    // Only what argparse itself checks (a type, a choice): a value it keeps as a string and
+    // pdlaunch checks later (an empty --log_dir, a --job_id, a --nnodes range) is Paddle's to
+    // replace silently.
+    if (IsOneOf(earlier_value.dest, kStringDests)) continue;
     LaunchOptions earlier;
-    BindOptions({{dest, value}}, earlier);
+    BindOptions({{earlier_value.dest, earlier_value.value}}, earlier,
+                {{std::string(earlier_value.dest), earlier_value.name}});
     ValidateRunMode(earlier);
   }
   LaunchOptions& options = command_line.options;

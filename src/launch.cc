@@ -457,13 +457,11 @@ namespace {
 /// wrote a byte there (what is left are empty logs and the launcher's own endpoints/pod logs).
 class LogDirGuard {
  public:
-  explicit LogDirGuard(std::string dir) : dir_(std::move(dir)) {
-    std::error_code ec;
-    existed_ = fs::exists(dir_, ec);
-  }
+  explicit LogDirGuard(std::string dir)
+      : dir_(std::move(dir)), made_(internal::MissingDirectories(dir_)) {}
   void CleanUp() const {
     std::error_code ec;
-    if (existed_ || !fs::is_directory(dir_, ec)) return;
+    if (made_.empty() || !fs::is_directory(dir_, ec)) return;
     for (const fs::directory_entry& entry : fs::directory_iterator(dir_, ec)) {
       const std::string name = entry.path().filename().string();
       const bool output = name.starts_with("workerlog.") || name.starts_with("serverlog.") ||
@@ -471,11 +469,12 @@ class LogDirGuard {
       if (!entry.is_regular_file(ec) || (output && entry.file_size(ec) != 0)) return;
     }
     fs::remove_all(dir_, ec);
+    internal::RemoveEmptyDirectories(made_);  // The parents this run made, if still empty.
   }
 
  private:
   std::string dir_;
-  bool existed_ = true;
+  std::vector<fs::path> made_;  // Deepest first; empty: the directory existed.
 };
 
 }  // namespace
@@ -531,6 +530,7 @@ int Main(int argc, char** argv) {
   report.start_time = WallClockNow();
   std::optional<LogDirGuard> log_dir;
   std::optional<std::string> report_path;  // Known once parsed; a usage error writes none.
+  std::function<void()> announce;          // Prints the configuration dump, once.
   try {
     CommandLine command_line = ParseCommandLine(std::vector<std::string>(argv + 1, argv + argc));
     if (command_line.exit_text) {
@@ -549,12 +549,29 @@ int Main(int argc, char** argv) {
     report.mode = decision.rpc ? "rpc" : decision.mode == JobMode::kCollective ? "collective" : "ps";
     report.launch_path = PathName(decision);
     log_dir.emplace(decision.options.log_dir);
-    const auto announce = [&] {
-      fmt::print("{}", FormatConfigurationArguments(options));
-      for (const std::string& note : notes) PDLOG_INFO("{}", note);
+    // The dump comes first on the console, once the path's usage checks have passed: what the
+    // planning logs before it is held and written right after it (logging.h).
+    HoldLines();
+    for (const std::string& note : notes) PDLOG_INFO("{}", note);
+    // By value: the error handlers below may call it after `options` is gone.
+    announce = [dump = FormatConfigurationArguments(options), announced = false]() mutable {
+      if (announced) return;
+      announced = true;
+      fmt::print("{}", dump);
+      std::fflush(stdout);
+      ReleaseHeldLines();
     };
-    return Finish(report_path, RunDecided(decision, announce), "");
+    const int code = RunDecided(decision, announce);
+    ReleaseHeldLines();
+    return Finish(report_path, code, "");
   } catch (const LaunchError& e) {
+    // A usage error is alone; a set-up error comes after the dump and what was logged, as the
+    // run would have printed them.
+    if (e.exit_code() == kExitUsageError) {
+      DropHeldLines();
+    } else if (announce) {
+      announce();
+    }
     std::fflush(stdout);
     if (argc == 1) {  // A bare `launch`: the short usage line.
       fmt::print(stderr, "usage: launch [options] training_script [training_script_args ...]\n");
@@ -564,6 +581,7 @@ int Main(int argc, char** argv) {
     return Finish(e.exit_code() == kExitUsageError ? std::nullopt : report_path, e.exit_code(),
                   e.what());
   } catch (const std::exception& e) {
+    if (announce) announce();
     std::fflush(stdout);
     fmt::print(stderr, "launch: error: {}\n", OneLine(e.what()));
     if (log_dir) log_dir->CleanUp();

@@ -194,13 +194,12 @@ class MasterNode {
 int MasterNode::Run() {
   // A log directory that cannot be made fails the node now, not after the rendezvous; one made
   // here is removed again if the world never forms (it is still empty then).
-  std::error_code ec;
-  const bool log_dir_existed = fs::exists(options_.log_dir, ec);
+  const std::vector<fs::path> made = MissingDirectories(options_.log_dir);
   PrepareLogDir(options_.log_dir);
   Plan();
   StartRendezvous();
   if (const std::optional<int> code = WaitForWorld()) {
-    if (!log_dir_existed) fs::remove(options_.log_dir, ec);
+    RemoveEmptyDirectories(made);
     return Finish(*code);
   }
   return RunRanks();
@@ -265,7 +264,15 @@ void MasterNode::ChooseHost() {
         std::string(80, '-'), options_.program, Endpoint{node_ip_, port_}.ToString(), others,
         std::string(80, '-'));
     std::fflush(stdout);
-    if (settings_.rank >= 0) PDLOG_WARN("--rank set in the command may not compatible in auto mode");
+    if (settings_.rank >= 0) {
+      PDLOG_WARN("--rank set in the command may not compatible in auto mode");
+      // The command above leaves this node's --rank out, and a world with ranks on some nodes
+      // only is refused: say what the others need.
+      PDLOG_WARN(
+          "the command above has no --rank: give each other node its own (--rank 0..{} "
+          "but {}), or drop --rank here",
+          settings_.nnodes - 1, settings_.rank);
+    }
   } else {
     port_ = settings_.master_port;
     master_address_ = ResolveMasterHost(settings_.master_host, deadline);

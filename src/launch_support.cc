@@ -87,6 +87,24 @@ fs::path PrepareLogDir(const std::string& log_dir) {
   return fs::absolute(log_dir);
 }
 
+std::vector<fs::path> MissingDirectories(const std::string& dir) {
+  std::vector<fs::path> missing;
+  std::error_code ec;
+  for (fs::path p = fs::absolute(dir, ec).lexically_normal(); !p.empty(); p = p.parent_path()) {
+    if (p.filename().empty() && p.has_parent_path() && p != p.root_path()) continue;  // "a/b/"
+    if (fs::exists(p, ec) || ec || p == p.root_path()) break;
+    missing.push_back(p);
+  }
+  return missing;
+}
+
+void RemoveEmptyDirectories(const std::vector<fs::path>& dirs) {
+  std::error_code ec;
+  for (const fs::path& dir : dirs) {
+    if (!fs::remove(dir, ec)) return;  // Not empty (or gone): its parents are not ours to take.
+  }
+}
+
 namespace {
 
 // Without TMPDIR: /dev/shm where it is a writable tmpfs, else /tmp. A directory on disk costs a

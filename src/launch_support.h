@@ -71,6 +71,13 @@ void ChooseEcho(SupervisorOptions& supervisor, const LaunchOptions& options, boo
 /// Creates `log_dir` (and parents); returns its absolute path. Throws LaunchError naming it.
 std::filesystem::path PrepareLogDir(const std::string& log_dir);
 
+/// The directories of `dir` and its parents that do not exist yet, deepest first: what
+/// PrepareLogDir would make, and what a refused run removes again (RemoveEmptyDirectories).
+std::vector<std::filesystem::path> MissingDirectories(const std::string& dir);
+
+/// Removes each of `dirs` (deepest first) that is empty; stops at the first that is not.
+void RemoveEmptyDirectories(const std::vector<std::filesystem::path>& dirs);
+
 /// A temporary directory (PADDLE_GLOO_FS_PATH), removed with everything in it at scope exit.
 class TempDir {
  public:

@@ -9,6 +9,7 @@
 #include <iterator>
 #include <memory>
 #include <string_view>
+#include <vector>
 
 namespace pdlaunch {
 namespace {
@@ -84,12 +85,52 @@ spdlog::level::level_enum SpdlogLevel(LogLevel level) {
   return spdlog::level::err;
 }
 
+struct HeldLine {
+  spdlog::log_clock::time_point time;
+  const char* file;
+  int line;
+  LogLevel level;
+  std::string message;
+};
+
+struct Held {
+  bool holding = false;
+  std::vector<HeldLine> lines;
+};
+
+Held& TheHeld() {
+  static Held* const held = new Held;  // Never destroyed, as the logger.
+  return *held;
+}
+
 }  // namespace
 
 bool LogEnabled(LogLevel level) { return Logger().should_log(SpdlogLevel(level)); }
 
 void LogLine(LogLevel level, const char* file, int line, std::string_view message) {
+  Held& held = TheHeld();
+  if (held.holding) {
+    held.lines.push_back({spdlog::log_clock::now(), file, line, level, std::string(message)});
+    return;
+  }
   Logger().log(spdlog::source_loc{file, line, ""}, SpdlogLevel(level), message);
+}
+
+void HoldLines() { TheHeld().holding = true; }
+
+void ReleaseHeldLines() {
+  Held& held = TheHeld();
+  held.holding = false;
+  for (const HeldLine& l : held.lines) {
+    Logger().log(l.time, spdlog::source_loc{l.file, l.line, ""}, SpdlogLevel(l.level), l.message);
+  }
+  held.lines.clear();
+}
+
+void DropHeldLines() {
+  Held& held = TheHeld();
+  held.holding = false;
+  held.lines.clear();
 }
 
 void SetupLogging() { Logger(); }

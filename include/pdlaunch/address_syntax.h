@@ -28,8 +28,8 @@ void CheckEndpointToken(std::string_view token, std::string_view flag, bool port
 void CheckAddressArguments(const LaunchOptions& options);
 
 /// The address variables of Kubernetes and PaddleCloud, checked as --host and --ips are and
-/// named as the variable: POD_IP (when --host is not given), PADDLE_TRAINERS and
-/// DISTRIBUTED_TRAINER_ENDPOINTS (host:port each). Empty values
+/// named as the variable: POD_IP (when --host is not given), and under PaddleCloud (DetectCloud)
+/// PADDLE_TRAINERS and DISTRIBUTED_TRAINER_ENDPOINTS (host:port each). Empty values
 /// are unset. Throws the first UsageError.
 void CheckAddressVariables(const LaunchOptions& options, const EnvMap& env);
 

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <exception>
 #include <string>
 #include <string_view>
 
@@ -21,6 +22,25 @@ bool LogEnabled(LogLevel level);
 /// message` (contract §0.4), flushed. `file` is the source path (its last component is shown).
 void LogLine(LogLevel level, const char* file, int line, std::string_view message);
 
+/// LogLine of the formatted message; never throws (a formatter that throws gives a line saying
+/// so, as spdlog's own macros did).
+template <typename... Args>
+void LogFormat(LogLevel level, const char* file, int line, fmt::format_string<Args...> format,
+               Args&&... args) noexcept {
+  try {
+    LogLine(level, file, line, fmt::vformat(format, fmt::make_format_args(args...)));
+  } catch (const std::exception& e) {
+    LogLine(LogLevel::kError, file, line, std::string("[*** LOG ERROR ***] ") + e.what());
+  }
+}
+
+/// Holds the lines logged from now on instead of writing them, until ReleaseHeldLines (written
+/// then, with their own times) or DropHeldLines: Main holds what the job's planning logs until
+/// the configuration dump is out, so that the dump stays first and a usage error stays alone.
+void HoldLines();
+void ReleaseHeldLines();
+void DropHeldLines();
+
 /// Makes the logger now (Main does, first thing). It is made outside spdlog's registry: the
 /// registry's own default logger (a colour sink that probes the terminal, a compiled pattern)
 /// and a pattern of ours cost every job 28 us before its first rank (docs/performance.md).
@@ -33,11 +53,11 @@ void SetLogLevel(const std::string& level);
 
 }  // namespace pdlaunch
 
-#define PDLOG_AT_(level, ...)                                                             \
-  do {                                                                                   \
-    if (::pdlaunch::LogEnabled(level)) {                                                 \
-      ::pdlaunch::LogLine(level, __FILE__, __LINE__, ::fmt::format(__VA_ARGS__));        \
-    }                                                                                    \
+#define PDLOG_AT_(level, ...)                                        \
+  do {                                                               \
+    if (::pdlaunch::LogEnabled(level)) {                             \
+      ::pdlaunch::LogFormat(level, __FILE__, __LINE__, __VA_ARGS__); \
+    }                                                                \
   } while (false)
 #define PDLOG_INFO(...) PDLOG_AT_(::pdlaunch::LogLevel::kInfo, __VA_ARGS__)
 #define PDLOG_WARN(...) PDLOG_AT_(::pdlaunch::LogLevel::kWarn, __VA_ARGS__)

@@ -222,6 +222,21 @@ class LogLevelTest(LaunchTestCase):
 class ConsoleTest(LaunchTestCase):
     """The launcher's stdout: configuration, pids, and local rank 0's output, whole lines."""
 
+    def test_the_configuration_dump_comes_before_every_log_line(self):
+        # What the planning logs (a warning, the node line of --ips) is held until the dump is
+        # out, so that on a terminal (stdout and stderr together) the dump is first.
+        with open(self.dir / "both", "wb") as both:
+            code = subprocess.run([str(harness.BIN), "--max_restart", "3", "--host", "127.0.0.1",
+                                   "--ips", "127.0.0.1,127.0.0.2", "/bin/true"],
+                                  cwd=self.dir, env=self.env(), stdout=both,
+                                  stderr=subprocess.STDOUT, timeout=60).returncode
+        self.assertEqual(code, 0)
+        lines = (self.dir / "both").read_text().splitlines()
+        self.assertEqual(lines[0], "-----------  Configuration Arguments -----------")
+        end = lines.index("------------------------------------------------")
+        self.assertRegex(lines[end + 1], r"^WARNING .*--max_restart has no effect here")
+        self.assertRegex(lines[end + 2], r"^INFO .*This node is 127\.0\.0\.1, node 0 of 2")
+
     def test_rank_zero_output_reaches_the_console_complete_and_in_order(self):
         result = self.run_launch(["--nproc_per_node", 2] + self.rank_args("--lines", LINES))
         self.assertEqual(result.code, 0, result)

@@ -130,15 +130,24 @@ TEST(AddressSyntaxTest, KubernetesAndPaddleCloudVariablesAreCheckedUnderTheirNam
     }
     return std::string();
   };
-  EXPECT_EQ(error({{"POD_IP", "10.0.0.7"}, {"PADDLE_TRAINERS", "10.0.0.7,node-b"}}), "");
+  // PaddleCloud is present when all four of these are (cloud.h).
+  const auto cloud = [](EnvMap env) {
+    env.try_emplace("POD_IP", "10.0.0.1");
+    env.try_emplace("PADDLE_TRAINERS", "10.0.0.1,10.0.0.2");
+    env.try_emplace("PADDLE_TRAINER_ID", "0");
+    env.try_emplace("TRAINER_PORTS_NUM", "1");
+    return env;
+  };
+  EXPECT_EQ(error(cloud({{"POD_IP", "10.0.0.7"}, {"PADDLE_TRAINERS", "10.0.0.7,node-b"}})), "");
   EXPECT_EQ(error({{"POD_IP", ""}, {"PADDLE_TRAINERS", " "}}), "");  // Empty is unset.
   EXPECT_EQ(error({{"POD_IP", "1.2.3"}}),
             "POD_IP: '1.2.3' is not an IPv4 address (four numbers 0-255, a.b.c.d)");
   EXPECT_EQ(error({{"POD_IP", "::gg"}}), "POD_IP: '::gg' is not an IPv6 address");
   EXPECT_EQ(error({{"POD_IP", "1.2.3"}}, "10.0.0.1"), "");  // --host wins: POD_IP is not read.
-  EXPECT_EQ(error({{"PADDLE_TRAINERS", "10.0.0.1,10.0.0.300"}}),
+  EXPECT_EQ(error(cloud({{"PADDLE_TRAINERS", "10.0.0.1,10.0.0.300"}})),
             "PADDLE_TRAINERS: '10.0.0.300' is not an IPv4 address (four numbers 0-255, a.b.c.d)");
-  EXPECT_EQ(error({{"DISTRIBUTED_TRAINER_ENDPOINTS", "1.2.3:80,10.0.0.2:6170"}}),
+  EXPECT_EQ(error({{"PADDLE_TRAINERS", "10.0.0.1,10.0.0.300"}}), "");  // Not PaddleCloud: unread.
+  EXPECT_EQ(error(cloud({{"DISTRIBUTED_TRAINER_ENDPOINTS", "1.2.3:80,10.0.0.2:6170"}})),
             "DISTRIBUTED_TRAINER_ENDPOINTS: '1.2.3' is not an IPv4 address (four numbers 0-255, "
             "a.b.c.d)");
 }

@@ -95,10 +95,10 @@ TEST(CliTest, EqualsValueMayBeEmpty) {
 
 TEST(CliTest, JobIdMustBeAName) {
   EXPECT_EQ(Options({"--job_id", "job-1.a_b", "t.py"}).job_id, "job-1.a_b");
-  for (const char* bad : {"", ".", "..", "../x", "a/b", "/abs"}) {
+  for (const char* bad : {"", ".", "..", "../x", "a/b", "/abs", "a?b", "a#b", "a b", "50%"}) {
     EXPECT_EQ(ErrorOf({fmt::format("--job_id={}", bad), "t.py"}),
-              fmt::format("argument --job_id: invalid job id value: '{}' (a name: not empty, no "
-                          "'/', not '.' or '..')",
+              fmt::format("argument --job_id: invalid job id value: '{}' (a name: letters, "
+                          "digits, '-', '_' and '.', not '.' or '..')",
                           bad));
   }
 }
@@ -140,13 +140,15 @@ TEST(CliTest, EveryOccurrenceOfARepeatedOptionIsChecked) {
   EXPECT_EQ(ErrorOf({"--run_mode=x", "--run_mode=collective", "t.py"}),
             "argument --run_mode: invalid choice: 'x' (choose from 'collective', 'ps', "
             "'ps-heter', 'rpc')");
-  EXPECT_EQ(ErrorOf({"--log_dir=", "--log_dir=log", "t.py"}),
-            "argument --log_dir: invalid directory value: '' (use --log_dir . for the current "
-            "directory)");
-  // What argparse does not check (a str flag; the backend is Paddle's check of the value in
-  // force) stays the last one's.
+  EXPECT_EQ(ErrorOf({"--gloo_port=0", "--gloo_port=6170", "t.py"}),
+            "argument --gloo_port: invalid port value: '0' (expected 1..65535)");
+  // What argparse does not check (a str flag, even one pdlaunch checks in the value in force;
+  // the backend is Paddle's check of the value in force) stays the last one's.
   EXPECT_EQ(Options({"--backend=x", "--backend=gloo", "t.py"}).backend, "gloo");
   EXPECT_EQ(Options({"--gpus=a", "--gpus=0", "t.py"}).gpus, "0");
+  EXPECT_EQ(Options({"--log_dir=", "--log_dir=log", "t.py"}).log_dir, "log");
+  EXPECT_EQ(Options({"--nnodes", "0", "--nnodes", "1", "t.py"}).nnodes, "1");
+  EXPECT_EQ(Options({"--log_level", "bogus", "--log_level", "INFO", "t.py"}).log_level, "INFO");
 }
 
 TEST(CliTest, WithoutOptionsDropsEverySpellingAndKeepsTheScript) {
