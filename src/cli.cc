@@ -151,6 +151,13 @@ void StoreJobId(LaunchOptions& options, std::string_view flag, const std::string
     ThrowInvalid(flag, "job id", value,
                  " (a name: letters, digits, '-', '_' and '.', not '.' or '..')");
   }
+  // <job_id>.<pod>.log must fit in a file name (255 bytes): 11 of them are ".<pod>.log".
+  if (value.size() > 244) {
+    throw UsageError(
+        fmt::format("argument {}: the job id is {} characters long; at most 244 fit "
+                    "in the pod log's file name",
+                    flag, value.size()));
+  }
   options.job_id = value;
 }
 

@@ -108,7 +108,12 @@ std::vector<std::vector<Endpoint>> SlicedEndpoints(const std::string& text, cons
   std::vector<std::vector<Endpoint>> endpoints(nodes.ips.size());
   std::set<std::string> seen;
   for (size_t i = 0; i < items.size(); ++i) {
-    const Endpoint endpoint = ParseEndpoint(items[i]);
+    Endpoint endpoint;
+    try {
+      endpoint = ParseEndpoint(items[i]);
+    } catch (const UsageError& e) {
+      throw UsageError(fmt::format("DISTRIBUTED_TRAINER_ENDPOINTS: {}", e.what()));
+    }
     if (!seen.insert(endpoint.ToString()).second) {
       throw UsageError(
           fmt::format("DISTRIBUTED_TRAINER_ENDPOINTS: '{}' is listed twice", items[i]));

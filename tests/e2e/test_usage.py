@@ -73,6 +73,10 @@ class UsageErrorTest(LaunchTestCase):
         self.check_usage_error(["--trainer_num=-1"] + self.rank_args(),
                                "--trainer_num: '-1' must be at least 0 (0 means 1)")
 
+    def test_huge_trainer_count_of_todays_ps_form(self):
+        self.check_usage_error(["--trainer_num=65536"] + self.rank_args(),
+                               "--trainer_num: '65536' is more than 65535")
+
     def test_server_without_a_port(self):
         self.check_usage_error(["--servers", "10.0.0.1", "--workers", "127.0.0.1:6000"]
                                + self.rank_args(), "'10.0.0.1'")

@@ -95,6 +95,10 @@ TEST(CliTest, EqualsValueMayBeEmpty) {
 
 TEST(CliTest, JobIdMustBeAName) {
   EXPECT_EQ(Options({"--job_id", "job-1.a_b", "t.py"}).job_id, "job-1.a_b");
+  EXPECT_EQ(Options({"--job_id", std::string(244, 'j'), "t.py"}).job_id, std::string(244, 'j'));
+  EXPECT_EQ(ErrorOf({"--job_id", std::string(245, 'j'), "t.py"}),
+            "argument --job_id: the job id is 245 characters long; at most 244 fit in the pod "
+            "log's file name");
   for (const char* bad : {"", ".", "..", "../x", "a/b", "/abs", "a?b", "a#b", "a b", "50%"}) {
     EXPECT_EQ(ErrorOf({fmt::format("--job_id={}", bad), "t.py"}),
               fmt::format("argument --job_id: invalid job id value: '{}' (a name: letters, "

@@ -259,7 +259,8 @@ TEST(CloudTest, WrongDistributedEndpointsAreUsageErrors) {
             "than its 2 trainers");
   env = AbortTestEnv();
   env["DISTRIBUTED_TRAINER_ENDPOINTS"] = "127.0.0.1:6170,127.0.0.1,127.0.0.2:6170,127.0.0.2:6171";
-  EXPECT_EQ(ErrorOf<UsageError>(env), "'127.0.0.1' is not an endpoint (expected host:port)");
+  EXPECT_EQ(ErrorOf<UsageError>(env),
+            "DISTRIBUTED_TRAINER_ENDPOINTS: '127.0.0.1' is not an endpoint (expected host:port)");
   env = AbortTestEnv();
   env["DISTRIBUTED_TRAINER_ENDPOINTS"] =
       "127.0.0.1:6170,127.0.0.1:6171,127.0.0.2:6170,127.0.0.1:6170";
