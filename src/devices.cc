@@ -16,6 +16,7 @@
 
 #include "pdlaunch/endpoint.h"
 #include "pdlaunch/errors.h"
+#include "pdlaunch/options.h"  // PythonListRepr
 #include "pdlaunch/training_command.h"
 
 extern char** environ;
@@ -26,21 +27,6 @@ namespace {
 
 // A driver in a bad state can make nvidia-smi hang for minutes; the job should not wait for it.
 constexpr int kProbeTimeoutMs = 10000;
-
-std::string PythonStrRepr(const std::string& text) {
-  std::string repr = "'";
-  for (char c : text) {
-    if (c == '\\' || c == '\'') repr += '\\';
-    repr += c;
-  }
-  return repr + "'";
-}
-
-std::string PythonListRepr(const std::vector<std::string>& items) {
-  std::vector<std::string> reprs;
-  for (const std::string& item : items) reprs.push_back(PythonStrRepr(item));
-  return fmt::format("[{}]", fmt::join(reprs, ", "));
-}
 
 int ParseDeviceId(const std::string& token) {
   const bool digits = !token.empty() && token.find_first_not_of("0123456789") == std::string::npos;

@@ -7,6 +7,7 @@
 #include <system_error>
 #include <utility>
 
+#include "pdlaunch/errors.h"
 #include "pdlaunch/master_config.h"
 
 namespace pdlaunch {
@@ -73,21 +74,8 @@ std::string StrRepr(const std::string& text) {
   const char quote = use_double ? '"' : '\'';
   std::string out(1, quote);
   for (const char c : text) {
-    const auto byte = static_cast<unsigned char>(c);
-    if (c == quote || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\r') {
-      out += "\\r";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else if (byte < 0x20 || byte == 0x7f) {
-      out += fmt::format("\\x{:02x}", byte);
-    } else {
-      out += c;
-    }
+    if (c == quote || c == '\\') out += '\\';
+    AppendEscapingControl(out, c);
   }
   out += quote;
   return out;

@@ -38,4 +38,8 @@ class UsageError : public LaunchError {
 /// itself, so that an error stays one line on the terminal and in a log.
 std::string OneLine(std::string_view text);
 
+/// Appends `c` to `out`, a control character as OneLine writes it (\n, \r, \t, \xNN); shared
+/// with Python's repr() of a str (options.h), which writes them the same way.
+void AppendEscapingControl(std::string& out, char c);
+
 }  // namespace pdlaunch
