@@ -10,6 +10,7 @@
 
 #include "pdlaunch/endpoint.h"
 #include "pdlaunch/errors.h"
+#include "pdlaunch/node.h"
 #include "pdlaunch/options.h"
 
 namespace pdlaunch {
@@ -176,14 +177,11 @@ CloudCluster BuildCloudCluster(const CloudEnv& cloud, const std::string& ips,
   } else {
     // The same start port on every node: one host listed twice would give two nodes the
     // same endpoints (DISTRIBUTED_TRAINER_ENDPOINTS can place them apart).
-    for (size_t i = 0; i < nodes.ips.size(); ++i) {
-      if (std::find(nodes.ips.begin(), nodes.ips.begin() + static_cast<std::ptrdiff_t>(i),
-                    nodes.ips[i]) != nodes.ips.begin() + static_cast<std::ptrdiff_t>(i)) {
-        throw UsageError(fmt::format(
-            "PADDLE_TRAINERS={}: '{}' is listed twice, and without DISTRIBUTED_TRAINER_ENDPOINTS "
-            "both would get the same ports",
-            cloud.trainers, nodes.ips[i]));
-      }
+    if (const std::optional<std::string> repeated = FirstRepeatedHost(nodes.ips)) {
+      throw UsageError(fmt::format(
+          "PADDLE_TRAINERS={}: '{}' is listed twice, and without DISTRIBUTED_TRAINER_ENDPOINTS "
+          "both would get the same ports",
+          cloud.trainers, *repeated));
     }
     const int per_node_int = static_cast<int>(per_node);
     const int start = CloudStartPort(cloud, nodes, per_node_int, start_port, result.warnings);

@@ -37,13 +37,11 @@ std::string Canonical(const std::string& address) {
 std::vector<std::string> CheckedNodeList(const std::string& ips) {
   std::vector<std::string> nodes = SplitAndStrip(ips, ',');
   if (nodes.empty()) nodes.emplace_back();
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    if (nodes[i].empty()) throw UsageError(fmt::format("--ips={}: empty entry", ips));
-    for (size_t j = 0; j < i; ++j) {
-      if (Canonical(nodes[j]) == Canonical(nodes[i])) {
-        throw UsageError(fmt::format("--ips={}: '{}' is listed twice", ips, nodes[i]));
-      }
-    }
+  for (const std::string& node : nodes) {
+    if (node.empty()) throw UsageError(fmt::format("--ips={}: empty entry", ips));
+  }
+  if (const std::optional<std::string> repeated = FirstRepeatedHost(nodes)) {
+    throw UsageError(fmt::format("--ips={}: '{}' is listed twice", ips, *repeated));
   }
   return nodes;
 }
@@ -147,6 +145,15 @@ std::vector<std::string> HostNamesToResolve(const std::string& ips,
   std::copy_if(nodes.begin(), nodes.end(), std::back_inserter(names),
                [](const std::string& node) { return !IsIpLiteral(node); });
   return names;
+}
+
+std::optional<std::string> FirstRepeatedHost(const std::vector<std::string>& hosts) {
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (Canonical(hosts[j]) == Canonical(hosts[i])) return hosts[i];
+    }
+  }
+  return std::nullopt;
 }
 
 bool IsIpLiteral(const std::string& text) {

@@ -44,6 +44,10 @@ std::vector<std::string> HostNamesToResolve(const std::string& ips,
 /// True for an IPv4 dotted quad or an IPv6 literal (inet_pton), false for anything else.
 bool IsIpLiteral(const std::string& text);
 
+/// The first entry of `hosts` that an earlier one already names (IP literals compared in their
+/// canonical form: "0:0::1" is "::1"), or nullopt. Shared by --ips and PADDLE_TRAINERS.
+std::optional<std::string> FirstRepeatedHost(const std::vector<std::string>& hosts);
+
 /// Forward resolution of `name` (getaddrinfo, no reverse lookup): its distinct numeric addresses,
 /// IPv4 ones first, each family in resolver order. Throws LaunchError
 /// "cannot resolve host name 'node-b' of --ips: <gai_strerror>" when it fails.
