@@ -28,11 +28,6 @@ bool IsIpv6(std::string_view text) {
   return inet_pton(AF_INET6, std::string(text).c_str(), &address) == 1;
 }
 
-bool IsHostNameChar(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
-         c == '_' || c == '.';
-}
-
 bool IsHostName(std::string_view text) {
   if (text.empty() || text.size() > 253 || !std::all_of(text.begin(), text.end(), IsHostNameChar)) {
     return false;
@@ -55,6 +50,11 @@ void CheckList(std::string_view list, char separator, std::string_view flag, boo
 }
 
 }  // namespace
+
+bool IsHostNameChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+         c == '_' || c == '.';
+}
 
 void CheckHostToken(std::string_view token, std::string_view flag) {
   if (token.empty()) return;

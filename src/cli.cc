@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "pdlaunch/address_syntax.h"
 #include "pdlaunch/echo_choice.h"
 #include "pdlaunch/endpoint.h"
 #include "pdlaunch/errors.h"
@@ -143,11 +144,8 @@ void StoreLogDir(LaunchOptions& options, std::string_view flag, const std::strin
 // '/' or a dot-only id would put them elsewhere, '?', '#', '%' or a space would cut or break
 // the request, an empty one would hide the file. Kubernetes job names fit.
 void StoreJobId(LaunchOptions& options, std::string_view flag, const std::string& value) {
-  const bool name_chars = std::all_of(value.begin(), value.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
-           c == '_' || c == '.';
-  });
-  if (value.empty() || value == "." || value == ".." || !name_chars) {
+  if (value.empty() || value == "." || value == ".." ||
+      !std::all_of(value.begin(), value.end(), IsHostNameChar)) {
     ThrowInvalid(flag, "job id", value,
                  " (a name: letters, digits, '-', '_' and '.', not '.' or '..')");
   }

@@ -15,6 +15,10 @@ namespace pdlaunch {
 /// labels, at most 253 characters). Endpoints are `host:port` or `[ipv6]:port`; more than one
 /// colon without brackets (`host:port:port`, `fd00::1:80`) is refused.
 
+/// A character a host name may hold: a letter, a digit, '-', '_' or '.' (a --job_id is made of
+/// the same).
+bool IsHostNameChar(char c);
+
 /// One host (an --ips entry, --host). Throws UsageError "<flag>: '<token>' is not ...".
 void CheckHostToken(std::string_view token, std::string_view flag);
 
