@@ -254,16 +254,7 @@ DevicePlan ResolveDevices(const std::optional<std::string>& gpus,
                           const std::optional<int>& nproc_per_node, const std::string& backend,
                           const DeviceEnv& env, DeviceProbe& probe) {
   CheckBackend(backend);
-  if (nproc_per_node && *nproc_per_node < 1) {
-    throw UsageError(fmt::format("--nproc_per_node: '{}' must be at least 1", *nproc_per_node));
-  }
-  // Each process gets a port of its own: more than a host has cannot start (and would make
-  // the launcher reserve memory for them first).
-  if (nproc_per_node && *nproc_per_node > 65535) {
-    throw UsageError(fmt::format(
-        "--nproc_per_node: '{}' is more than 65535, the ports a host has for its processes",
-        *nproc_per_node));
-  }
+  if (nproc_per_node) CheckProcessCount("--nproc_per_node", *nproc_per_node, 1);
   DevicePlan plan;
   if (backend == "gloo") {
     if (gpus) {

@@ -66,6 +66,16 @@ std::string_view StripSpace(std::string_view text) {
   return text;
 }
 
+void CheckProcessCount(std::string_view flag, int value, int min, std::string_view note) {
+  if (value < min) {
+    throw UsageError(fmt::format("{}: '{}' must be at least {}{}", flag, value, min, note));
+  }
+  if (value > 65535) {
+    throw UsageError(fmt::format(
+        "{}: '{}' is more than 65535, the ports a host has for its processes", flag, value));
+  }
+}
+
 int ParseInt(std::string_view text, std::string_view what, int min, int max) {
   int value = 0;
   const char* first = text.data();

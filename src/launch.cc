@@ -260,13 +260,10 @@ JobDecision Decide(const LaunchOptions& given_options, const EnvMap& env) {
     // count is no count at all (Paddle would start no process of that role).
     for (const auto& [count, dest] : {std::pair{options.server_num, "server_num"},
                                       std::pair{options.worker_num, "worker_num"}}) {
-      if (!count || (*count >= 0 && *count <= 65535)) continue;
+      if (!count) continue;
       const auto typed = options.typed.find(dest);
-      throw UsageError(fmt::format(
-          "{}: '{}' {}", typed != options.typed.end() ? typed->second : fmt::format("--{}", dest),
-          *count,
-          *count < 0 ? "must be at least 0 (0 means 1)"
-                     : "is more than 65535, the ports a host has for its processes"));
+      CheckProcessCount(typed != options.typed.end() ? typed->second : fmt::format("--{}", dest),
+                        *count, 0, " (0 means 1)");
     }
   }
   if (d.path.kind == LaunchPath::Kind::kMaster && d.mode != JobMode::kCollective &&

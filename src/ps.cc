@@ -94,11 +94,7 @@ struct Layout {
 };
 
 int CheckCount(int value, std::string_view flag) {
-  if (value < 1) throw UsageError(fmt::format("{}: '{}' must be at least 1", flag, value));
-  if (value > 65535) {  // One port each, as for --nproc_per_node.
-    throw UsageError(fmt::format(
-        "{}: '{}' is more than 65535, the ports a host has for its processes", flag, value));
-  }
+  CheckProcessCount(flag, value, 1);
   return value;
 }
 

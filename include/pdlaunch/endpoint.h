@@ -41,4 +41,10 @@ int ParseInt(std::string_view text, std::string_view what, int min, int max);
 /// '+' allowed.
 int ParsePythonInt(std::string_view text, std::string_view what, int min, int max);
 
+/// A count of processes on one host (--nproc_per_node, the parameter-server counts): at least
+/// `min` (UsageError "<flag>: '<value>' must be at least <min><note>"), and at most 65535, since
+/// each gets a port of its own ("... is more than 65535, the ports a host has for its
+/// processes"; more would also make the launcher reserve memory for them first).
+void CheckProcessCount(std::string_view flag, int value, int min, std::string_view note = "");
+
 }  // namespace pdlaunch
