@@ -392,9 +392,9 @@ int RunDecided(JobDecision decision, const std::function<void()>& announce) {
   }
   if (mode != JobMode::kCollective) return internal::RunPs(options, mode, command, announce);
   const ElasticDecision& elastic = decision.elastic;
+  if (!elastic.info.empty()) PDLOG_INFO("{}", elastic.info);  // Held until the dump is out.
   if (elastic.config) {
     announce();
-    if (!elastic.info.empty()) PDLOG_INFO("{}", elastic.info);
     if (options.WasGiven("ips")) {
       PDLOG_WARN("--ips is ignored in elastic mode: the nodes come from etcd");
     }
@@ -402,7 +402,6 @@ int RunDecided(JobDecision decision, const std::function<void()>& announce) {
   }
   CollectivePlan plan = PlanCollective(options, env);
   announce();
-  if (!elastic.info.empty()) PDLOG_INFO("{}", elastic.info);
   LogDevicePlan(plan.devices);
   const fs::path log_dir = PrepareLogDir(options.log_dir);
   TempDir gloo_dir;
