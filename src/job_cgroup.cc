@@ -131,7 +131,12 @@ std::unique_ptr<JobCgroup> JobCgroup::Create(std::string* why_not) {
 JobCgroup::~JobCgroup() {
   ::close(procs_fd_);
   ::close(dir_fd_);
-  KillAndRemoveCgroup(dir_, 5.0);
+  if (!removed_) KillAndRemoveCgroup(dir_, 5.0);
+}
+
+bool JobCgroup::RemoveIfEmpty() noexcept {
+  if (!removed_) removed_ = ::rmdir(dir_.c_str()) == 0 || errno == ENOENT;
+  return removed_;
 }
 
 std::vector<pid_t> JobCgroup::Members() const noexcept {

@@ -372,14 +372,13 @@ int RunDryRun(JobDecision decision) {
 // `announce` prints the configuration dump: called once the job's usage checks have passed
 // (the cluster, the PS plan, the start port, PaddleCloud's variables), before anything starts,
 // so that a usage error stays one line on stderr and nothing on stdout (docs/cli.md).
-int RunDecided(JobDecision decision, const std::function<void()>& announce) {
+int RunDecided(JobDecision decision, const EnvMap& env, const std::function<void()>& announce) {
   if (decision.slurm) ApplySlurmStep(decision.options, *decision.slurm);
   const LaunchOptions& options = decision.options;
   const LaunchPath& path = decision.path;
   const JobMode mode = decision.mode;
   const bool rpc = decision.rpc;
   const bool ps_counts = decision.ps_counts;
-  const EnvMap env = EnvironmentMap();
   if (!decision.elastic.config) WarnModeBoundFlags(options);
   if (const std::optional<std::string> note = UnusedMasterNote(decision)) PDLOG_WARN("{}", *note);
   const TrainingCommand command = ResolveTrainingCommand(
@@ -445,7 +444,8 @@ int RunDecided(JobDecision decision, const std::function<void()>& announce) {
 }
 
 int Run(const LaunchOptions& options) {
-  return RunDecided(Decide(options, EnvironmentMap()), [] {});
+  const EnvMap env = EnvironmentMap();
+  return RunDecided(Decide(options, env), env, [] {});
 }
 
 namespace {
@@ -541,7 +541,7 @@ int Main(int argc, char** argv) {
     SetLogLevel(options.log_level);
     options.program = argv[0];
     options.command_line.assign(argv + 1, argv + argc);
-    const JobDecision decision = Decide(options, env);  // Usage errors: one line, nothing else.
+    JobDecision decision = Decide(options, env);  // Usage errors: one line, nothing else.
     if (options.dry_run) return RunDryRun(decision);  // No dump, no log dir, no report.
     report_path = options.report;
     report.mode = decision.rpc ? "rpc" : decision.mode == JobMode::kCollective ? "collective" : "ps";
@@ -559,7 +559,7 @@ int Main(int argc, char** argv) {
       std::fflush(stdout);
       ReleaseHeldLines();
     };
-    const int code = RunDecided(decision, announce);
+    const int code = RunDecided(std::move(decision), env, announce);
     ReleaseHeldLines();
     return Finish(report_path, code, "");
   } catch (const LaunchError& e) {

@@ -189,9 +189,15 @@ void WriteTextFile(const std::filesystem::path& path, const std::string& content
 std::vector<SupervisedProcess> BuildProcesses(
     const Cluster& cluster, const TrainingCommand& command, const std::filesystem::path& log_dir,
     bool truncate, const std::function<EnvList(const Trainer&)>& vars_of, bool log_by_global_rank) {
-  const std::vector<std::string> parent_env = ParentEnvironment();
+  const std::vector<Trainer>& trainers = cluster.local_pod().trainers;
+  std::vector<EnvList> vars;
+  vars.reserve(trainers.size());
+  for (const Trainer& trainer : trainers) vars.push_back(vars_of(trainer));
+  SplitEnvironments envs = ComposeEnvironments(ParentEnvironment(), vars);
   std::vector<SupervisedProcess> processes;
-  for (const Trainer& trainer : cluster.local_pod().trainers) {
+  processes.reserve(trainers.size());
+  for (size_t i = 0; i < trainers.size(); ++i) {
+    const Trainer& trainer = trainers[i];
     SupervisedProcess p;
     p.rank = trainer.global_rank;
     p.role_size = cluster.world_size();
@@ -200,7 +206,8 @@ std::vector<SupervisedProcess> BuildProcesses(
                      .string();
     p.spec.executable = command.executable;
     p.spec.argv = command.argv;
-    p.spec.env = ComposeEnvironment(parent_env, vars_of(trainer));
+    p.spec.env = std::move(envs.own[i]);
+    p.spec.shared_env = envs.common;
     p.spec.output_path = p.log_path;  // Created by the child (ProcessSpec::output_path).
     p.spec.output_truncate = truncate;
     processes.push_back(std::move(p));
@@ -225,9 +232,14 @@ std::vector<SupervisedProcess> BuildPsProcesses(const std::vector<PsProcess>& ps
                                                 bool overwrite) {
   const bool has_worker = std::any_of(ps.begin(), ps.end(),
                                       [](const PsProcess& p) { return p.role == PsRole::kWorker; });
-  const std::vector<std::string> parent_env = ParentEnvironment();
+  std::vector<const EnvList*> vars;
+  vars.reserve(ps.size());
+  for (const PsProcess& one : ps) vars.push_back(&one.env);
+  SplitEnvironments envs = ComposeEnvironments(ParentEnvironment(), vars);
   std::vector<SupervisedProcess> processes;
-  for (const PsProcess& one : ps) {
+  processes.reserve(ps.size());
+  for (size_t i = 0; i < ps.size(); ++i) {
+    const PsProcess& one = ps[i];
     SupervisedProcess p;
     p.rank = one.global_id;
     p.role = PsRoleName(one.role);
@@ -238,7 +250,8 @@ std::vector<SupervisedProcess> BuildPsProcesses(const std::vector<PsProcess>& ps
     p.log_path = (log_dir / one.log_name).string();
     p.spec.executable = command.executable;
     p.spec.argv = command.argv;
-    p.spec.env = ComposeEnvironment(parent_env, one.env);
+    p.spec.env = std::move(envs.own[i]);
+    p.spec.shared_env = envs.common;
     p.spec.output_path = p.log_path;
     p.spec.output_truncate = overwrite;
     processes.push_back(std::move(p));

@@ -45,9 +45,13 @@ bool g_clone_into_cgroup = true;
 bool g_clone_vm_spawn = raw::CloneVmWanted();
 #endif
 
-std::vector<char*> CStrings(const std::vector<std::string>& strings) {
+std::vector<char*> CStrings(const std::vector<std::string>& strings,
+                            const std::vector<std::string>* before = nullptr) {
   std::vector<char*> result;
-  result.reserve(strings.size() + 1);
+  result.reserve((before ? before->size() : 0) + strings.size() + 1);
+  if (before) {
+    for (const std::string& s : *before) result.push_back(const_cast<char*>(s.c_str()));
+  }
   for (const std::string& s : strings) result.push_back(const_cast<char*>(s.c_str()));
   result.push_back(nullptr);
   return result;
@@ -180,7 +184,7 @@ int ReadChildError(int fd) {
 struct SpawnArea {
   SpawnArea(const ProcessSpec& spec, pid_t parent, int devnull)
       : argv(CStrings(spec.argv)),
-        envp(CStrings(spec.env)),
+        envp(CStrings(spec.env, spec.shared_env.get())),
         args(spec, parent, devnull, argv.data(), envp.data()) {}
   /// Blocks until the child has exec'ed or exited. The child is in code of ours that makes a few
   /// system calls and then execs, so this is the time of an exec.
@@ -274,7 +278,7 @@ Process Process::Start(const ProcessSpec& spec) {
   }
 #endif
   std::vector<char*> argv = CStrings(spec.argv);
-  std::vector<char*> envp = CStrings(spec.env);
+  std::vector<char*> envp = CStrings(spec.env, spec.shared_env.get());
   int pipe_fds[2];
   if (::pipe2(pipe_fds, O_CLOEXEC) != 0) ThrowSystemError(errno, "pipe2");
   UniqueFd error_read(pipe_fds[0]);

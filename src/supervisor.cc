@@ -249,13 +249,18 @@ struct Child {
 };
 
 /// The value of `name` in a process's environment ("NAME=value" entries), or "".
-std::string EnvValue(const std::vector<std::string>& env, std::string_view name) {
-  for (const std::string& entry : env) {
-    if (entry.size() > name.size() && entry.starts_with(name) && entry[name.size()] == '=') {
-      return entry.substr(name.size() + 1);
+std::string EnvValue(const ProcessSpec& spec, std::string_view name) {
+  const auto find_in = [name](const std::vector<std::string>& env) -> const std::string* {
+    for (const std::string& entry : env) {
+      if (entry.size() > name.size() && entry.starts_with(name) && entry[name.size()] == '=') {
+        return &entry;
+      }
     }
-  }
-  return {};
+    return nullptr;
+  };
+  const std::string* entry = find_in(spec.env);
+  if (entry == nullptr && spec.shared_env) entry = find_in(*spec.shared_env);
+  return entry ? entry->substr(name.size() + 1) : std::string();
 }
 
 /// What --report says of a process about to start.
@@ -265,9 +270,9 @@ ProcessRecord RecordOf(const SupervisedProcess& p, int local_rank, pid_t pid) {
   record.rank = p.rank;
   record.local_rank = local_rank;
   record.pid = pid;
-  record.endpoint = EnvValue(p.spec.env, "PADDLE_CURRENT_ENDPOINT");
-  record.devices = EnvValue(p.spec.env, "FLAGS_selected_gpus");
-  if (record.devices.empty()) record.devices = EnvValue(p.spec.env, "FLAGS_selected_xpus");
+  record.endpoint = EnvValue(p.spec, "PADDLE_CURRENT_ENDPOINT");
+  record.devices = EnvValue(p.spec, "FLAGS_selected_gpus");
+  if (record.devices.empty()) record.devices = EnvValue(p.spec, "FLAGS_selected_xpus");
   record.log_path = p.log_path;
   record.start_time = WallClockNow();
   return record;
@@ -661,7 +666,9 @@ class EventLoop {
     std::vector<pid_t> members;
     if (cgroup_) {
       // Everything the job started is in its cgroup, whatever group or session it moved to.
-      if (cgroup_->Populated()) {
+      // Usually it is empty by now, and removing it is the check (one rmdir, no read of
+      // cgroup.events); a nested launcher's cgroup left below it makes the rmdir fail too.
+      if (!cgroup_->RemoveIfEmpty() && cgroup_->Populated()) {
         for (pid_t pid : cgroup_->Members()) {
           if (ProcessLive(pid)) members.push_back(pid);
         }

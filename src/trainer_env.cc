@@ -17,14 +17,16 @@ bool IsProxyVariable(std::string_view name) {
          name == "HTTPS_PROXY";
 }
 
-// PyTorch's names (env:// init): the same master as Paddle's PADDLE_MASTER.
-EnvList TorchVariables(const Cluster& cluster, const Trainer& trainer, const WorldValues& world) {
-  return {{"RANK", std::to_string(trainer.global_rank)},
-          {"WORLD_SIZE", world.world_size},
-          {"LOCAL_RANK", std::to_string(trainer.local_rank)},
-          {"LOCAL_WORLD_SIZE", world.local_size},
-          {"MASTER_ADDR", cluster.master.host},
-          {"MASTER_PORT", std::to_string(cluster.master.port)}};
+// PyTorch's names (env:// init): the same master as Paddle's PADDLE_MASTER. Appended in place:
+// these lists are built for every process, and an initializer list copies each string twice.
+void AppendTorchVariables(EnvList& vars, const Cluster& cluster, const Trainer& trainer,
+                          const WorldValues& world) {
+  vars.emplace_back("RANK", std::to_string(trainer.global_rank));
+  vars.emplace_back("WORLD_SIZE", world.world_size);
+  vars.emplace_back("LOCAL_RANK", std::to_string(trainer.local_rank));
+  vars.emplace_back("LOCAL_WORLD_SIZE", world.local_size);
+  vars.emplace_back("MASTER_ADDR", cluster.master.host);
+  vars.emplace_back("MASTER_PORT", std::to_string(cluster.master.port));
 }
 
 }  // namespace
@@ -43,15 +45,15 @@ EnvList TrainerTable(const Cluster& cluster, const Trainer& trainer) {
 
 EnvList TrainerTable(const Cluster& cluster, const Trainer& trainer, const WorldValues& world) {
   const std::string ids = fmt::format("{}", fmt::join(trainer.devices, ","));
-  EnvList table = {
-      {"PADDLE_TRAINER_ID", std::to_string(trainer.global_rank)},
-      {"PADDLE_CURRENT_ENDPOINT", trainer.endpoint.ToString()},
-      {"PADDLE_TRAINERS_NUM", world.world_size},
-      {"PADDLE_TRAINER_ENDPOINTS", world.trainer_endpoints},
-      {"PADDLE_RANK_IN_NODE", std::to_string(trainer.local_rank)},
-      {"PADDLE_LOCAL_DEVICE_IDS", ids},
-      {"PADDLE_WORLD_DEVICE_IDS", world.world_device_ids},
-  };
+  EnvList table;
+  table.reserve(32);  // Room for TrainerVariables' additions as well.
+  table.emplace_back("PADDLE_TRAINER_ID", std::to_string(trainer.global_rank));
+  table.emplace_back("PADDLE_CURRENT_ENDPOINT", trainer.endpoint.ToString());
+  table.emplace_back("PADDLE_TRAINERS_NUM", world.world_size);
+  table.emplace_back("PADDLE_TRAINER_ENDPOINTS", world.trainer_endpoints);
+  table.emplace_back("PADDLE_RANK_IN_NODE", std::to_string(trainer.local_rank));
+  table.emplace_back("PADDLE_LOCAL_DEVICE_IDS", ids);
+  table.emplace_back("PADDLE_WORLD_DEVICE_IDS", world.world_device_ids);
   if (!ids.empty() && cluster.mode == DeviceMode::kGpu) {
     table.emplace_back("FLAGS_selected_gpus", ids);
   }
@@ -65,20 +67,19 @@ EnvList TrainerVariables(const Cluster& cluster, const Trainer& trainer, const J
 
 EnvList TrainerVariables(const Cluster& cluster, const Trainer& trainer, const JobEnv& job,
                          const WorldValues& world) {
-  const std::string global_rank = std::to_string(trainer.global_rank);
-  const std::string local_rank = std::to_string(trainer.local_rank);
   EnvList vars = TrainerTable(cluster, trainer, world);
-  const EnvList rest = {
-      {"PADDLE_WITH_GLOO", job.with_gloo},       {"PADDLE_GLOO_RENDEZVOUS", "3"},
-      {"PADDLE_GLOO_FS_PATH", job.gloo_fs_path}, {"PADDLE_DISTRI_BACKEND", cluster.backend},
-      {"PADDLE_GLOBAL_RANK", global_rank},       {"PADDLE_LOCAL_RANK", local_rank},
-      {"PADDLE_GLOBAL_SIZE", world.world_size},  {"PADDLE_LOCAL_SIZE", world.local_size},
-      {"PADDLE_NNODES", world.nnodes},           {"PADDLE_MASTER", world.master},
-      {"PADDLE_LOG_DIR", job.log_dir},
-  };
-  vars.insert(vars.end(), rest.begin(), rest.end());
-  const EnvList torch = TorchVariables(cluster, trainer, world);
-  vars.insert(vars.end(), torch.begin(), torch.end());
+  vars.emplace_back("PADDLE_WITH_GLOO", job.with_gloo);
+  vars.emplace_back("PADDLE_GLOO_RENDEZVOUS", "3");
+  vars.emplace_back("PADDLE_GLOO_FS_PATH", job.gloo_fs_path);
+  vars.emplace_back("PADDLE_DISTRI_BACKEND", cluster.backend);
+  vars.emplace_back("PADDLE_GLOBAL_RANK", std::to_string(trainer.global_rank));
+  vars.emplace_back("PADDLE_LOCAL_RANK", std::to_string(trainer.local_rank));
+  vars.emplace_back("PADDLE_GLOBAL_SIZE", world.world_size);
+  vars.emplace_back("PADDLE_LOCAL_SIZE", world.local_size);
+  vars.emplace_back("PADDLE_NNODES", world.nnodes);
+  vars.emplace_back("PADDLE_MASTER", world.master);
+  vars.emplace_back("PADDLE_LOG_DIR", job.log_dir);
+  AppendTorchVariables(vars, cluster, trainer, world);
   vars.emplace_back("PYTHONUNBUFFERED", "1");
   return vars;
 }
@@ -113,8 +114,7 @@ EnvList MasterTrainerVariables(const Cluster& cluster, const Trainer& trainer,
   }
   vars.emplace_back("POD_NAME", job.pod_name);
   vars.emplace_back("PADDLE_LOG_DIR", job.log_dir);
-  const EnvList torch = TorchVariables(cluster, trainer, world);
-  vars.insert(vars.end(), torch.begin(), torch.end());
+  AppendTorchVariables(vars, cluster, trainer, world);
   return vars;
 }
 
@@ -138,6 +138,7 @@ std::vector<std::string> ComposeEnvironment(const std::vector<std::string>& pare
     return nullptr;
   };
   std::vector<std::string_view> placed;  // The names of `vars` already in the result.
+  placed.reserve(vars.size());
   const auto is_placed = [&placed](std::string_view name) {
     return std::find(placed.begin(), placed.end(), name) != placed.end();
   };
@@ -165,6 +166,42 @@ std::vector<std::string> ComposeEnvironment(const std::vector<std::string>& pare
     env.push_back(entry_of(name, *last_setting(name)));
   }
   return env;
+}
+
+SplitEnvironments ComposeEnvironments(const std::vector<std::string>& parent,
+                                      const std::vector<EnvList>& vars) {
+  std::vector<const EnvList*> lists;
+  lists.reserve(vars.size());
+  for (const EnvList& list : vars) lists.push_back(&list);
+  return ComposeEnvironments(parent, lists);
+}
+
+SplitEnvironments ComposeEnvironments(const std::vector<std::string>& parent,
+                                      const std::vector<const EnvList*>& vars) {
+  // The names any process sets, sorted for binary search (a few dozen, mostly the same ones).
+  std::vector<std::string_view> set_names;
+  for (const EnvList* list : vars) {
+    for (const auto& entry : *list) set_names.push_back(entry.first);
+  }
+  std::sort(set_names.begin(), set_names.end());
+  set_names.erase(std::unique(set_names.begin(), set_names.end()), set_names.end());
+  auto common = std::make_shared<std::vector<std::string>>();
+  common->reserve(parent.size());
+  std::vector<std::string> rest;  // Entries of names some process sets: composed per process.
+  for (const std::string& entry : parent) {
+    const std::string_view name = NameOf(entry);
+    if (IsProxyVariable(name)) continue;
+    if (std::binary_search(set_names.begin(), set_names.end(), name)) {
+      rest.push_back(entry);
+    } else {
+      common->push_back(entry);
+    }
+  }
+  SplitEnvironments split;
+  split.own.reserve(vars.size());
+  for (const EnvList* list : vars) split.own.push_back(ComposeEnvironment(rest, *list));
+  split.common = std::move(common);
+  return split;
 }
 
 }  // namespace pdlaunch

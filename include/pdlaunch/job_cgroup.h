@@ -36,6 +36,10 @@ class JobCgroup {
   std::vector<pid_t> Members() const noexcept;
   /// False once no process is left in the cgroup or below it (cgroup.events). Never throws.
   bool Populated() const noexcept;
+  /// Removes the directory if nothing is in it (rmdir fails with EBUSY while a process or a
+  /// nested cgroup is): at the end of a clean job one system call both checks and cleans up,
+  /// and the destructor has nothing left to do. True when it is gone. Never throws.
+  bool RemoveIfEmpty() noexcept;
   /// The processes in the cgroup itself, not in the cgroups below it (those of nested
   /// launchers, which stop their own jobs). Never throws.
   std::vector<pid_t> DirectMembers() const noexcept;
@@ -52,6 +56,7 @@ class JobCgroup {
   std::string dir_;
   int dir_fd_ = -1;
   int procs_fd_ = -1;
+  bool removed_ = false;  ///< RemoveIfEmpty succeeded.
 };
 
 /// Waits (inotify on cgroup.events, no polling) until the cgroup tree at `dir` has no process or

@@ -25,7 +25,7 @@ struct SpawnAreaDeleter {
 struct ProcessSpec {
   std::string executable;         ///< Path for execve (already resolved).
   std::vector<std::string> argv;  ///< argv[0] included.
-  std::vector<std::string> env;   ///< "NAME=value" entries; the complete environment.
+  std::vector<std::string> env;   ///< "NAME=value" entries; with `shared_env`, the environment.
   int output_fd = -1;             ///< Borrowed; dup'ed onto 1 and 2 in the child.
   /// With output_fd -1: a file the child opens (created 0644; appended to, or truncated when
   /// `output_truncate`) and makes its stdout and stderr. Creating a file can be slow (ext4
@@ -47,6 +47,10 @@ struct ProcessSpec {
   /// and SIG_IGN survives exec. Resetting all 62 costs each child 9 us; a supervisor starting
   /// many children asks NonDefaultSignals() once and lets each reset only those.
   std::optional<uint64_t> reset_signals = std::nullopt;
+  /// Entries common to the processes of a job (the launcher's environment without the names
+  /// the job sets), put before `env`: shared by their specs rather than copied into each
+  /// (ComposeEnvironments). Null: none.
+  std::shared_ptr<const std::vector<std::string>> shared_env{};
 };
 
 /// Opens `spec.output_path` as the child would (the same flags), close-on-exec, for a launcher

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -80,5 +81,20 @@ EnvList RpcVariables(const Cluster& cluster, const Trainer& trainer, const Maste
 /// order).
 std::vector<std::string> ComposeEnvironment(const std::vector<std::string>& parent,
                                             const EnvList& vars);
+
+/// The environments of several processes started from one `parent`, split so that the part
+/// they have in common is built once and shared (ProcessSpec::shared_env) instead of copied
+/// into each: `common` holds the parent's entries (proxies left out) of the names that no
+/// `vars[i]` sets, in the parent's order; `own[i]` is ComposeEnvironment over the rest of the
+/// parent with `vars[i]`. `common` followed by `own[i]` has exactly the entries of
+/// ComposeEnvironment(parent, vars[i]).
+struct SplitEnvironments {
+  std::shared_ptr<const std::vector<std::string>> common;
+  std::vector<std::vector<std::string>> own;
+};
+SplitEnvironments ComposeEnvironments(const std::vector<std::string>& parent,
+                                      const std::vector<const EnvList*>& vars);
+SplitEnvironments ComposeEnvironments(const std::vector<std::string>& parent,
+                                      const std::vector<EnvList>& vars);
 
 }  // namespace pdlaunch

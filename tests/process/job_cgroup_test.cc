@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <string>
 
 #include "../support/test_util.h"
@@ -68,6 +69,27 @@ TEST_F(JobCgroupTest, ChildrenAreBornInItAndDaemonsStayInIt) {
     EXPECT_TRUE(cgroup_->WaitEmpty(10.0));
     EXPECT_TRUE(cgroup_->Members().empty());
   }
+}
+
+TEST_F(JobCgroupTest, RemoveIfEmptyRemovesOnlyAnEmptyCgroup) {
+  const std::string dir = cgroup_->dir();
+  ProcessSpec spec{"/bin/sleep", {"sleep", "600"}, {}, -1};
+  spec.cgroup_dir_fd = cgroup_->dir_fd();
+  spec.cgroup_procs_fd = cgroup_->procs_fd();
+  Process sleeper = Process::Spawn(spec);
+  EXPECT_FALSE(cgroup_->RemoveIfEmpty());  // A process in it.
+  EXPECT_TRUE(std::filesystem::is_directory(dir));
+  ::kill(sleeper.pid(), SIGKILL);
+  sleeper.Wait();
+  ASSERT_EQ(::mkdir((dir + "/nested").c_str(), 0755), 0);
+  EXPECT_FALSE(cgroup_->RemoveIfEmpty());  // Empty, but a nested launcher's cgroup below it.
+  EXPECT_FALSE(cgroup_->Populated());
+  ASSERT_EQ(::rmdir((dir + "/nested").c_str()), 0);
+  EXPECT_TRUE(cgroup_->RemoveIfEmpty());
+  EXPECT_FALSE(std::filesystem::exists(dir));
+  EXPECT_TRUE(cgroup_->RemoveIfEmpty());  // Once removed, it stays so.
+  cgroup_.reset();  // Nothing left for the destructor.
+  EXPECT_FALSE(std::filesystem::exists(dir));
 }
 
 TEST_F(JobCgroupTest, RemovedWithNestedCgroupsAndWhatIsLeftInThem) {

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 namespace pdlaunch {
 namespace {
 
@@ -161,6 +163,32 @@ TEST(TrainerEnvTest, ComposeLastSettingWinsAndParentDuplicatesCollapse) {
 
 TEST(TrainerEnvTest, ComposeCanSetAProxyExplicitly) {
   EXPECT_EQ(ComposeEnvironment({"http_proxy=a"}, {{"http_proxy", "b"}}), (Strings{"http_proxy=b"}));
+}
+
+TEST(TrainerEnvTest, ComposeEnvironmentsSharesWhatNoProcessSets) {
+  const Strings parent = {"PATH=/bin",   "A=1",  "http_proxy=p", "HOME=/root", "B=2",
+                          "PADDLE_X=9",  "A=3",  "C=4",          "OPTS=k=v"};
+  const std::vector<EnvList> vars = {
+      {{"A", "x"}, {"RANK", "0"}},
+      {{"A", "y"}, {"B", "z"}, {"RANK", "1"}, {"A", "w"}},
+      {},
+      {{"http_proxy", "q"}, {"PADDLE_X", "1"}},
+  };
+  const SplitEnvironments split = ComposeEnvironments(parent, vars);
+  ASSERT_TRUE(split.common);
+  // The parent's order, without the proxy and without A, B, PADDLE_X (set by some process).
+  EXPECT_EQ(*split.common, (Strings{"PATH=/bin", "HOME=/root", "C=4", "OPTS=k=v"}));
+  ASSERT_EQ(split.own.size(), vars.size());
+  for (size_t i = 0; i < vars.size(); ++i) {
+    SCOPED_TRACE(i);
+    Strings whole = *split.common;
+    whole.insert(whole.end(), split.own[i].begin(), split.own[i].end());
+    Strings expected = ComposeEnvironment(parent, vars[i]);
+    std::sort(whole.begin(), whole.end());
+    std::sort(expected.begin(), expected.end());
+    EXPECT_EQ(whole, expected);
+  }
+  EXPECT_EQ(split.own[2], (Strings{"A=1", "B=2", "PADDLE_X=9", "A=3"}));  // Set by others only.
 }
 
 }  // namespace
