@@ -37,6 +37,9 @@ struct WatchdogArea {
   std::vector<pid_t> groups;
   size_t group_count = 0;
   bool shared = false;  ///< Cloned with CLONE_VM: the launcher writes `groups` (above).
+  /// Set by a launcher sharing the helper's memory when it has cleaned up (Disarm); read by the
+  /// helper at EOF. A forked helper is told with a 'Q' message instead.
+  bool disarmed = false;
   pid_t in_use = 1;  ///< Cleared by the kernel when a cloned helper exits (CLONE_CHILD_CLEARTID).
 };
 
@@ -184,6 +187,10 @@ void Detach(const WatchdogArea& a) {
       a->groups[a->group_count++] = message.pgid;
     }
   }
+  // A launcher sharing our memory says it cleaned up with a store, then leaves the pipe open
+  // until its own exit, so that we, still holding the address space, are the ones to tear it
+  // down (docs/design.md, Parent death).
+  if (a->shared && __atomic_load_n(&a->disarmed, __ATOMIC_ACQUIRE)) raw::Exit(0);
   // EOF without 'Q': the launcher died without tearing down. Nothing else will stop these.
   if (!a->cgroup_dir.empty()) KillAndRemoveCgroupRaw(a->cgroup_dir.c_str());
   const size_t count = __atomic_load_n(&a->group_count, __ATOMIC_ACQUIRE);
@@ -213,6 +220,19 @@ std::vector<pid_t>& Unreaped() {
   return *pids;
 }
 
+/// The write end of the pipe of the last disarmed helper that shares our memory: left open so
+/// that it sees EOF only at the launcher's exit, or when a later helper starts or someone waits
+/// for it (AwaitExit). -1: none.
+int& LingeringFd() {
+  static int fd = -1;
+  return fd;
+}
+
+void CloseLingering() {
+  if (LingeringFd() >= 0) ::close(LingeringFd());
+  LingeringFd() = -1;
+}
+
 /// Frees the areas of helpers that have left them and reaps the helpers that have exited,
 /// without waiting for either: a launcher that runs several jobs (elastic generations, master
 /// runs) keeps no zombie of an earlier one.
@@ -235,6 +255,7 @@ void FreeExited() {
 
 Watchdog::Watchdog(const std::vector<int>& inherit_fds, std::vector<std::string> remove_if_killed,
                    std::string cgroup_dir, size_t max_groups) {
+  CloseLingering();  // The previous job's helper may go now.
   FreeExited();
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) ThrowSystemError(errno, "pipe2 for the watchdog");
@@ -284,6 +305,7 @@ Watchdog::Watchdog(const std::vector<int>& inherit_fds, std::vector<std::string>
 
 bool Watchdog::AwaitExit(std::chrono::milliseconds limit) noexcept {
   if (pid_ <= 0) return true;
+  CloseLingering();  // Ours, if Disarm left it open: EOF, and the disarmed helper exits.
   const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid_, 0));
   if (pidfd >= 0) {  // Readable once it has exited; ESRCH: already reaped.
     pollfd exited{pidfd, POLLIN, 0};
@@ -323,10 +345,19 @@ void Watchdog::Register(pid_t pgid) noexcept {
 
 void Watchdog::Disarm() noexcept {
   if (fd_ < 0) return;
-  const Message message{'Q', {}, 0};
-  while (::write(fd_, &message, sizeof message) < 0 && errno == EINTR) {
+  if (area_->shared) {
+    // No message: a write would wake the helper on the other core while the launcher finishes.
+    // The helper reads the flag at EOF, which comes at our exit (or CloseLingering): until
+    // then it holds the address space, so our exit does not unmap it (docs/design.md).
+    __atomic_store_n(&area_->disarmed, true, __ATOMIC_RELEASE);
+    CloseLingering();
+    LingeringFd() = fd_;
+  } else {
+    const Message message{'Q', {}, 0};
+    while (::write(fd_, &message, sizeof message) < 0 && errno == EINTR) {
+    }
+    ::close(fd_);
   }
-  ::close(fd_);
   fd_ = -1;
 }
 

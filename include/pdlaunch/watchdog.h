@@ -47,7 +47,11 @@ class Watchdog {
   /// helper's area when it shares the launcher's memory (no system call, no wake-up of the
   /// helper while the ranks start); a message on the pipe when it was forked.
   void Register(pid_t pgid) noexcept;
-  /// Tells the helper the launcher has cleaned up itself; it exits without killing.
+  /// Tells the helper the launcher has cleaned up itself; it exits without killing. A forked
+  /// helper is told with a message and exits at once. One sharing our memory is told with a
+  /// store, no system call, and exits when it sees the pipe's EOF: at the launcher's exit, or
+  /// when the next helper starts or AwaitExit is called. Until then it holds the address space,
+  /// so that the launcher's exit does not unmap it (50 us at the end of every job here).
   void Disarm() noexcept;
   /// After Disarm: waits until the helper has exited, at most `limit`, and reaps it. Its exit
   /// includes the last close of the echo's inotify instance (8 ms median here), which is why
