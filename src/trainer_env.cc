@@ -178,9 +178,20 @@ SplitEnvironments ComposeEnvironments(const std::vector<std::string>& parent,
 
 SplitEnvironments ComposeEnvironments(const std::vector<std::string>& parent,
                                       const std::vector<const EnvList*>& vars) {
-  // The names any process sets, sorted for binary search (a few dozen, mostly the same ones).
+  // The processes of a job usually set the same names in the same order (one rank differs from
+  // the next in values only): what is worked out for the first list serves every list like it.
+  const EnvList* first = vars.empty() ? nullptr : vars.front();
+  const auto same_names = [first](const EnvList& list) {
+    if (list.size() != first->size()) return false;
+    for (size_t i = 0; i < list.size(); ++i) {
+      if (list[i].first != (*first)[i].first) return false;
+    }
+    return true;
+  };
+  // The names any process sets, sorted for binary search.
   std::vector<std::string_view> set_names;
   for (const EnvList* list : vars) {
+    if (list != first && same_names(*list)) continue;
     for (const auto& entry : *list) set_names.push_back(entry.first);
   }
   std::sort(set_names.begin(), set_names.end());
@@ -197,9 +208,42 @@ SplitEnvironments ComposeEnvironments(const std::vector<std::string>& parent,
       common->push_back(entry);
     }
   }
+  // Without such parent entries (the usual case), ComposeEnvironment(rest, list) is `list` in
+  // the order of first settings with each name's last value: for the first list, which
+  // positions those are (n^2 name comparisons, once), then copied for each list like it.
+  std::vector<std::pair<size_t, size_t>> picks;  // (first setting, last setting) of each name
+  if (first != nullptr && rest.empty()) {
+    for (size_t i = 0; i < first->size(); ++i) {
+      const std::string& name = (*first)[i].first;
+      bool seen = false;
+      for (const auto& pick : picks) seen |= (*first)[pick.first].first == name;
+      if (seen) continue;
+      size_t last = i;
+      for (size_t j = i + 1; j < first->size(); ++j) {
+        if ((*first)[j].first == name) last = j;
+      }
+      picks.emplace_back(i, last);
+    }
+  }
   SplitEnvironments split;
   split.own.reserve(vars.size());
-  for (const EnvList* list : vars) split.own.push_back(ComposeEnvironment(rest, *list));
+  for (const EnvList* list : vars) {
+    if (!rest.empty() || !same_names(*list)) {
+      split.own.push_back(ComposeEnvironment(rest, *list));
+      continue;
+    }
+    std::vector<std::string> own;
+    own.reserve(picks.size());
+    for (const auto& [at, value_at] : picks) {
+      const std::string& name = (*list)[at].first;
+      const std::string& value = (*list)[value_at].second;
+      std::string entry;
+      entry.reserve(name.size() + 1 + value.size());
+      entry.append(name).append(1, '=').append(value);
+      own.push_back(std::move(entry));
+    }
+    split.own.push_back(std::move(own));
+  }
   split.common = std::move(common);
   return split;
 }

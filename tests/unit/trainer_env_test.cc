@@ -191,5 +191,36 @@ TEST(TrainerEnvTest, ComposeEnvironmentsSharesWhatNoProcessSets) {
   EXPECT_EQ(split.own[2], (Strings{"A=1", "B=2", "PADDLE_X=9", "A=3"}));  // Set by others only.
 }
 
+TEST(TrainerEnvTest, ComposeEnvironmentsEqualsComposeEnvironmentForEachProcess) {
+  // Lists with the same names in the same order (the usual job), with repeated names, with
+  // others mixed in, over parents that do and do not have some of the names.
+  const std::vector<Strings> parents = {
+      {}, {"PATH=/bin", "HOME=/h"}, {"PATH=/bin", "B=0", "http_proxy=p"}, {"A=9", "A=8"}};
+  const std::vector<std::vector<EnvList>> jobs = {
+      {{{"A", "1"}, {"B", "2"}, {"A", "3"}}, {{"A", "4"}, {"B", "5"}, {"A", "6"}}},
+      {{{"A", "1"}, {"B", "2"}}, {{"B", "2"}, {"A", "1"}}, {{"A", "1"}}, {}},
+      {{}, {{"C", "1"}}},
+      {{{"RANK", "0"}, {"WORLD_SIZE", "2"}}, {{"RANK", "1"}, {"WORLD_SIZE", "2"}}},
+  };
+  for (size_t p = 0; p < parents.size(); ++p) {
+    for (size_t j = 0; j < jobs.size(); ++j) {
+      SCOPED_TRACE("parent " + std::to_string(p) + ", job " + std::to_string(j));
+      const SplitEnvironments split = ComposeEnvironments(parents[p], jobs[j]);
+      ASSERT_EQ(split.own.size(), jobs[j].size());
+      for (size_t i = 0; i < jobs[j].size(); ++i) {
+        Strings whole = *split.common;
+        whole.insert(whole.end(), split.own[i].begin(), split.own[i].end());
+        Strings expected = ComposeEnvironment(parents[p], jobs[j][i]);
+        std::sort(whole.begin(), whole.end());
+        std::sort(expected.begin(), expected.end());
+        EXPECT_EQ(whole, expected) << "process " << i;
+      }
+    }
+  }
+  // Order within a process's own entries: first settings' order, last values.
+  EXPECT_EQ(ComposeEnvironments({"PATH=/bin"}, {{{"A", "1"}, {"B", "2"}, {"A", "3"}}}).own[0],
+            (Strings{"A=3", "B=2"}));
+}
+
 }  // namespace
 }  // namespace pdlaunch
