@@ -93,7 +93,7 @@ build() {
     BIN="$BUILD/launch"
   fi
   local helper
-  for helper in bare_spawn bench_rank; do
+  for helper in bare_spawn bench_rank ab_blocks; do
     g++ -O2 -std=c++20 -Wall -Wextra -o "$BUILD/$helper" "$ROOT/bench/$helper.cc"
   done
 }
