@@ -543,6 +543,13 @@ int Main(int argc, char** argv) {
     options.command_line.assign(argv + 1, argv + argc);
     JobDecision decision = Decide(options, env);  // Usage errors: one line, nothing else.
     if (options.dry_run) return RunDryRun(decision);  // No dump, no log dir, no report.
+    if (options.report) {
+      // A report that cannot be written is said now, before anything starts: set-up error.
+      if (const std::optional<std::string> problem = ReportPathProblem(*options.report)) {
+        throw LaunchError(fmt::format("cannot write --report file '{}': {}", *options.report,
+                                      *problem));
+      }
+    }
     report_path = options.report;
     report.mode = decision.rpc ? "rpc" : decision.mode == JobMode::kCollective ? "collective" : "ps";
     report.launch_path = PathName(decision);

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -41,6 +42,21 @@ std::optional<std::string> WriteRunReport(const std::string& path, const RunRepo
     const int rename_errno = errno;
     ::unlink(temporary.c_str());
     return "cannot rename " + temporary + " to " + path + ": " + std::strerror(rename_errno);
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> ReportPathProblem(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return "'" + path + "' is a directory";
+  const size_t slash = path.rfind('/');
+  const std::string dir =
+      slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  if (::stat(dir.c_str(), &st) != 0) return "directory '" + dir + "': " + std::strerror(errno);
+  if (!S_ISDIR(st.st_mode)) return "'" + dir + "' is not a directory";
+  // Where the temporary file is created and renamed (WriteRunReport).
+  if (::access(dir.c_str(), W_OK | X_OK) != 0) {
+    return "directory '" + dir + "': " + std::strerror(errno);
   }
   return std::nullopt;
 }

@@ -77,6 +77,21 @@ class ReportTest(ReportCase, LaunchTestCase):
         self.assertEqual(result.code, 2, result)
         self.assertFalse((self.dir / "usage.json").exists())
 
+    def test_a_report_that_cannot_be_written_is_refused_before_anything_starts(self):
+        (self.dir / "afile").write_text("")
+        for path, why in [("no/such/dir/run.json", "directory 'no/such/dir': No such file or directory"),
+                          (".", "'.' is a directory"),
+                          ("afile/run.json", "'afile' is not a directory")]:
+            with self.subTest(path=path):
+                result = self.run_launch(["--report", path, "--nproc_per_node", 1]
+                                         + self.rank_args())
+                self.assertEqual(result.code, 1, result)
+                self.assertEqual(result.stderr.strip(),
+                                 f"launch: error: cannot write --report file '{path}': {why}")
+                self.assertEqual(result.stdout, "", "nothing, not even the dump")
+                self.assertFalse((self.dir / "log").exists(), "no log directory made")
+                self.assertEqual(self.recorded_pids("pid"), {}, "no rank started")
+
     def test_environment_twin(self):
         result = self.run_launch(["--nproc_per_node", 1] + self.rank_args(),
                                  env=self.env(PADDLE_REPORT=str(self.dir / "env.json")))
