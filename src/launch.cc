@@ -240,6 +240,9 @@ JobDecision Decide(const LaunchOptions& given_options, const EnvMap& env) {
   CheckAddressArguments(options);  // A malformed address never reaches the resolver.
   CheckAddressVariables(options, env);
   d.path = SelectLaunchPath(options, env);
+  // --start_port, FLAGS_START_PORT and PADDLE_START_PORT, in every mode: a bad one must not wait
+  // until a path plans its ports (a --master node would be hosting by then).
+  GivenStartPort(options);
   if (d.path.kind == LaunchPath::Kind::kEtcd) {
     // --master etcd://host:port is the elastic controller with --nnodes as its np (docs/master.md).
     options.elastic_server = d.path.etcd_server;

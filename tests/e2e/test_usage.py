@@ -59,6 +59,18 @@ class UsageErrorTest(LaunchTestCase):
         env = self.env(FLAGS_START_PORT="abc")
         self.check_usage_error(self.rank_args(), "FLAGS_START_PORT", env=env)
 
+    def test_bad_start_port_variable_in_every_mode(self):
+        # A --master node of today's parameter-server form printed the configuration dump
+        # before this error until 2026-11-25; the legacy PS forms were already right.
+        # Refused before anything binds, so the --master port need not be free.
+        for args in (["--master", "127.0.0.1:29599", "--nnodes", "1", "--server_num", "1",
+                      "--trainer_num", "1"],
+                     ["--server_num", "1", "--worker_num", "1"],
+                     ["--servers", "127.0.0.1:29601", "--workers", "127.0.0.1:29602"]):
+            with self.subTest(args=args):
+                self.check_usage_error(args + self.rank_args(), "PADDLE_START_PORT",
+                                       env=self.env(PADDLE_START_PORT="70000"))
+
     # Checks made while planning the cluster or the parameter-server job, past the parser: they
     # came after the configuration dump until 2026-11-25.
     def test_duplicate_ips(self):
