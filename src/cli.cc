@@ -884,6 +884,7 @@ std::vector<std::string> ApplyEnvironmentTwins(LaunchOptions& options, const Env
     }
     options.given.insert(std::string(flag.dest));
     options.from_env.insert(std::string(flag.dest));
+    options.typed[std::string(flag.dest)] = std::string(flag.env);  // Checks name the variable.
   }
   return notes;
 }

@@ -254,7 +254,7 @@ DevicePlan ResolveDevices(const std::optional<std::string>& gpus,
                           const std::optional<int>& nproc_per_node, const std::string& backend,
                           const DeviceEnv& env, DeviceProbe& probe) {
   CheckBackend(backend);
-  if (nproc_per_node) CheckProcessCount("--nproc_per_node", *nproc_per_node, 1);
+  if (nproc_per_node) CheckProcessCount(env.nproc_per_node_name, *nproc_per_node, 1);
   DevicePlan plan;
   if (backend == "gloo") {
     if (gpus) {

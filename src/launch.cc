@@ -216,7 +216,7 @@ void CheckDeviceUsage(const LaunchOptions& options, const EnvMap& env) {
   DevicePlan plan;
   try {
     plan = ResolveDevices(options.gpus, options.nproc_per_node, options.backend,
-                          DeviceEnv{visible}, probe);
+                          DeviceEnv{visible, options.FlagName("nproc_per_node")}, probe);
   } catch (const UsageError&) {
     throw;
   } catch (const LaunchError&) {
@@ -264,9 +264,7 @@ JobDecision Decide(const LaunchOptions& given_options, const EnvMap& env) {
     for (const auto& [count, dest] : {std::pair{options.server_num, "server_num"},
                                       std::pair{options.worker_num, "worker_num"}}) {
       if (!count) continue;
-      const auto typed = options.typed.find(dest);
-      CheckProcessCount(typed != options.typed.end() ? typed->second : fmt::format("--{}", dest),
-                        *count, 0, " (0 means 1)");
+      CheckProcessCount(options.FlagName(dest), *count, 0, " (0 means 1)");
     }
   }
   if (d.path.kind == LaunchPath::Kind::kMaster && d.mode != JobMode::kCollective &&

@@ -143,7 +143,7 @@ bool AllHavePorts(const std::vector<std::string>& items, std::string_view flag) 
 
 Slots ServerSlots(const LaunchOptions& options) {
   if (options.server_num) {
-    const int count = CheckCount(*options.server_num, "--server_num");
+    const int count = CheckCount(*options.server_num, options.FlagName("server_num"));
     if (options.servers.empty()) return Generated(count, 0);
     const std::vector<std::string> items = Items(options.servers, "--servers");
     if (static_cast<int>(items.size()) != count) {
@@ -172,7 +172,7 @@ Slots WorkerListSlots(const std::vector<std::string>& items, int server_count) {
 
 Slots WorkerSlots(const LaunchOptions& options, int server_count) {
   if (options.worker_num) {
-    const int count = CheckCount(*options.worker_num, "--worker_num");
+    const int count = CheckCount(*options.worker_num, options.FlagName("worker_num"));
     if (options.workers.empty()) return Generated(count, server_count);
     const std::vector<std::string> items = Items(options.workers, "--workers");
     if (static_cast<int>(items.size()) != count) {

@@ -53,6 +53,9 @@ struct DevicePlan {
 /// Inputs of ResolveDevices that come from the environment.
 struct DeviceEnv {
   std::optional<std::string> cuda_visible_devices;  ///< Value of CUDA_VISIBLE_DEVICES, if set.
+  /// Where the process count came from, for its range error (PADDLE_NPROC_PER_NODE for the
+  /// environment twin: LaunchOptions::FlagName).
+  std::string nproc_per_node_name = "--nproc_per_node";
 };
 
 /// Decides device mode and per-process device lists (contract §2.2, §3.2; issue #2 item 4):

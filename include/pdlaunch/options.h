@@ -92,10 +92,17 @@ struct LaunchOptions {
   /// Flags typed that only today's launcher has (--devices, --master, --nnodes, ...): with any
   /// of them, or PADDLE_MASTER/PADDLE_NNODES, the command is a "new interface" one (docs/cli.md).
   std::set<std::string> new_flags;
-  /// Destination → the name typed for it (--selected_xpus for xpus), for messages.
+  /// Destination → the name typed for it (--selected_xpus for xpus), or the environment variable
+  /// it came from (PADDLE_NPROC_PER_NODE), for messages.
   std::map<std::string, std::string> typed;
 
   bool WasGiven(const std::string& dest) const { return given.count(dest) != 0; }
+  /// How a message names the source of `dest`'s value: the flag as typed, the environment
+  /// variable it came from, or "--dest".
+  std::string FlagName(const std::string& dest) const {
+    const auto it = typed.find(dest);
+    return it != typed.end() ? it->second : "--" + dest;
+  }
 };
 
 /// The "Configuration Arguments" block the launcher prints first (contract §6.3): header of

@@ -59,6 +59,15 @@ class UsageErrorTest(LaunchTestCase):
         env = self.env(FLAGS_START_PORT="abc")
         self.check_usage_error(self.rank_args(), "FLAGS_START_PORT", env=env)
 
+    def test_a_count_out_of_range_from_a_variable_names_the_variable(self):
+        # They named the flag the variable stands for until 2026-11-25.
+        self.check_usage_error(self.rank_args(),
+                               "PADDLE_NPROC_PER_NODE: '0' must be at least 1",
+                               env=self.env(PADDLE_NPROC_PER_NODE="0"))
+        self.check_usage_error(["--worker_num", "1"] + self.rank_args(),
+                               "PADDLE_SERVER_NUM: '0' must be at least 1",
+                               env=self.env(PADDLE_SERVER_NUM="0"))
+
     def test_bad_start_port_variable_in_every_mode(self):
         # A --master node of today's parameter-server form printed the configuration dump
         # before this error until 2026-11-25; the legacy PS forms were already right.
