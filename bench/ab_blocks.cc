@@ -5,7 +5,8 @@
 //
 // Each round runs every command BLOCK times back to back (two warm-up runs first, not counted),
 // the order of the commands rotated by one per round; then prints each command's median wall
-// time (fork to waitpid) over all its runs and its ratio to the first command. Commands are
+// time (fork to waitpid) over all its runs (the upper middle one of an even count) and its
+// ratio to the first command. Commands are
 // exec'ed directly (no shell, a full path needed), stdin/stdout/stderr on /dev/null.
 //
 // Why blocks and not alternation: a launch leaves work behind it (its watchdog finishing its
@@ -75,7 +76,17 @@ int main(int argc, char** argv) {
       commands.push_back(argv + i + 1);
     }
   }
+  for (char** command : commands) {
+    if (command[0] == nullptr) {
+      std::fprintf(stderr, "ab_blocks: an empty command (a trailing or doubled --)\n");
+      return 2;
+    }
+  }
   const int devnull = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (devnull < 0) {
+    std::perror("/dev/null");
+    return 1;
+  }
   std::vector<std::vector<long long>> times(commands.size());
   for (int round = 0; round < rounds; ++round) {
     for (size_t k = 0; k < commands.size(); ++k) {

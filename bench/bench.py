@@ -687,7 +687,10 @@ def wait_session_empty(sid, limit_s=2.0, helper_exe=None):
     docs/design.md, Parent death) are counted apart, as the abort section does."""
     start = time.monotonic_ns()
     members = session_members(sid)
-    helpers = [m for m in members if helper_exe and m[1] == os.path.realpath(helper_exe)]
+    helper = os.path.realpath(helper_exe) if helper_exe else None
+    # A rebuilt binary reads "<path> (deleted)". A helper that has already released the memory
+    # it shared with the launcher has no executable left and is not listed at all.
+    helpers = [m for m in members if helper and m[1].removesuffix(" (deleted)") == helper]
     at_exit = [m for m in members if m not in helpers]
     while members and time.monotonic_ns() - start < limit_s * 1e9:
         time.sleep(0.005)
@@ -763,10 +766,11 @@ def scale_timing(processes, started_ns, exited_ns):
     return timing
 
 
-def run_scale_once(cmd, workdir, timeout, sampler=None):
+def run_scale_once(cmd, workdir, timeout, sampler=None, helper_exe=None):
     """One job whose ranks run `bench_rank report`; `cmd` maps the report file to the command.
     `sampler(proc, report, deadline_ns)`, if given, runs on a thread until the job is a zombie
-    (or the deadline); the job is reaped after it returns."""
+    (or the deadline); the job is reaped after it returns. `helper_exe`: the launcher's binary,
+    whose watchdog, still exiting, is counted apart from the job's processes."""
     report = os.path.join(workdir, "report")
     started = time.monotonic_ns()
     proc = start_job(cmd(report), workdir)
@@ -776,7 +780,7 @@ def run_scale_once(cmd, workdir, timeout, sampler=None):
         thread.start()
         thread.join()
     code, exited = wait_job(proc, timeout)
-    leftovers = wait_session_empty(proc.pid, helper_exe=cmd(report)[0])
+    leftovers = wait_session_empty(proc.pid, helper_exe=helper_exe)
     processes, lists = parse_reports(report)
     timing = scale_timing(processes, started, exited)
     # When each process reported, ms after start, for the plot (bench/scale.png).
@@ -798,7 +802,7 @@ def scale_launch_run(tools, cfg, keep, root=None):
     run slower than the one before."""
     workdir = keep.enter_context(tempfile.TemporaryDirectory(prefix="pdlaunch-bench-", dir=root))
     code, processes, lists, timing, leftovers = run_scale_once(
-        scale_launch_cmd(tools, cfg), workdir, cfg.scale_timeout)
+        scale_launch_cmd(tools, cfg), workdir, cfg.scale_timeout, helper_exe=tools.launch)
     check = check_endpoints(processes, lists, cfg.scale_servers, cfg.scale_workers)
     return {"exit_code": code, **timing, "check": check, "session": leftovers}
 
@@ -930,7 +934,8 @@ def observe_scale(tools, cfg):
     wait_for_quiet()
     with tempfile.TemporaryDirectory(prefix="pdlaunch-bench-") as workdir:
         code, processes, lists, timing, leftovers = run_scale_once(
-            scale_launch_cmd(tools, cfg, cfg.scale_hold_ms), workdir, cfg.scale_timeout, sampler)
+            scale_launch_cmd(tools, cfg, cfg.scale_hold_ms), workdir, cfg.scale_timeout, sampler,
+            helper_exe=tools.launch)
     # Its workers exit `hold_ms` after their report, not right after it: no teardown figure.
     timing.pop("teardown_ms", None)
     timing.pop("curve_ms", None)

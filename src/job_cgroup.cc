@@ -135,7 +135,7 @@ JobCgroup::~JobCgroup() {
 }
 
 bool JobCgroup::RemoveIfEmpty() noexcept {
-  if (!removed_) removed_ = ::rmdir(dir_.c_str()) == 0 || errno == ENOENT;
+  if (!removed_) removed_ = (::rmdir(dir_.c_str()) == 0) || (errno == ENOENT);
   return removed_;
 }
 

@@ -198,21 +198,31 @@ SplitEnvironments ComposeEnvironments(const std::vector<std::string>& parent,
   set_names.erase(std::unique(set_names.begin(), set_names.end()), set_names.end());
   auto common = std::make_shared<std::vector<std::string>>();
   common->reserve(parent.size());
-  std::vector<std::string> rest;  // Entries of names some process sets: composed per process.
+  bool parent_has_a_set_name = false;
   for (const std::string& entry : parent) {
     const std::string_view name = NameOf(entry);
     if (IsProxyVariable(name)) continue;
     if (std::binary_search(set_names.begin(), set_names.end(), name)) {
-      rest.push_back(entry);
-    } else {
-      common->push_back(entry);
+      parent_has_a_set_name = true;
+      break;
     }
+    common->push_back(entry);
   }
-  // Without such parent entries (the usual case), ComposeEnvironment(rest, list) is `list` in
+  SplitEnvironments split;
+  split.own.reserve(vars.size());
+  if (parent_has_a_set_name) {
+    // The parent already has some of the names (a launcher inside a rank inherits PADDLE_*):
+    // ComposeEnvironment replaces those in place, which a common prefix cannot express. The
+    // whole environment per process then, in exactly ComposeEnvironment's order.
+    for (const EnvList* list : vars) split.own.push_back(ComposeEnvironment(parent, *list));
+    split.common = std::make_shared<std::vector<std::string>>();
+    return split;
+  }
+  // Otherwise (the usual case) a process's own part, ComposeEnvironment({}, list), is `list` in
   // the order of first settings with each name's last value: for the first list, which
   // positions those are (n^2 name comparisons, once), then copied for each list like it.
   std::vector<std::pair<size_t, size_t>> picks;  // (first setting, last setting) of each name
-  if (first != nullptr && rest.empty()) {
+  if (first != nullptr) {
     for (size_t i = 0; i < first->size(); ++i) {
       const std::string& name = (*first)[i].first;
       bool seen = false;
@@ -225,11 +235,9 @@ SplitEnvironments ComposeEnvironments(const std::vector<std::string>& parent,
       picks.emplace_back(i, last);
     }
   }
-  SplitEnvironments split;
-  split.own.reserve(vars.size());
   for (const EnvList* list : vars) {
-    if (!rest.empty() || !same_names(*list)) {
-      split.own.push_back(ComposeEnvironment(rest, *list));
+    if (!same_names(*list)) {
+      split.own.push_back(ComposeEnvironment({}, *list));
       continue;
     }
     std::vector<std::string> own;

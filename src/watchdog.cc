@@ -21,7 +21,8 @@
 
 namespace pdlaunch {
 
-/// Everything the helper uses, prepared before it starts; afterwards only the helper writes here.
+/// Everything the helper uses, prepared before it starts; afterwards the launcher writes only
+/// `groups`, `group_count` and `disarmed` here, and only when the helper shares its memory.
 /// With CLONE_VM it lives in the launcher's address space, which stays mapped after the launcher
 /// dies for as long as the helper runs. Freed once the kernel has cleared `in_use`.
 struct WatchdogArea {
@@ -235,7 +236,8 @@ void CloseLingering() {
 
 /// Frees the areas of helpers that have left them and reaps the helpers that have exited,
 /// without waiting for either: a launcher that runs several jobs (elastic generations, master
-/// runs) keeps no zombie of an earlier one.
+/// runs) reaps each earlier helper at the next one's start or end, so zombies do not pile up
+/// (a disarmed helper sharing our memory is let go only at the next start: CloseLingering).
 void FreeExited() {
   std::vector<WatchdogArea*>& retired = Retired();
   std::erase_if(retired, [](WatchdogArea* area) {

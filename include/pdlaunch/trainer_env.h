@@ -84,10 +84,11 @@ std::vector<std::string> ComposeEnvironment(const std::vector<std::string>& pare
 
 /// The environments of several processes started from one `parent`, split so that the part
 /// they have in common is built once and shared (ProcessSpec::shared_env) instead of copied
-/// into each: `common` holds the parent's entries (proxies left out) of the names that no
-/// `vars[i]` sets, in the parent's order; `own[i]` is ComposeEnvironment over the rest of the
-/// parent with `vars[i]`. `common` followed by `own[i]` has exactly the entries of
-/// ComposeEnvironment(parent, vars[i]).
+/// into each. `common` followed by `own[i]` is exactly ComposeEnvironment(parent, vars[i]),
+/// order included. Usually `common` is the parent (proxies left out) and `own[i]` the settings
+/// of `vars[i]`; where the parent has a name that some process sets (a launcher started by a
+/// rank inherits PADDLE_*), `common` is empty and `own[i]` the whole environment, since
+/// ComposeEnvironment replaces such entries in place.
 struct SplitEnvironments {
   std::shared_ptr<const std::vector<std::string>> common;
   std::vector<std::vector<std::string>> own;

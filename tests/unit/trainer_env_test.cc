@@ -165,7 +165,7 @@ TEST(TrainerEnvTest, ComposeCanSetAProxyExplicitly) {
   EXPECT_EQ(ComposeEnvironment({"http_proxy=a"}, {{"http_proxy", "b"}}), (Strings{"http_proxy=b"}));
 }
 
-TEST(TrainerEnvTest, ComposeEnvironmentsSharesWhatNoProcessSets) {
+TEST(TrainerEnvTest, ComposeEnvironmentsSharesWhatTheParentDoesNotSet) {
   const Strings parent = {"PATH=/bin",   "A=1",  "http_proxy=p", "HOME=/root", "B=2",
                           "PADDLE_X=9",  "A=3",  "C=4",          "OPTS=k=v"};
   const std::vector<EnvList> vars = {
@@ -174,21 +174,21 @@ TEST(TrainerEnvTest, ComposeEnvironmentsSharesWhatNoProcessSets) {
       {},
       {{"http_proxy", "q"}, {"PADDLE_X", "1"}},
   };
+  // The parent has names that processes set (a nested launch): replaced in place, so nothing
+  // is shared and each process gets ComposeEnvironment's whole environment, order included.
   const SplitEnvironments split = ComposeEnvironments(parent, vars);
   ASSERT_TRUE(split.common);
-  // The parent's order, without the proxy and without A, B, PADDLE_X (set by some process).
-  EXPECT_EQ(*split.common, (Strings{"PATH=/bin", "HOME=/root", "C=4", "OPTS=k=v"}));
+  EXPECT_EQ(*split.common, Strings{});
   ASSERT_EQ(split.own.size(), vars.size());
   for (size_t i = 0; i < vars.size(); ++i) {
-    SCOPED_TRACE(i);
-    Strings whole = *split.common;
-    whole.insert(whole.end(), split.own[i].begin(), split.own[i].end());
-    Strings expected = ComposeEnvironment(parent, vars[i]);
-    std::sort(whole.begin(), whole.end());
-    std::sort(expected.begin(), expected.end());
-    EXPECT_EQ(whole, expected);
+    EXPECT_EQ(split.own[i], ComposeEnvironment(parent, vars[i])) << "process " << i;
   }
-  EXPECT_EQ(split.own[2], (Strings{"A=1", "B=2", "PADDLE_X=9", "A=3"}));  // Set by others only.
+  // A parent without them: shared, the proxy left out, in the parent's order.
+  const SplitEnvironments shared =
+      ComposeEnvironments({"PATH=/bin", "http_proxy=p", "HOME=/root", "C=4"}, vars);
+  EXPECT_EQ(*shared.common, (Strings{"PATH=/bin", "HOME=/root", "C=4"}));
+  EXPECT_EQ(shared.own[1], (Strings{"A=w", "B=z", "RANK=1"}));
+  EXPECT_EQ(shared.own[3], (Strings{"http_proxy=q", "PADDLE_X=1"}));
 }
 
 TEST(TrainerEnvTest, ComposeEnvironmentsEqualsComposeEnvironmentForEachProcess) {
@@ -210,10 +210,7 @@ TEST(TrainerEnvTest, ComposeEnvironmentsEqualsComposeEnvironmentForEachProcess) 
       for (size_t i = 0; i < jobs[j].size(); ++i) {
         Strings whole = *split.common;
         whole.insert(whole.end(), split.own[i].begin(), split.own[i].end());
-        Strings expected = ComposeEnvironment(parents[p], jobs[j][i]);
-        std::sort(whole.begin(), whole.end());
-        std::sort(expected.begin(), expected.end());
-        EXPECT_EQ(whole, expected) << "process " << i;
+        EXPECT_EQ(whole, ComposeEnvironment(parents[p], jobs[j][i])) << "process " << i;
       }
     }
   }
