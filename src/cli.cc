@@ -853,10 +853,8 @@ CommandLine ParseCommandLine(const std::vector<std::string>& args) {
 void RejectUnsupportedOptions(const LaunchOptions& options) {
   for (const FlagSpec& flag : kFlags) {
     if (IsPrimary(flag) && !flag.refused.empty() && options.WasGiven(std::string(flag.dest))) {
-      const auto typed = options.typed.find(std::string(flag.dest));
       throw UsageError(fmt::format("{} is not supported yet ({})",
-                                   typed == options.typed.end() ? flag.name : typed->second,
-                                   flag.refused));
+                                   options.FlagName(std::string(flag.dest)), flag.refused));
     }
   }
   if (options.backend == "bkcl") {
