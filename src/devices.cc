@@ -28,10 +28,11 @@ namespace {
 // A driver in a bad state can make nvidia-smi hang for minutes; the job should not wait for it.
 constexpr int kProbeTimeoutMs = 10000;
 
-int ParseDeviceId(const std::string& token) {
+// `flag`: the name the list was given under (--gpus, --devices, PADDLE_DEVICES).
+int ParseDeviceId(const std::string& token, const std::string& flag) {
   const bool digits = !token.empty() && token.find_first_not_of("0123456789") == std::string::npos;
   if (!digits || token.size() > 9) {
-    throw UsageError(fmt::format("--gpus: '{}' is not a device id", token));
+    throw UsageError(fmt::format("{}: '{}' is not a device id", flag, token));
   }
   return std::stoi(token);
 }
@@ -48,11 +49,12 @@ int CountVisibleDevices(const std::string& cuda_visible_devices) {
 
 // --gpus with a non-empty CUDA_VISIBLE_DEVICES: physical ids become positions in it.
 std::vector<int> RelativeIds(const std::string& gpus, const std::vector<std::string>& tokens,
-                             const std::string& cuda_visible_devices, DevicePlan& plan) {
+                             const std::string& cuda_visible_devices, const std::string& flag,
+                             DevicePlan& plan) {
   const std::vector<std::string> visible = SplitAndStrip(cuda_visible_devices, ',');
   std::vector<int> ids;
   for (const std::string& token : tokens) {
-    ParseDeviceId(token);
+    ParseDeviceId(token, flag);
     auto it = std::find(visible.begin(), visible.end(), token);
     if (it == visible.end()) {
       throw UsageError(fmt::format("Can't find your gpus {} in CUDA_VISIBLE_DEVICES[{}].", token,
@@ -74,19 +76,19 @@ std::vector<int> GpusFromFlag(const std::string& gpus, const DeviceEnv& env, Dev
   for (size_t i = 0; i < tokens.size(); ++i) {
     if (std::find(tokens.begin(), tokens.begin() + static_cast<std::ptrdiff_t>(i), tokens[i]) !=
         tokens.begin() + static_cast<std::ptrdiff_t>(i)) {
-      plan.warnings.push_back(fmt::format(
-          "--gpus={} lists device {} more than once: its processes share that device", gpus,
-          tokens[i]));
+      plan.warnings.push_back(
+          fmt::format("{}={} lists device {} more than once: its processes share that device",
+                      env.gpus_name, gpus, tokens[i]));
       break;
     }
   }
   const std::string cvd = env.cuda_visible_devices.value_or("");
-  if (!cvd.empty()) return RelativeIds(gpus, tokens, cvd, plan);
+  if (!cvd.empty()) return RelativeIds(gpus, tokens, cvd, env.gpus_name, plan);
   std::vector<int> ids;
-  for (const std::string& token : tokens) ids.push_back(ParseDeviceId(token));
+  for (const std::string& token : tokens) ids.push_back(ParseDeviceId(token, env.gpus_name));
   if (probe.CountGpus() == 0) {
     plan.warnings.push_back(fmt::format(
-        "--gpus={} given but no GPU was found on this machine; running as asked", gpus));
+        "{}={} given but no GPU was found on this machine; running as asked", env.gpus_name, gpus));
   }
   return ids;
 }
@@ -258,7 +260,8 @@ DevicePlan ResolveDevices(const std::optional<std::string>& gpus,
   DevicePlan plan;
   if (backend == "gloo") {
     if (gpus) {
-      plan.warnings.push_back(fmt::format("--gpus={} ignored: --backend=gloo runs on CPU", *gpus));
+      plan.warnings.push_back(
+          fmt::format("{}={} ignored: --backend=gloo runs on CPU", env.gpus_name, *gpus));
     }
     return CpuPlan(nproc_per_node, std::move(plan));
   }

@@ -24,6 +24,7 @@
 #include "pdlaunch/master_config.h"
 #include "pdlaunch/messages.h"
 #include "pdlaunch/node.h"
+#include "pdlaunch/pod_console.h"
 #include "pdlaunch/ports.h"
 #include "pdlaunch/process.h"
 #include "pdlaunch/ps.h"
@@ -102,9 +103,12 @@ Cluster PlanCloudCluster(const LaunchOptions& options, const CloudEnv& cloud,
   return std::move(result.cluster);
 }
 
-void LogDevicePlan(const DevicePlan& plan) {
+/// The plan's warnings and notes; the legacy console adds its mode lines, which today's
+/// launcher does not print.
+void LogDevicePlan(const DevicePlan& plan, bool todays_console) {
   for (const std::string& line : plan.warnings) PDLOG_WARN("{}", line);
   for (const std::string& line : plan.info) PDLOG_INFO("{}", line);
+  if (todays_console) return;
   if (plan.backend == "gloo") PDLOG_WARN("launch start with CPUONLY mode");
   fmt::print("{}\n", plan.mode_line);
 }
@@ -215,8 +219,9 @@ void CheckDeviceUsage(const LaunchOptions& options, const EnvMap& env) {
   FakeDeviceProbe probe(0);  // No GPU unless listed: never a usage error the machine would not give.
   DevicePlan plan;
   try {
-    plan = ResolveDevices(options.gpus, options.nproc_per_node, options.backend,
-                          DeviceEnv{visible, options.FlagName("nproc_per_node")}, probe);
+    plan = ResolveDevices(
+        options.gpus, options.nproc_per_node, options.backend,
+        DeviceEnv{visible, options.FlagName("nproc_per_node"), options.FlagName("gpus")}, probe);
   } catch (const UsageError&) {
     throw;
   } catch (const LaunchError&) {
@@ -392,7 +397,9 @@ int RunDecided(JobDecision decision, const EnvMap& env, const std::function<void
   }
   if (mode != JobMode::kCollective) return internal::RunPs(options, mode, command, announce);
   const ElasticDecision& elastic = decision.elastic;
-  if (!elastic.info.empty()) PDLOG_INFO("{}", elastic.info);  // Held until the dump is out.
+  // The legacy launcher's note on its elastic mode; held until the dump is out.
+  const bool todays_console = UsesNewInterface(options);
+  if (!elastic.info.empty() && !todays_console) PDLOG_INFO("{}", elastic.info);
   if (elastic.config) {
     announce();
     if (options.WasGiven("ips")) {
@@ -402,22 +409,23 @@ int RunDecided(JobDecision decision, const EnvMap& env, const std::function<void
   }
   CollectivePlan plan = PlanCollective(options, env);
   announce();
-  LogDevicePlan(plan.devices);
+  LogDevicePlan(plan.devices, todays_console);
   const fs::path log_dir = PrepareLogDir(options.log_dir);
   TempDir gloo_dir;
   const JobEnv job{gloo_dir.path(), GetEnv("PADDLE_WITH_GLOO").value_or("0"), log_dir.string()};
   const WorldValues world(plan.cluster);
   std::vector<SupervisedProcess> processes =
       BuildTrainerProcesses(plan.cluster, world, command, job, log_dir, options.log_overwrite);
-  // One rule for the files (docs/cli.md): today's interface gets the pod log, the legacy one
-  // endpoints.log.
-  if (UsesNewInterface(options)) {
+  // One rule for the files and the console (docs/cli.md): today's interface gets the pod log
+  // and today's console, the legacy one endpoints.log and its console.
+  const std::string pod = todays_console ? internal::NewPodName() : std::string();
+  if (todays_console) {
     std::vector<std::string> endpoints;
     for (const Endpoint& endpoint : plan.cluster.world_endpoints()) {
       endpoints.push_back(endpoint.ToString());
     }
     internal::WritePodLog(
-        log_dir / fmt::format("{}.{}.log", options.job_id.value_or("default"), internal::NewPodName()),
+        log_dir / fmt::format("{}.{}.log", options.job_id.value_or("default"), pod),
         PythonListRepr(endpoints), options.log_overwrite);
   } else {
     WriteTextFile(log_dir / "endpoints.log", FormatEndpointsLog(plan.cluster.world_endpoints()));
@@ -426,20 +434,28 @@ int RunDecided(JobDecision decision, const EnvMap& env, const std::function<void
   const Cluster& cluster = plan.cluster;
   TheRunReport().node_rank = cluster.local_index;
   TheRunReport().nodes = static_cast<int>(cluster.pods.size());
-  PDLOG_INFO(
-      "Local start {} processes. First process distributed environment info (Only For Debug): {}",
-      processes.size(),
-      FormatDistributedEnvs(TrainerTable(cluster, cluster.local_pod().trainers.at(0), world)));
-  PDLOG_INFO(
-      "details about PADDLE_TRAINER_ENDPOINTS can be found in {}/endpoints.log, and detail "
-      "running logs maybe found in {}/workerlog.0",
-      options.log_dir, options.log_dir);
+  if (todays_console) {
+    PDLOG_DEBUG(
+        "First process distributed environment info: {}",
+        FormatDistributedEnvs(TrainerTable(cluster, cluster.local_pod().trainers.at(0), world)));
+  } else {
+    PDLOG_INFO(
+        "Local start {} processes. First process distributed environment info (Only For Debug): "
+        "{}",
+        processes.size(),
+        FormatDistributedEnvs(TrainerTable(cluster, cluster.local_pod().trainers.at(0), world)));
+    PDLOG_INFO(
+        "details about PADDLE_TRAINER_ENDPOINTS can be found in {}/endpoints.log, and detail "
+        "running logs maybe found in {}/workerlog.0",
+        options.log_dir, options.log_dir);
+  }
 
   SupervisorOptions supervisor;
+  supervisor.pod_name = pod;
   supervisor.grace_seconds = options.grace;
   supervisor.echo_path = processes.front().log_path;
   ChooseEcho(supervisor, options, cluster.pods.size() > 1, cluster.local_pod().ip);
-  supervisor.on_started = PrintStarted;
+  if (!todays_console) supervisor.on_started = PrintStarted;
   supervisor.remove_if_killed = {gloo_dir.path()};
   return RunSupervised(std::move(processes), supervisor);
 }
@@ -540,6 +556,9 @@ int Main(int argc, char** argv) {
     const EnvMap env = EnvironmentMap();
     const std::vector<std::string> notes = ApplyEnvironmentTwins(options, env);
     SetLogLevel(options.log_level);
+    // Today's interface gets today's console (docs/cli.md, "Console"), usage errors aside.
+    const bool todays_console = UsesNewInterface(options);
+    if (todays_console) SetLogStyle(LogStyle::kLaunch);
     options.program = argv[0];
     options.command_line.assign(argv + 1, argv + argc);
     JobDecision decision = Decide(options, env);  // Usage errors: one line, nothing else.
@@ -560,15 +579,29 @@ int Main(int argc, char** argv) {
     HoldLines();
     for (const std::string& note : notes) PDLOG_INFO("{}", note);
     // By value: the error handlers below may call it after `options` is gone.
-    announce = [dump = FormatConfigurationArguments(options), announced = false]() mutable {
-      if (announced) return;
-      announced = true;
-      fmt::print("{}", dump);
-      std::fflush(stdout);
-      ReleaseHeldLines();
-    };
+    if (todays_console) {
+      // Paddle 2.3+ logs its options, then the job, through its logger (contract §10.2).
+      std::vector<std::string> first = ConfigurationLogLines(options);
+      first.push_back(FormatJobLine(options.job_id.value_or("default"), report.mode,
+                                    options.nnodes.value_or("")));
+      announce = [first = std::move(first), announced = false]() mutable {
+        if (announced) return;
+        announced = true;
+        ReleaseHeldLines(first);
+      };
+    } else {
+      announce = [dump = FormatConfigurationArguments(options), announced = false]() mutable {
+        if (announced) return;
+        announced = true;
+        fmt::print("{}", dump);
+        std::fflush(stdout);
+        ReleaseHeldLines();
+      };
+    }
     const int code = RunDecided(std::move(decision), env, announce);
     ReleaseHeldLines();
+    // Paddle's finalize line, once a pod was deployed (not after a failed rendezvous).
+    if (todays_console && !report.processes.empty()) PDLOG_INFO("Exit code {}", code);
     return Finish(report_path, code, "");
   } catch (const LaunchError& e) {
     // A usage error is alone; a set-up error comes after the dump and what was logged, as the

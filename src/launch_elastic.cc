@@ -17,13 +17,14 @@
 #include "pdlaunch/elastic.h"
 #include "pdlaunch/elastic_policy.h"
 #include "pdlaunch/errors.h"
-#include "pdlaunch/run_recorder.h"
 #include "pdlaunch/kv_store.h"
 #include "pdlaunch/logging.h"
+#include "pdlaunch/master_config.h"
 #include "pdlaunch/messages.h"
 #include "pdlaunch/node.h"
 #include "pdlaunch/ports.h"
 #include "pdlaunch/process.h"
+#include "pdlaunch/run_recorder.h"
 #include "pdlaunch/supervisor.h"
 #include "pdlaunch/trainer_env.h"
 
@@ -42,11 +43,10 @@ double SecondsSince(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-/// Paddle's node id shape: six random lowercase letters and the unix time.
-std::string NewNodeId() {
-  const std::string id = NewPodName();
+/// Paddle's node id shape: the pod's name (six random lowercase letters) and the unix time.
+std::string NewNodeId(const std::string& pod) {
   const auto now = std::chrono::system_clock::now().time_since_epoch();
-  return id + fmt::format("{:.6f}", std::chrono::duration<double>(now).count());
+  return pod + fmt::format("{:.6f}", std::chrono::duration<double>(now).count());
 }
 
 /// --host, else POD_IP, else the first non-loopback IPv4 address of this host, else 127.0.0.1.
@@ -67,7 +67,8 @@ class ElasticNodeAgent : public ExternalEvents {
         config_(config),
         command_(command),
         keys_(config.job_id),
-        id_(NewNodeId()),
+        pod_(NewPodName()),
+        id_(NewNodeId(pod_)),
         store_(MakeEtcdStore(config.server, kRequestTimeout)) {}
 
   int Run();
@@ -109,6 +110,7 @@ class ElasticNodeAgent : public ExternalEvents {
   ElasticConfig config_;
   const TrainingCommand& command_;
   ElasticKeys keys_;
+  std::string pod_;  ///< Named in today's console's pod lines.
   std::string id_;
   std::unique_ptr<KvStore> store_;
   std::unique_ptr<KvWatch> watch_;
@@ -386,7 +388,12 @@ int ElasticNodeAgent::RunWorld(const WorldRecord& world) {
   loop.echo_path = processes.front().log_path;
   internal::ChooseEcho(loop, options_, cluster.pods.size() > 1, cluster.local_pod().ip);
   loop.remove_if_killed = {gloo_dir.path()};
-  loop.on_started = PrintStarted;
+  // Today's console unless --legacy (docs/cli.md, "Console").
+  if (UsesNewInterface(options_)) {
+    loop.pod_name = pod_;
+  } else {
+    loop.on_started = PrintStarted;
+  }
   loop.on_first_failure = [this](const SupervisedProcess& p, const ExitStatus& s) {
     PublishFailure(p, s);
   };

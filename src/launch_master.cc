@@ -654,16 +654,23 @@ int MasterNode::RunRanks() {
   WritePodLog(log_dir / fmt::format("{}.{}.log", settings_.job_id, pod_), PythonListRepr(peers),
               options_.log_overwrite);
   MasterLocal local = job_->Build(log_dir, pod_);
-  if (!local.mode_line.empty()) fmt::print("{}\n", local.mode_line);
-  PDLOG_INFO("Local start {} processes. First process distributed environment info (Only For "
-             "Debug): {}",
-             local.processes.size(), local.debug_table);
-
+  // Today's console unless --legacy (docs/cli.md, "Console"): the pod lines, not these.
+  const bool todays_console = UsesNewInterface(options_);
   SupervisorOptions& supervisor = local.supervisor;
+  if (todays_console) {
+    PDLOG_DEBUG("First process distributed environment info: {}", local.debug_table);
+    supervisor.pod_name = pod_;
+  } else {
+    if (!local.mode_line.empty()) fmt::print("{}\n", local.mode_line);
+    PDLOG_INFO(
+        "Local start {} processes. First process distributed environment info (Only For "
+        "Debug): {}",
+        local.processes.size(), local.debug_table);
+    supervisor.on_started = PrintStarted;
+  }
   supervisor.io = &loop_.get();
   supervisor.stop_hook = &stop_;
   supervisor.grace_seconds = options_.grace;
-  supervisor.on_started = PrintStarted;
   supervisor.on_first_failure = [this](const SupervisedProcess& p, const ExitStatus& status) {
     if (failure_) return;  // Stopping for another node's failure: ours are consequences.
     failure_ = JobFailure{node_ip_, pod_,

@@ -78,8 +78,11 @@ PsDecision DecidePs(const LaunchOptions& options, JobMode mode, const std::strin
   inputs.mode = mode;
   inputs.cuda_visible_devices = GetEnv("CUDA_VISIBLE_DEVICES");
   auto probe = MakeSystemDeviceProbe();
-  inputs.devices = ResolveDevices(options.gpus, std::nullopt, "auto",
-                                  DeviceEnv{inputs.cuda_visible_devices}, *probe);
+  inputs.devices =
+      ResolveDevices(options.gpus, std::nullopt, "auto",
+                     DeviceEnv{inputs.cuda_visible_devices, options.FlagName("nproc_per_node"),
+                               options.FlagName("gpus")},
+                     *probe);
   decision.accelerators = inputs.devices.mode == DeviceMode::kGpu
                               ? static_cast<int>(inputs.devices.devices_per_proc.size())
                               : 0;
@@ -118,15 +121,21 @@ int RunPs(const LaunchOptions& options, JobMode mode, const TrainingCommand& com
   announce();
   const fs::path log_dir = PrepareLogDir(options.log_dir);
   const PsPlan& plan = decision.plan;
-  // Logged once the command line has proven valid: a usage error stays one line.
-  PDLOG_INFO("{}", FormatPsModeLine(options, decision.accelerators));
+  // Logged once the command line has proven valid: a usage error stays one line. Today's
+  // launcher does not print the legacy mode line: DEBUG there.
+  const bool todays_console = UsesNewInterface(options);
+  if (todays_console) {
+    PDLOG_DEBUG("{}", FormatPsModeLine(options, decision.accelerators));
+  } else {
+    PDLOG_INFO("{}", FormatPsModeLine(options, decision.accelerators));
+  }
   for (const std::string& line : plan.warnings) PDLOG_WARN("{}", line);
   if (!decision.reservation) CheckFixedPortsFree(plan);
   const std::vector<PsProcess>& ps = plan.processes;
-  if (UsesNewInterface(options)) {
+  const std::string pod = todays_console ? NewPodName() : std::string();
+  if (todays_console) {
     // Today's interface: the pod log (docs/cli.md, "Files").
-    WritePodLog(log_dir / fmt::format("{}.{}.log", options.job_id.value_or("default"),
-                                      NewPodName()),
+    WritePodLog(log_dir / fmt::format("{}.{}.log", options.job_id.value_or("default"), pod),
                 PythonListRepr({JoinEndpoints(plan.servers), JoinEndpoints(plan.workers)}),
                 options.log_overwrite);
   }
@@ -140,6 +149,7 @@ int RunPs(const LaunchOptions& options, JobMode mode, const TrainingCommand& com
 
   SupervisorOptions supervisor;
   supervisor.grace_seconds = options.grace;
+  supervisor.pod_name = pod;
   supervisor.remove_if_killed = {gloo_dir.path()};
   SetPsSupervision(processes, supervisor);
   ChooseEcho(supervisor, options, false, "");  // Roles and ranks name a PS process already.

@@ -155,7 +155,8 @@ LocalPorts PlanLocalPorts(std::optional<int> start, int num_local) {
 DevicePlan ResolveCollectiveDevices(const LaunchOptions& options) {
   auto probe = MakeSystemDeviceProbe();
   return ResolveDevices(options.gpus, options.nproc_per_node, options.backend,
-                        DeviceEnv{GetEnv("CUDA_VISIBLE_DEVICES"), options.FlagName("nproc_per_node")},
+                        DeviceEnv{GetEnv("CUDA_VISIBLE_DEVICES"),
+                                  options.FlagName("nproc_per_node"), options.FlagName("gpus")},
                         *probe);
 }
 

@@ -31,11 +31,13 @@ std::string_view LevelName(spdlog::level::level_enum level) {
   }
 }
 
-/// `LEVEL YYYY-MM-DD HH:MM:SS,mmm file.cc:line] message`, Python logging's shape as Paddle sets
-/// it up, written directly (spdlog's pattern_formatter would be compiled from a pattern string
-/// at start-up, with a custom flag for Python's level names).
+/// `LEVEL YYYY-MM-DD HH:MM:SS,mmm file.cc:line] message`, Python logging's shape as the legacy
+/// launcher sets it up, or `LAUNCH LEVEL YYYY-MM-DD HH:MM:SS,mmm message`, today's launcher's,
+/// written directly (spdlog's pattern_formatter would be compiled from a pattern string at
+/// start-up, with a custom flag for Python's level names).
 class PaddleLineFormatter final : public spdlog::formatter {
  public:
+  explicit PaddleLineFormatter(LogStyle style) : style_(style) {}
   void format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) override {
     const auto since_epoch = msg.time.time_since_epoch();
     const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(since_epoch);
@@ -44,22 +46,33 @@ class PaddleLineFormatter final : public spdlog::formatter {
     const std::time_t time = seconds.count();
     std::tm local{};
     ::localtime_r(&time, &local);
-    std::string_view file = msg.source.filename != nullptr ? msg.source.filename : "";
-    file.remove_prefix(std::min(file.size(), file.rfind('/') + 1));
-    fmt::format_to(std::back_inserter(dest), "{} {:04}-{:02}-{:02} {:02}:{:02}:{:02},{:03} {}:{}] ",
-                   LevelName(msg.level), local.tm_year + 1900, local.tm_mon + 1, local.tm_mday,
-                   local.tm_hour, local.tm_min, local.tm_sec, millis, file, msg.source.line);
+    if (style_ == LogStyle::kLaunch) {
+      fmt::format_to(std::back_inserter(dest),
+                     "LAUNCH {} {:04}-{:02}-{:02} {:02}:{:02}:{:02},{:03} ", LevelName(msg.level),
+                     local.tm_year + 1900, local.tm_mon + 1, local.tm_mday, local.tm_hour,
+                     local.tm_min, local.tm_sec, millis);
+    } else {
+      std::string_view file = msg.source.filename != nullptr ? msg.source.filename : "";
+      file.remove_prefix(std::min(file.size(), file.rfind('/') + 1));
+      fmt::format_to(std::back_inserter(dest),
+                     "{} {:04}-{:02}-{:02} {:02}:{:02}:{:02},{:03} {}:{}] ", LevelName(msg.level),
+                     local.tm_year + 1900, local.tm_mon + 1, local.tm_mday, local.tm_hour,
+                     local.tm_min, local.tm_sec, millis, file, msg.source.line);
+    }
     dest.append(msg.payload.begin(), msg.payload.end());
     dest.push_back('\n');
   }
   std::unique_ptr<spdlog::formatter> clone() const override {
-    return std::make_unique<PaddleLineFormatter>();
+    return std::make_unique<PaddleLineFormatter>(style_);
   }
+
+ private:
+  LogStyle style_;
 };
 
 spdlog::logger* MakeLogger() {
   auto* logger = new spdlog::logger("launch", std::make_shared<spdlog::sinks::stderr_sink_st>());
-  logger->set_formatter(std::make_unique<PaddleLineFormatter>());
+  logger->set_formatter(std::make_unique<PaddleLineFormatter>(LogStyle::kLegacy));
   logger->set_level(spdlog::level::info);
   logger->flush_on(spdlog::level::trace);
   return logger;
@@ -118,9 +131,12 @@ void LogLine(LogLevel level, const char* file, int line, std::string_view messag
 
 void HoldLines() { TheHeld().holding = true; }
 
-void ReleaseHeldLines() {
+void ReleaseHeldLines(const std::vector<std::string>& first_info_lines) {
   Held& held = TheHeld();
   held.holding = false;
+  for (const std::string& line : first_info_lines) {
+    Logger().log(spdlog::source_loc{__FILE__, __LINE__, ""}, spdlog::level::info, line);
+  }
   for (const HeldLine& l : held.lines) {
     Logger().log(l.time, spdlog::source_loc{l.file, l.line, ""}, SpdlogLevel(l.level), l.message);
   }
@@ -134,6 +150,10 @@ void DropHeldLines() {
 }
 
 void SetupLogging() { Logger(); }
+
+void SetLogStyle(LogStyle style) {
+  Logger().set_formatter(std::make_unique<PaddleLineFormatter>(style));
+}
 
 void SetLogLevel(const std::string& level) {
   spdlog::level::level_enum value = spdlog::level::info;

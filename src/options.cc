@@ -9,6 +9,7 @@
 
 #include "pdlaunch/errors.h"
 #include "pdlaunch/master_config.h"
+#include "pdlaunch/pod_console.h"
 
 namespace pdlaunch {
 
@@ -88,6 +89,7 @@ using Lines = std::vector<std::pair<std::string, std::string>>;
 Lines NewInterfaceLines(const LaunchOptions& o) {
   return {
       {"auto_cluster_config", PythonStr(o.auto_cluster_config)},
+      {"devices", PythonStr(o.gpus)},
       {"elastic_level", PythonStr(o.elastic_level)},
       {"elastic_timeout", PythonStr(o.elastic_timeout)},
       {"enable_gpu_log", PythonStr(o.enable_gpu_log)},
@@ -138,9 +140,7 @@ Lines ConfigurationLines(const LaunchOptions& o) {
   };
 }
 
-}  // namespace
-
-std::string FormatConfigurationArguments(const LaunchOptions& options) {
+Lines SortedConfiguration(const LaunchOptions& options) {
   Lines lines = ConfigurationLines(options);
   if (UsesNewInterface(options)) {
     const Lines more = NewInterfaceLines(options);
@@ -148,9 +148,24 @@ std::string FormatConfigurationArguments(const LaunchOptions& options) {
   }
   // Sorted here rather than trusted to the list above, as Python sorts vars(args).
   std::sort(lines.begin(), lines.end());
+  return lines;
+}
+
+}  // namespace
+
+std::string FormatConfigurationArguments(const LaunchOptions& options) {
   std::string out = "-----------  Configuration Arguments -----------\n";
-  for (const auto& [name, value] : lines) out += name + ": " + value + "\n";
+  for (const auto& [name, value] : SortedConfiguration(options)) {
+    out += name + ": " + value + "\n";
+  }
   out += std::string(48, '-') + "\n";
+  return out;
+}
+
+std::vector<std::string> ConfigurationLogLines(const LaunchOptions& options) {
+  std::vector<std::string> out{std::string(kConfigurationHeader)};
+  for (const auto& [name, value] : SortedConfiguration(options)) out.push_back(name + ": " + value);
+  out.emplace_back(kConfigurationFooter);
   return out;
 }
 

@@ -29,6 +29,7 @@
 #include "pdlaunch/job_cgroup.h"
 #include "pdlaunch/logging.h"
 #include "pdlaunch/messages.h"
+#include "pdlaunch/pod_console.h"
 #include "pdlaunch/run_recorder.h"
 #include "pdlaunch/supervision.h"
 #include "pdlaunch/watchdog.h"
@@ -63,6 +64,18 @@ std::string TailOfFile(const std::string& path, off_t from, int max_lines) {
   }
   std::string tail;
   for (const std::string& l : lines) tail += l + "\n";
+  return tail;
+}
+
+/// The bytes of `path` from byte `from` on, at most the last `max_bytes` of them (the first line
+/// may be cut, as Paddle's Container.tail cuts it), ending with a newline unless empty.
+std::string TailBytesOfFile(const std::string& path, off_t from, off_t max_bytes) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return {};
+  from = std::max(from, FileSize(path) - max_bytes);
+  in.seekg(from);
+  std::string tail{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  if (!tail.empty() && tail.back() != '\n') tail.push_back('\n');
   return tail;
 }
 
@@ -355,11 +368,18 @@ class EventLoop {
     }
     if (policy_.exit_code() == 0 && !idle_ && !policy_.stop_requested() &&
         !policy_.received_signal()) {
-      PDLOG_INFO("Local processes completed.");
+      if (options_.pod_name.empty()) {
+        PDLOG_INFO("Local processes completed.");
+      } else {
+        PDLOG_INFO("Pod completed");
+      }
     } else if (policy_.received_signal() && !idle_ && policy_.failed().empty()) {
       // The last line after a Ctrl-C says what happened.
       PDLOG_WARN("stopped by {}: all {} processes ended; exit code {}",
                  SignalName(*policy_.received_signal()), children_.size(), policy_.exit_code());
+    }
+    if (!options_.pod_name.empty() && policy_.received_signal() && !idle_) {
+      PDLOG_INFO("Exit with signal {}", *policy_.received_signal());
     }
     return SupervisorResult{policy_.exit_code(), policy_.received_signal(),
                             !policy_.failed().empty(), policy_.stop_requested()};
@@ -370,6 +390,10 @@ class EventLoop {
     std::fflush(stdout);  // Our own stdout text must precede the echoed rank output.
     children_.reserve(pending_.size());
     std::vector<pid_t> pids;
+    if (!options_.pod_name.empty() && !pending_.empty()) {
+      PDLOG_INFO("Run {}",
+                 FormatPodLine(options_.pod_name, static_cast<int>(pending_.size()), "ready"));
+    }
     // Asked once for the batch: each child then resets only these (ProcessSpec::reset_signals).
     const uint64_t reset_signals = NonDefaultSignals();
     for (SupervisedProcess& p : pending_) {
@@ -404,6 +428,10 @@ class EventLoop {
     for (Child& child : children_) child.process.ConfirmStarted();
     if (options_.on_started) options_.on_started(pids);
     std::fflush(stdout);
+    if (!options_.pod_name.empty() && !children_.empty()) {
+      PDLOG_INFO("Watching {}",
+                 FormatPodLine(options_.pod_name, static_cast<int>(children_.size()), "running"));
+    }
     for (size_t i = 0; i < children_.size(); ++i) WaitForExit(i);
   }
 
@@ -560,6 +588,9 @@ class EventLoop {
     } else if (signal == SIGCONT) {
       PDLOG_INFO("received SIGCONT: resuming {} processes", RunningCount());
     } else if (Supervision::IsTerminationSignal(signal)) {
+      if (!was_signalled && !options_.pod_name.empty()) {
+        PDLOG_INFO("Terminating with signal {}", signal);
+      }
       if (was_stopping && was_signalled) {
         PDLOG_WARN("received {} again, killing all processes now", SignalName(signal));
       } else if (was_stopping) {
@@ -754,6 +785,10 @@ class EventLoop {
       }
       PDLOG_ERROR("{}", FormatAbortLine(role_size, ranks, role));
     }
+    if (!options_.pod_name.empty()) {
+      ReportFailedContainers(indices);
+      return;
+    }
     for (int i : indices) {
       const Child& child = children_[static_cast<size_t>(i)];
       if (child.info.log_path.empty()) continue;
@@ -762,6 +797,24 @@ class EventLoop {
                   child.process.pid(), child.process.status()->Describe(), options_.tail_lines,
                   child.info.log_path,
                   TailOfFile(child.info.log_path, child.log_start, options_.tail_lines));
+    }
+  }
+
+  // Today's launcher's account of a failure (contract §11.1): the pod's status once, then each
+  // failed container and the end of its log (on stdout, as Paddle writes it).
+  void ReportFailedContainers(const std::vector<int>& indices) {
+    if (policy_.failed().size() == indices.size()) PDLOG_INFO("Pod failed");
+    for (int i : indices) {
+      const Child& child = children_[static_cast<size_t>(i)];
+      PDLOG_ERROR(
+          "Container failed !!!\n{}",
+          FormatContainerLine(i, "failed", child.info.spec.argv,
+                              PythonReturnCode(*child.process.status()), child.info.log_path));
+      PDLOG_INFO("{}", kErrorLogDetail);
+      if (child.info.log_path.empty()) continue;
+      std::fflush(stdout);
+      fmt::print("{}", TailBytesOfFile(child.info.log_path, child.log_start, kErrorTailBytes));
+      std::fflush(stdout);
     }
   }
 

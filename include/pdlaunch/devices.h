@@ -56,6 +56,9 @@ struct DeviceEnv {
   /// Where the process count came from, for its range error (PADDLE_NPROC_PER_NODE for the
   /// environment twin: LaunchOptions::FlagName).
   std::string nproc_per_node_name = "--nproc_per_node";
+  /// The name the device list was given under, for its messages (--gpus, --devices, --npus,
+  /// --selected_gpus, PADDLE_DEVICES: LaunchOptions::FlagName).
+  std::string gpus_name = "--gpus";
 };
 
 /// Decides device mode and per-process device lists (contract §2.2, §3.2; issue #2 item 4):

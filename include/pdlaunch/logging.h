@@ -5,6 +5,7 @@
 #include <exception>
 #include <string>
 #include <string_view>
+#include <vector>
 
 // The launcher's log, written through spdlog by src/logging.cc alone: spdlog is header-only
 // here (its implementation is compiled into every file that includes spdlog.h, 5 s of -O2 per
@@ -18,8 +19,17 @@ enum class LogLevel { kDebug, kInfo, kWarn, kError };
 /// that is not are never formatted).
 bool LogEnabled(LogLevel level);
 
-/// Writes one line to stderr in Paddle's shape `LEVEL YYYY-MM-DD HH:MM:SS,mmm file.cc:line]
-/// message` (contract §0.4), flushed. `file` is the source path (its last component is shown).
+/// Whose console the lines follow (docs/cli.md, "Console"): the legacy launcher's
+/// `LEVEL YYYY-MM-DD HH:MM:SS,mmm file.cc:line] message` (contract §0.4), or today's launcher's
+/// logger named LAUNCH, `LAUNCH LEVEL YYYY-MM-DD HH:MM:SS,mmm message` (Paddle 2.3+, §10.1).
+enum class LogStyle { kLegacy, kLaunch };
+
+/// Chooses the shape of every line written from now on (held lines included); Main does, once
+/// it knows which interface the command uses. The default is kLegacy.
+void SetLogStyle(LogStyle style);
+
+/// Writes one line to stderr in the chosen style, flushed. `file` is the source path (the
+/// legacy style shows its last component).
 void LogLine(LogLevel level, const char* file, int line, std::string_view message);
 
 /// LogLine of the formatted message; never throws (a formatter that throws gives a line saying
@@ -38,7 +48,9 @@ void LogFormat(LogLevel level, const char* file, int line, fmt::format_string<Ar
 /// then, with their own times) or DropHeldLines: Main holds what the job's planning logs until
 /// the configuration dump is out, so that the dump stays first and a usage error stays alone.
 void HoldLines();
-void ReleaseHeldLines();
+/// Writes `first_info_lines` at INFO (today's launcher logs its configuration so), then the held
+/// lines.
+void ReleaseHeldLines(const std::vector<std::string>& first_info_lines = {});
 void DropHeldLines();
 
 /// Makes the logger now (Main does, first thing). It is made outside spdlog's registry: the

@@ -111,6 +111,11 @@ struct LaunchOptions {
 /// ['a', 'b'], an empty string as nothing after ": "), footer of 48 dashes. Ends with '\n'.
 std::string FormatConfigurationArguments(const LaunchOptions& options);
 
+/// Today's launcher's configuration (contract §10.2), logged at INFO one line each:
+/// kConfigurationHeader, the same sorted `name: value` lines (with `devices`, the value of
+/// --devices/--gpus), kConfigurationFooter.
+std::vector<std::string> ConfigurationLogLines(const LaunchOptions& options);
+
 /// Renders `items` as a Python list repr: ['--lr', '0.1']. Each item is quoted as Python's repr()
 /// does: single quotes, or double quotes when the item holds a ' and no "; backslash, the quote,
 /// \n, \r, \t and other control bytes escaped (\x1b); bytes >= 0x80 kept as they are.

@@ -51,6 +51,11 @@ struct SupervisorOptions {
   std::optional<EchoChoice> echo;
   std::string echo_host;
   int tail_lines = 20;    ///< Lines of a failed rank's log shown on failure.
+  /// Non-empty: today's launcher's console (docs/cli.md, "Console"), this node's pod name in its
+  /// lines: `Run Pod: ...`, `Watching Pod: ...`, `Pod completed`/`Pod failed`, `Container failed
+  /// !!!` with the last 3000 bytes of the log instead of `tail_lines`, `Terminating with signal
+  /// N`, `Exit with signal N`. Empty: the legacy launcher's.
+  std::string pod_name;
   /// Logged (INFO) once every primary process has exited 0 (PS: "all workers exit, going to
   /// finish parameter server and heter_worker."). Empty: nothing.
   std::string primaries_done_message;

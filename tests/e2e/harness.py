@@ -34,8 +34,11 @@ WORKDIR = Path(os.environ.get("PDLAUNCH_E2E_WORKDIR") or tempfile.mkdtemp(prefix
 RUN_TIMEOUT = 180
 GONE_TIMEOUT = 30
 
+# A line of the launcher's log in either console (docs/cli.md, "Console"): the legacy launcher's
+# `LEVEL time file:line] message` or today's `LAUNCH LEVEL time message`. Groups: "level", "message".
 LOG_LINE = re.compile(
-    r"^(DEBUG|INFO|WARNING|ERROR|CRITICAL) \d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} \S+:\d+\] (.*)$")
+    r"^(LAUNCH )?(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) "
+    r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (?(1)|\S+:\d+\] )(?P<message>.*)$")
 
 # Variables of an outer launcher or cluster that would change what the launcher under test does.
 _INHERITED_PREFIXES = ("PADDLE_", "FLAGS_", "DISTRIBUTED_", "POD_IP", "TRAINER_", "CUDA_VISIBLE",
@@ -127,8 +130,8 @@ def log_messages(stream, level=None):
     found = []
     for line in stream.splitlines():
         m = LOG_LINE.match(line)
-        if m and (level is None or m.group(1) == level):
-            found.append(m.group(2))
+        if m and (level is None or m.group("level") == level):
+            found.append(m.group("message"))
     return found
 
 

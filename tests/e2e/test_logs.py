@@ -190,33 +190,133 @@ class EchoTest(LaunchTestCase):
 
 
 class LogLevelTest(LaunchTestCase):
-    """--log_level (and PADDLE_LOG_LEVEL) filters the launcher's own messages, case-insensitive;
-    the ABORT line is an ERROR and "Local processes completed." an INFO line, as in Paddle."""
+    """--log_level (and PADDLE_LOG_LEVEL) filters the launcher's own messages, case-insensitive,
+    in both consoles: with --legacy the ABORT line is an ERROR and "Local processes completed."
+    an INFO line, as in the legacy launcher; in today's console (--log_level is one of its flags)
+    "Pod completed" is INFO and "Container failed !!!" ERROR, as in Paddle 2.3+."""
 
     def levels(self, stderr):
-        return {m.group(1) for m in map(harness.LOG_LINE.match, stderr.splitlines()) if m}
+        return {m.group("level") for m in map(harness.LOG_LINE.match, stderr.splitlines()) if m}
 
-    def test_each_level_filters(self):
+    def seen_at_each_level(self, extra, completed, failed):
         failing = self.rank_args("--exit", "1:3")
         seen = {}
         for level in ("debug", "INFO", "Warning", "ERROR", "CRITICAL"):
-            ok = self.run_launch(["--log_level", level, "--nproc_per_node", 2] + self.rank_args())
-            bad = self.run_launch(["--log_level", level, "--nproc_per_node", 2] + failing)
+            args = extra + ["--log_level", level, "--nproc_per_node", 2]
+            ok = self.run_launch(args + self.rank_args())
+            bad = self.run_launch(args + failing)
             self.assertEqual((ok.code, bad.code), (0, 3), (ok, bad))
             seen[level.upper()] = (self.levels(ok.stderr) | self.levels(bad.stderr),
-                                   "Local processes completed." in ok.stderr,
-                                   "ABORT!!!" in bad.stderr)
-        self.assertEqual(seen["DEBUG"], ({"DEBUG", "INFO", "WARNING", "ERROR"}, True, True))
-        self.assertEqual(seen["INFO"], ({"INFO", "WARNING", "ERROR"}, True, True))
-        self.assertEqual(seen["WARNING"], ({"WARNING", "ERROR"}, False, True))
-        self.assertEqual(seen["ERROR"], ({"ERROR"}, False, True))
-        self.assertEqual(seen["CRITICAL"], (set(), False, False))
+                                   completed in ok.stderr, "ABORT!!!" in bad.stderr,
+                                   failed in bad.stderr)
+        return seen
+
+    def test_each_level_filters_the_legacy_console(self):
+        seen = self.seen_at_each_level(["--legacy"], "Local processes completed.", "ABORT!!!")
+        self.assertEqual(seen["DEBUG"], ({"DEBUG", "INFO", "WARNING", "ERROR"}, True, True, True))
+        self.assertEqual(seen["INFO"], ({"INFO", "WARNING", "ERROR"}, True, True, True))
+        self.assertEqual(seen["WARNING"], ({"WARNING", "ERROR"}, False, True, True))
+        self.assertEqual(seen["ERROR"], ({"ERROR"}, False, True, True))
+        self.assertEqual(seen["CRITICAL"], (set(), False, False, False))
+
+    def test_each_level_filters_todays_console(self):
+        # A clean run of today's console has no WARNING line (no "CPUONLY" line there).
+        seen = self.seen_at_each_level([], "Pod completed", "Container failed !!!")
+        self.assertEqual(seen["DEBUG"], ({"DEBUG", "INFO", "ERROR"}, True, True, True))
+        self.assertEqual(seen["INFO"], ({"INFO", "ERROR"}, True, True, True))
+        self.assertEqual(seen["WARNING"], ({"ERROR"}, False, True, True))
+        self.assertEqual(seen["ERROR"], ({"ERROR"}, False, True, True))
+        self.assertEqual(seen["CRITICAL"], (set(), False, False, False))
 
     def test_environment_twin(self):
         result = self.run_launch(["--nproc_per_node", 1] + self.rank_args(),
                                  env=self.env(PADDLE_LOG_LEVEL="warning"))
         self.assertEqual(result.code, 0, result)
         self.assertNotIn("INFO", self.levels(result.stderr))
+
+
+class TodaysConsoleTest(LaunchTestCase):
+    """A command of today's interface gets the console of `python -m paddle.distributed.launch`
+    since Paddle 2.3 (docs/cli.md, "Console"): LAUNCH log lines, the Configuration block, the
+    Job, Pod and Container lines, the ERROR LOG DETAIL tail, `Exit code N`."""
+
+    LAUNCH = re.compile(r"^LAUNCH (DEBUG|INFO|WARNING|ERROR) \d{4}-\d\d-\d\d "
+                        r"\d\d:\d\d:\d\d,\d{3} (.*)$")
+
+    def messages(self, stderr):
+        return [m.group(2) for m in map(self.LAUNCH.match, stderr.splitlines()) if m]
+
+    def pod_of(self, job):
+        logs = [p.name for p in (self.dir / "log").iterdir() if p.name.startswith(job + ".")]
+        self.assertEqual(len(logs), 1, logs)
+        return logs[0][len(job) + 1:-len(".log")]
+
+    def test_a_clean_run(self):
+        result = self.run_launch(["--job_id", "t1", "--nnodes", "1", "--nproc_per_node", 2]
+                                 + self.rank_args("--say", "hello"))
+        self.assertEqual(result.code, 0, result)
+        lines = result.stderr.splitlines()
+        self.assertTrue(all(self.LAUNCH.match(line) for line in lines), result.stderr)
+        messages = self.messages(result.stderr)
+        self.assertEqual(messages[0], "-----------  Configuration  ----------------------")
+        end = messages.index("-" * 50)
+        options = messages[1:end]
+        self.assertEqual(options, sorted(options))
+        self.assertIn("job_id: t1", options)
+        self.assertIn("nnodes: 1", options)
+        self.assertIn("nproc_per_node: 2", options)
+        pod = self.pod_of("t1")
+        self.assertEqual(messages[end + 1:],
+                         ["Job: t1, mode collective, replicas 1[1:1], elastic False",
+                          f"Run Pod: {pod}, replicas 2, status ready",
+                          f"Watching Pod: {pod}, replicas 2, status running",
+                          "Pod completed",
+                          "Exit code 0"])
+        # Nothing of the legacy console on stdout: only rank 0's output.
+        self.assertNotIn("Configuration Arguments", result.stdout)
+        self.assertNotIn("launch proc_id", result.stdout)
+        self.assertNotIn("launch train in", result.stdout)
+
+    def test_a_failure_shows_the_container_and_the_end_of_its_log(self):
+        # Each rank writes 5000 lines of 100 bytes; rank 1 exits 3: the tail is its last 3000.
+        result = self.run_launch(["--job_id", "t2", "--nproc_per_node", 2]
+                                 + self.rank_args("--lines", 5000, "--exit", "1:3"))
+        self.assertEqual(result.code, 3, result)
+        messages = self.messages(result.stderr)
+        log = self.dir / "log" / "workerlog.1"
+        self.assertIn(harness.abort_line(2, [1]), messages)
+        failed = messages.index("Pod failed")
+        self.assertEqual(messages[failed + 1], "Container failed !!!")
+        lines = result.stderr.splitlines()
+        header = next(i for i, line in enumerate(lines) if line.endswith(" Container failed !!!"))
+        self.assertRegex(lines[header + 1],
+                         r"^Container rank 1 status failed cmd \[.*'-u', "
+                         + re.escape(repr(str(harness.RANK_PY))) + r", '--record', .*\] code 3 log "
+                         + re.escape(str(log)) + "$")
+        self.assertEqual(messages[failed + 2],
+                         "------------------------- ERROR LOG DETAIL -------------------------")
+        self.assertEqual(messages[-1], "Exit code 3")
+        content = log.read_bytes()
+        self.assertGreater(len(content), 3000)
+        # Rank 0's echoed lines may follow; the tail is one piece, cut mid-line as Paddle cuts it.
+        tail = content[-3000:].decode()
+        self.assertIn(tail, result.stdout)
+        self.assertNotIn(content[-3001:].decode(), result.stdout)
+
+    def test_a_rank_killed_by_a_signal_has_pythons_negative_code(self):
+        result = self.run_launch(["--nnodes", "1", "--nproc_per_node", 2]
+                                 + self.rank_args("--signal", "0:KILL"))
+        self.assertEqual(result.code, 137, result)
+        self.assertRegex(result.stderr, r"\nContainer rank 0 status failed cmd .* code -9 log ")
+        self.assertEqual(self.messages(result.stderr)[-1], "Exit code 137")
+
+    def test_the_legacy_flag_keeps_the_legacy_console(self):
+        result = self.run_launch(["--legacy", "--nnodes", "1"] + self.rank_args())
+        self.assertEqual(result.code, 0, result)
+        self.assertEqual(result.stdout.splitlines()[0],
+                         "-----------  Configuration Arguments -----------")
+        self.assertNotIn("LAUNCH ", result.stderr)
+        self.assertIn("Local processes completed.", result.stderr)
 
 
 class ConsoleTest(LaunchTestCase):

@@ -39,7 +39,7 @@ def stamp(stderr, pattern):
     for line in stderr.splitlines():
         m = harness.LOG_LINE.match(line)
         if m and re.search(pattern, line):
-            h, mi, s = line.split()[2].split(":")
+            h, mi, s = re.search(r"\d\d:\d\d:\d\d,\d{3}", line).group(0).split(":")
             return int(h) * 3600 + int(mi) * 60 + float(s.replace(",", "."))
     raise AssertionError(f"no line matching {pattern!r} in:\n{stderr}")
 

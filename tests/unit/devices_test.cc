@@ -105,6 +105,23 @@ TEST(DevicesTest, GpuTokenThatIsNotAnIdIsUsageError) {
             "--gpus: 'x' is not a device id");
 }
 
+TEST(DevicesTest, MessagesNameTheListAsItWasGiven) {
+  FakeDeviceProbe probe(0);
+  DeviceEnv env;
+  env.gpus_name = "--devices";
+  EXPECT_EQ(ErrorOf<UsageError>([&] { ResolveDevices("0,x", std::nullopt, "auto", env, probe); }),
+            "--devices: 'x' is not a device id");
+  EXPECT_EQ(ResolveDevices("0,1", std::nullopt, "auto", env, probe).warnings,
+            (std::vector<std::string>{
+                "--devices=0,1 given but no GPU was found on this machine; running as asked"}));
+  EXPECT_EQ(ResolveDevices("0,1", std::nullopt, "gloo", env, probe).warnings,
+            (std::vector<std::string>{"--devices=0,1 ignored: --backend=gloo runs on CPU"}));
+  env.gpus_name = "PADDLE_DEVICES";
+  env.cuda_visible_devices = "3,4";
+  EXPECT_EQ(ErrorOf<UsageError>([&] { ResolveDevices("y", std::nullopt, "auto", env, probe); }),
+            "PADDLE_DEVICES: 'y' is not a device id");
+}
+
 TEST(DevicesTest, EmptyGpuTokenIsUsageError) {
   FakeDeviceProbe probe(8);
   EXPECT_EQ(ErrorOf<UsageError>([&] { ResolveDevices("0,,1", std::nullopt, "auto", {}, probe); }),
