@@ -67,7 +67,7 @@ std::string ResolveMasterHost(const std::string& host, Clock::time_point deadlin
   Clock::time_point last_line{};
   for (;;) {
     try {
-      const std::vector<std::string> addresses = ResolveHostName(host);
+      const std::vector<std::string> addresses = ResolveHostName(host, "--master");
       if (!addresses.empty()) {
         PDLOG_INFO("master host {} is {}", host, addresses.front());
         return addresses.front();

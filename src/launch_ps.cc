@@ -88,7 +88,9 @@ PsDecision DecidePs(const LaunchOptions& options, JobMode mode, const std::strin
                               : 0;
 
   const std::vector<std::string> hosts = PsNodeIps(options, mode);
-  inputs.node = GatherNodeEnv(JoinHosts(hosts), options.host);
+  inputs.node = GatherNodeEnv(
+      JoinHosts(hosts), options.host,
+      options.servers.empty() && options.workers.empty() ? "--ips" : "--servers/--workers");
   inputs.start_port = GivenStartPort(options);
   // Free ports differ from host to host; a job on several hosts needs the same list everywhere.
   if (!inputs.start_port && hosts.size() > 1) inputs.start_port = kPsDefaultStartPort;

@@ -69,11 +69,12 @@ std::optional<int> GivenStartPort(const LaunchOptions& options) {
                         GetEnv("PADDLE_START_PORT"));
 }
 
-NodeEnv GatherNodeEnv(const std::string& ips, const std::optional<std::string>& host) {
+NodeEnv GatherNodeEnv(const std::string& ips, const std::optional<std::string>& host,
+                      std::string_view source) {
   NodeEnv env{GetEnv("POD_IP"), {}, {}};
   if (ips.find(',') != std::string::npos) env.local_addresses = LocalInterfaceAddresses();
   for (const std::string& name : HostNamesToResolve(ips, host, env.pod_ip)) {
-    env.resolved[name] = ResolveHostName(name);
+    env.resolved[name] = ResolveHostName(name, source);
   }
   return env;
 }

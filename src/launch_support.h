@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "pdlaunch/cloud.h"
@@ -43,7 +44,8 @@ std::optional<int> GivenStartPort(const LaunchOptions& options);
 
 /// POD_IP, the local interface addresses (only when `ips` lists several nodes) and the
 /// addresses of the host names in `ips` that need resolving (forward only).
-NodeEnv GatherNodeEnv(const std::string& ips, const std::optional<std::string>& host);
+NodeEnv GatherNodeEnv(const std::string& ips, const std::optional<std::string>& host,
+                      std::string_view source = "--ips");
 
 /// The ports of a node's local trainers, plus MASTER_PORT.
 struct LocalPorts {

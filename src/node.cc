@@ -162,7 +162,7 @@ bool IsIpLiteral(const std::string& text) {
          inet_pton(AF_INET6, text.c_str(), bytes) == 1;
 }
 
-std::vector<std::string> ResolveHostName(const std::string& name) {
+std::vector<std::string> ResolveHostName(const std::string& name, std::string_view source) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -170,7 +170,7 @@ std::vector<std::string> ResolveHostName(const std::string& name) {
   const int status = getaddrinfo(name.c_str(), nullptr, &hints, &list);
   if (status != 0) {
     const std::string reason = status == EAI_SYSTEM ? std::strerror(errno) : gai_strerror(status);
-    throw LaunchError(fmt::format("cannot resolve host name '{}' of --ips: {}", name, reason));
+    throw LaunchError(fmt::format("cannot resolve host name '{}' of {}: {}", name, source, reason));
   }
   std::vector<std::string> addresses;
   for (int family : {AF_INET, AF_INET6}) {

@@ -3,6 +3,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace pdlaunch {
@@ -50,8 +51,10 @@ std::optional<std::string> FirstRepeatedHost(const std::vector<std::string>& hos
 
 /// Forward resolution of `name` (getaddrinfo, no reverse lookup): its distinct numeric addresses,
 /// IPv4 ones first, each family in resolver order. Throws LaunchError
-/// "cannot resolve host name 'node-b' of --ips: <gai_strerror>" when it fails.
-std::vector<std::string> ResolveHostName(const std::string& name);
+/// "cannot resolve host name 'node-b' of --ips: <gai_strerror>" when it fails, `source` naming
+/// where the name came from (--ips, --servers/--workers, --master).
+std::vector<std::string> ResolveHostName(const std::string& name,
+                                         std::string_view source = "--ips");
 
 /// True if entry `node` of a node list names `address`: the same IP literal in canonical form
 /// ("0:0::1" is "::1"), the same string, or a host name that resolved (env.resolved) to it.

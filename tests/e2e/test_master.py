@@ -202,6 +202,7 @@ class LateServiceNameTest(NetnsTestCase):
         stderr = self.dir / "node1.stderr"
         self.wait_until(lambda: "waiting for the master's host name 'svc-master-0'"
                         in stderr.read_text(), "the resolution retry line", timeout=20)
+        self.assertIn("cannot resolve host name 'svc-master-0' of --master:", stderr.read_text())
         # The name appears: rewrite the file in place (the bind mount keeps its inode).
         hosts = ETC_NETNS / self.lab.names[1] / "hosts"
         with open(hosts, "a") as f:
