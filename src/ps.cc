@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string_view>
@@ -259,6 +260,14 @@ std::vector<std::string> StageDevices(const std::string& text, size_t stages,
   for (const std::string& device : devices) {
     if (device.empty())
       throw UsageError(fmt::format("--heter_devices: empty device in '{}'", text));
+    // What Paddle's heter worker accepts (the_one_ps.py: "Heter Worker Not Support Device"),
+    // checked here rather than by the job at its first step.
+    std::string upper = device;
+    for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    if (upper != "CPU" && upper != "GPU" && upper != "XPU") {
+      throw UsageError(fmt::format(
+          "--heter_devices: '{}' is not a heter device (cpu, gpu or xpu, any case)", device));
+    }
   }
   if (devices.size() < stages) {
     throw UsageError(fmt::format("--heter_devices={} names {} stage device(s) for {} heter stages",

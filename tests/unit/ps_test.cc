@@ -629,6 +629,21 @@ TEST(PsHeterTest, TooFewStageDevicesIsUsageError) {
       "--heter_devices=gpu names 1 stage device(s) for 2 heter stages");
 }
 
+TEST(PsHeterTest, StageDevicesArePaddlesHeterDeviceTypes) {
+  EXPECT_EQ(PlanError(Inputs(
+                Args().ServerNum(1).WorkerNum(1).HeterWorkerNum("1;1").HeterDevices("gpu;gpux"),
+                JobMode::kPsHeter)),
+            "--heter_devices: 'gpux' is not a heter device (cpu, gpu or xpu, any case)");
+  EXPECT_EQ(
+      PlanError(Inputs(Args().ServerNum(1).WorkerNum(1).HeterWorkerNum("1").HeterDevices("npu"),
+                       JobMode::kPsHeter)),
+      "--heter_devices: 'npu' is not a heter device (cpu, gpu or xpu, any case)");
+  const PsPlan plan = PlanPs(
+      Inputs(Args().ServerNum(1).WorkerNum(1).HeterWorkerNum("1;1;1").HeterDevices("GPU; xpu ;Cpu"),
+             JobMode::kPsHeter));
+  EXPECT_EQ(plan.stage_devices, (std::vector<std::string>{"cpu", "GPU", "xpu", "Cpu"}));
+}
+
 TEST(PsHeterTest, ExtraStageDevicesAreAWarning) {
   const PsPlan plan = PlanPs(
       Inputs(Args().ServerNum(1).WorkerNum(1).HeterWorkerNum("1").HeterDevices("gpu;cpu;xpu"),
