@@ -601,7 +601,10 @@ int Main(int argc, char** argv) {
     const int code = RunDecided(std::move(decision), env, announce);
     ReleaseHeldLines();
     // Paddle's finalize line, once a pod was deployed (not after a failed rendezvous).
-    if (todays_console && !report.processes.empty()) PDLOG_INFO("Exit code {}", code);
+    // A run ended by a signal ends with "Exit with signal N" instead, as Paddle's.
+    if (todays_console && !report.processes.empty() && !report.signal) {
+      PDLOG_INFO("Exit code {}", code);
+    }
     return Finish(report_path, code, "");
   } catch (const LaunchError& e) {
     // A usage error is alone; a set-up error comes after the dump and what was logged, as the

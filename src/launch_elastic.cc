@@ -16,12 +16,14 @@
 #include "launch_support.h"
 #include "pdlaunch/elastic.h"
 #include "pdlaunch/elastic_policy.h"
+#include "pdlaunch/endpoint.h"
 #include "pdlaunch/errors.h"
 #include "pdlaunch/kv_store.h"
 #include "pdlaunch/logging.h"
 #include "pdlaunch/master_config.h"
 #include "pdlaunch/messages.h"
 #include "pdlaunch/node.h"
+#include "pdlaunch/options.h"
 #include "pdlaunch/ports.h"
 #include "pdlaunch/process.h"
 #include "pdlaunch/run_recorder.h"
@@ -366,11 +368,24 @@ int ElasticNodeAgent::RunWorld(const WorldRecord& world) {
   }
   TempDir gloo_dir;
   const JobEnv job{gloo_dir.path(), GetEnv("PADDLE_WITH_GLOO").value_or("0"), log_dir_.string()};
-  std::vector<SupervisedProcess> processes = BuildTrainerProcesses(
-      cluster, WorldValues(cluster), command_, job, log_dir_,
-      options_.log_overwrite && first_launch_, ElasticVariables(world, cluster, config_.job_id));
+  const bool truncate = options_.log_overwrite && first_launch_;
+  std::vector<SupervisedProcess> processes =
+      BuildTrainerProcesses(cluster, WorldValues(cluster), command_, job, log_dir_, truncate,
+                            ElasticVariables(world, cluster, config_.job_id));
   first_launch_ = false;
-  WriteTextFile(log_dir_ / "endpoints.log", FormatEndpointsLog(cluster.world_endpoints()));
+  // One rule for the files (docs/cli.md): today's interface (--master etcd://...) appends each
+  // generation's endpoints to the pod log, as Paddle's etcd controller does; the legacy one
+  // (--elastic_server) rewrites endpoints.log.
+  if (UsesNewInterface(options_)) {
+    std::vector<std::string> endpoints;
+    for (const Endpoint& endpoint : cluster.world_endpoints()) {
+      endpoints.push_back(endpoint.ToString());
+    }
+    internal::WritePodLog(log_dir_ / fmt::format("{}.{}.log", config_.job_id, pod_),
+                          PythonListRepr(endpoints), truncate);
+  } else {
+    WriteTextFile(log_dir_ / "endpoints.log", FormatEndpointsLog(cluster.world_endpoints()));
+  }
   if (cluster.local_index == 0) {
     try {
       store_->Put(keys_.endpoints(), FormatEndpointsValue(cluster));

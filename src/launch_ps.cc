@@ -52,6 +52,7 @@ int RunPsDirect(const LaunchOptions& options, const TrainingCommand& command) {
   process.spec = ProcessSpec{command.executable, command.argv, ParentEnvironment(), -1};
   SupervisorOptions supervisor;
   supervisor.grace_seconds = options.grace;
+  if (UsesNewInterface(options)) supervisor.pod_name = NewPodName();
   std::vector<SupervisedProcess> processes;
   processes.push_back(std::move(process));
   const int code = RunSupervised(std::move(processes), supervisor);

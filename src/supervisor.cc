@@ -68,11 +68,14 @@ std::string TailOfFile(const std::string& path, off_t from, int max_lines) {
 }
 
 /// The bytes of `path` from byte `from` on, at most the last `max_bytes` of them (the first line
-/// may be cut, as Paddle's Container.tail cuts it), ending with a newline unless empty.
+/// may be cut, as Paddle's Container.tail cuts it), ending with a newline unless empty. A file
+/// now shorter than `from` (truncated since) gives its last `max_bytes`.
 std::string TailBytesOfFile(const std::string& path, off_t from, off_t max_bytes) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return {};
-  from = std::max(from, FileSize(path) - max_bytes);
+  const off_t size = FileSize(path);
+  if (from > size) from = 0;
+  from = std::max(from, size - max_bytes);
   in.seekg(from);
   std::string tail{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
   if (!tail.empty() && tail.back() != '\n') tail.push_back('\n');
@@ -119,6 +122,12 @@ class ConsoleEcho {
   std::vector<int> SharedDescriptors() {
     if (!inotify_.is_open()) return {};
     return {inotify_.native_handle()};
+  }
+
+  /// Echoes the whole lines written so far to every file (today's console does before it shows
+  /// a failed process's tail, as Paddle echoes container 0 before it: the echo stays in order).
+  void DrainLines() {
+    for (File& file : files_) Drain(file);
   }
 
   /// Echoes everything up to the end of every file, last partial lines included (a prefixed
@@ -800,22 +809,25 @@ class EventLoop {
     }
   }
 
-  // Today's launcher's account of a failure (contract §11.1): the pod's status once, then each
-  // failed container and the end of its log (on stdout, as Paddle writes it).
+  // Today's launcher's account of a failure (contract §11.1), once per run as Paddle's: the
+  // pod's status, the first failed container (in local order among those found together) and
+  // the end of its log, on stdout after what the echo had still to show.
   void ReportFailedContainers(const std::vector<int>& indices) {
-    if (policy_.failed().size() == indices.size()) PDLOG_INFO("Pod failed");
-    for (int i : indices) {
-      const Child& child = children_[static_cast<size_t>(i)];
-      PDLOG_ERROR(
-          "Container failed !!!\n{}",
-          FormatContainerLine(i, "failed", child.info.spec.argv,
-                              PythonReturnCode(*child.process.status()), child.info.log_path));
-      PDLOG_INFO("{}", kErrorLogDetail);
-      if (child.info.log_path.empty()) continue;
-      std::fflush(stdout);
-      fmt::print("{}", TailBytesOfFile(child.info.log_path, child.log_start, kErrorTailBytes));
-      std::fflush(stdout);
-    }
+    if (container_reported_) return;
+    container_reported_ = true;
+    const int first = *std::min_element(indices.begin(), indices.end());
+    const Child& child = children_[static_cast<size_t>(first)];
+    PDLOG_INFO("Pod failed");
+    PDLOG_ERROR(
+        "Container failed !!!\n{}",
+        FormatContainerLine(first, "failed", child.info.spec.argv,
+                            PythonReturnCode(*child.process.status()), child.info.log_path));
+    PDLOG_INFO("{}", kErrorLogDetail);
+    if (child.info.log_path.empty()) return;
+    echo_.DrainLines();
+    std::fflush(stdout);
+    // EPIPE or a closed terminal: the tail is lost, the teardown goes on (as the echo's).
+    WriteAll(STDOUT_FILENO, TailBytesOfFile(child.info.log_path, child.log_start, kErrorTailBytes));
   }
 
   SupervisorOptions options_;
@@ -841,6 +853,7 @@ class EventLoop {
   bool grace_expired_ = false;
   bool straggler_cleanup_ = false;
   bool primaries_done_ = false;
+  bool container_reported_ = false;  // Today's console: the failed container was shown.
   bool idle_ = false;  // No processes, only external events: run until a stop.
   bool finished_ = false;
 };

@@ -114,6 +114,15 @@ class ElasticTest(ElasticTestCase):
         envs = self.recorded_envs(2)
         self.assertEqual(envs[0]["PADDLE_TRAINERS"], "127.0.0.2,127.0.0.3")
         self.assertIn("job job1 completed", self.stderr("b"))
+        # Today's console and files: the pod named in "Run Pod" has the pod log, which ends
+        # with the endpoints; no endpoints.log.
+        for name in ("a", "b"):
+            pod = re.search(r"LAUNCH INFO \S+ \S+ Run Pod: ([a-z]{6}), replicas 1, status ready",
+                            self.stderr(name)).group(1)
+            files = sorted(p.name for p in (self.dir / f"log_{name}").iterdir())
+            self.assertEqual(files, [f"{JOB}.{pod}.log", "workerlog.0"])
+            last = (self.dir / f"log_{name}" / f"{JOB}.{pod}.log").read_text().splitlines()[-1]
+            self.assertRegex(last, r"^\['127\.0\.0\.2:\d+', '127\.0\.0\.3:\d+'\]$")
 
     def test_killed_node_is_replaced_and_the_survivor_keeps_its_rank(self):
         a = self.node("a", "2", *self.rank_args("--ready", self.rec, "--sleep", "600"))

@@ -1,5 +1,7 @@
 """Issue #2: log/workerlog.N, log/endpoints.log and the live console echo of local rank 0."""
+import os
 import re
+import signal
 import subprocess
 from pathlib import Path
 
@@ -302,6 +304,43 @@ class TodaysConsoleTest(LaunchTestCase):
         tail = content[-3000:].decode()
         self.assertIn(tail, result.stdout)
         self.assertNotIn(content[-3001:].decode(), result.stdout)
+
+    def test_rank_zeros_failure_shows_its_echo_first_then_its_tail_once(self):
+        # Rank 0 fails (rank 1, stopped by the launcher, is no failure): one container is
+        # shown; what rank 0 wrote is echoed whole before its tail, as Paddle does.
+        result = self.run_launch(["--job_id", "t3", "--nproc_per_node", 2]
+                                 + self.rank_args("--lines", 2000, "--exit", "0:4", "--sleep",
+                                                  30))
+        self.assertEqual(result.code, 4, result)
+        messages = self.messages(result.stderr)
+        self.assertEqual(messages.count("Pod failed"), 1)
+        self.assertEqual(messages.count("Container failed !!!"), 1)
+        self.assertRegex(result.stderr, r"\nContainer rank 0 status failed cmd .* code 4 log ")
+        content = (self.dir / "log" / "workerlog.0").read_text()
+        self.assertEqual(result.stdout, content + content[-3000:])
+
+    def test_the_tail_is_this_runs_output_only(self):
+        first = self.run_launch(["--nnodes", "1"] + self.rank_args("--lines", 100, "--exit",
+                                                                   "0:3"))
+        self.assertEqual(first.code, 3, first)
+        second = self.run_launch(["--nnodes", "1"] + self.rank_args("--say", "second run",
+                                                                    "--exit", "0:3"))
+        self.assertEqual(second.code, 3, second)
+        self.assertEqual(second.stdout, "rank 0: second run\n" * 2)  # The echo, then the tail.
+
+    def test_a_signal_ends_with_exit_with_signal(self):
+        proc = self.start_launch(["--nnodes", "1", "--nproc_per_node", 2]
+                                 + self.rank_args("--ready", self.rec, "--sleep", 60))
+        self.wait_ready(2, proc)
+        os.kill(proc.pid, signal.SIGINT)
+        result = self.finish(proc, 30)
+        self.assertEqual(result.code, 130, result)
+        messages = self.messages(result.stderr)
+        terminating = messages.index("Terminating with signal 2")
+        self.assertTrue(messages[terminating + 1].startswith("received SIGINT, stopping 2"),
+                        messages)
+        self.assertEqual(messages[-1], "Exit with signal 2")
+        self.assertFalse(any(m.startswith("Exit code") for m in messages), messages)
 
     def test_a_rank_killed_by_a_signal_has_pythons_negative_code(self):
         result = self.run_launch(["--nnodes", "1", "--nproc_per_node", 2]
