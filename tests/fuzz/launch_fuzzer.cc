@@ -13,6 +13,9 @@
 // sanitizer report, a hang or a violated invariant (__builtin_trap) is a bug.
 
 #include <algorithm>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/string_body.hpp>
 #include <charconv>
 #include <cstddef>
 #include <cstdint>
@@ -24,29 +27,26 @@
 #include <string_view>
 #include <vector>
 
-#include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/http/parser.hpp>
-#include <boost/beast/http/string_body.hpp>
-
 #include "pdlaunch/cgroup_path.h"
 #include "pdlaunch/cli.h"
-#include "pdlaunch/echo_choice.h"
-#include "pdlaunch/kv_http.h"
-#include "pdlaunch/master_config.h"
-#include "pdlaunch/rendezvous.h"
-#include "pdlaunch/slurm.h"
 #include "pdlaunch/cloud.h"
 #include "pdlaunch/devices.h"
+#include "pdlaunch/echo_choice.h"
 #include "pdlaunch/elastic.h"
 #include "pdlaunch/elastic_policy.h"
 #include "pdlaunch/endpoint.h"
-#include "pdlaunch/etcd_protocol.h"
 #include "pdlaunch/errors.h"
+#include "pdlaunch/etcd_protocol.h"
+#include "pdlaunch/kv_http.h"
+#include "pdlaunch/master_config.h"
 #include "pdlaunch/messages.h"
 #include "pdlaunch/node.h"
 #include "pdlaunch/options.h"
+#include "pdlaunch/pod_console.h"
 #include "pdlaunch/ports.h"
 #include "pdlaunch/ps.h"
+#include "pdlaunch/rendezvous.h"
+#include "pdlaunch/slurm.h"
 #include "pdlaunch/topology.h"
 #include "pdlaunch/trainer_env.h"
 
@@ -155,10 +155,17 @@ size_t ItemCount(const std::optional<std::string>& list, char separator) {
 void CheckConfiguration(const LaunchOptions& options) {
   const std::string text = FormatConfigurationArguments(options);
   // Tokens hold no '\n' (the input is split on it) and list items are escaped: one line each.
-  // 30 options and the two rule lines; 13 more for a command of today's interface.
-  PDLAUNCH_FUZZ_CHECK(CountLines(text) == (UsesNewInterface(options) ? 45u : 32u));
+  // 30 options and the two rule lines; 14 more for a command of today's interface.
+  const size_t lines = UsesNewInterface(options) ? 46u : 32u;
+  PDLAUNCH_FUZZ_CHECK(CountLines(text) == lines);
   PDLAUNCH_FUZZ_CHECK(text.rfind("-----------  Configuration Arguments -----------\n", 0) == 0);
   PDLAUNCH_FUZZ_CHECK(text.ends_with(std::string(48, '-') + "\n"));
+  // Today's console logs the same lines, one log line each, between its own rules.
+  const std::vector<std::string> logged = ConfigurationLogLines(options);
+  PDLAUNCH_FUZZ_CHECK(logged.size() == lines);
+  PDLAUNCH_FUZZ_CHECK(logged.front() == kConfigurationHeader);
+  PDLAUNCH_FUZZ_CHECK(logged.back() == kConfigurationFooter);
+  for (const std::string& line : logged) PDLAUNCH_FUZZ_CHECK(line.find('\n') == std::string::npos);
 }
 
 // Every line of the table has the same width (the keys and values are one line each).
