@@ -38,6 +38,13 @@ Endpoint ParseEndpoint(std::string_view text) {
   return endpoint;
 }
 
+std::vector<std::string> EndpointStrings(const std::vector<Endpoint>& endpoints) {
+  std::vector<std::string> strings;
+  strings.reserve(endpoints.size());
+  for (const Endpoint& endpoint : endpoints) strings.push_back(endpoint.ToString());
+  return strings;
+}
+
 std::string JoinEndpoints(const std::vector<Endpoint>& endpoints, std::string_view separator) {
   std::string joined;
   for (const Endpoint& endpoint : endpoints) {

@@ -53,10 +53,8 @@ using internal::LocalPorts;
 using internal::PlanLocalPorts;
 using internal::PrepareLogDir;
 using internal::PsDecision;
-using internal::PrintStarted;
 using internal::ResolveCollectiveDevices;
 using internal::TempDir;
-using internal::WriteTextFile;
 
 /// Paddle's default start port for multi-node jobs (contract §3.4).
 constexpr int kDefaultMultiNodeStartPort = 6070;
@@ -219,9 +217,8 @@ void CheckDeviceUsage(const LaunchOptions& options, const EnvMap& env) {
   FakeDeviceProbe probe(0);  // No GPU unless listed: never a usage error the machine would not give.
   DevicePlan plan;
   try {
-    plan = ResolveDevices(
-        options.gpus, options.nproc_per_node, options.backend,
-        DeviceEnv{visible, options.FlagName("nproc_per_node"), options.FlagName("gpus")}, probe);
+    plan = ResolveDevices(options.gpus, options.nproc_per_node, options.backend,
+                          internal::DeviceEnvOf(options, visible), probe);
   } catch (const UsageError&) {
     throw;
   } catch (const LaunchError&) {
@@ -304,15 +301,10 @@ const char* PathName(const JobDecision& d) {
 }
 
 DryRunPlan::PsJob PsJobOf(const PsPlan& plan) {
-  const auto strings = [](const std::vector<Endpoint>& endpoints) {
-    std::vector<std::string> out;
-    for (const Endpoint& e : endpoints) out.push_back(e.ToString());
-    return out;
-  };
   DryRunPlan::PsJob job;
-  job.servers = strings(plan.servers);
-  job.workers = strings(plan.workers);
-  for (const auto& stage : plan.heter_stages) job.heter_stages.push_back(strings(stage));
+  job.servers = EndpointStrings(plan.servers);
+  job.workers = EndpointStrings(plan.workers);
+  for (const auto& stage : plan.heter_stages) job.heter_stages.push_back(EndpointStrings(stage));
   job.gloo_http = plan.http.ToString();
   job.hosts = plan.node.node_ips;
   if (!job.hosts.empty()) job.this_host = job.hosts[static_cast<size_t>(plan.node.node_index)];
@@ -419,17 +411,8 @@ int RunDecided(JobDecision decision, const EnvMap& env, const std::function<void
   // One rule for the files and the console (docs/cli.md): today's interface gets the pod log
   // and today's console, the legacy one endpoints.log and its console.
   const std::string pod = todays_console ? internal::NewPodName() : std::string();
-  if (todays_console) {
-    std::vector<std::string> endpoints;
-    for (const Endpoint& endpoint : plan.cluster.world_endpoints()) {
-      endpoints.push_back(endpoint.ToString());
-    }
-    internal::WritePodLog(
-        log_dir / fmt::format("{}.{}.log", options.job_id.value_or("default"), pod),
-        PythonListRepr(endpoints), options.log_overwrite);
-  } else {
-    WriteTextFile(log_dir / "endpoints.log", FormatEndpointsLog(plan.cluster.world_endpoints()));
-  }
+  internal::WriteEndpointsFile(log_dir, options.job_id.value_or("default"), pod,
+                               plan.cluster.world_endpoints(), options.log_overwrite);
 
   const Cluster& cluster = plan.cluster;
   TheRunReport().node_rank = cluster.local_index;
@@ -451,11 +434,10 @@ int RunDecided(JobDecision decision, const EnvMap& env, const std::function<void
   }
 
   SupervisorOptions supervisor;
-  supervisor.pod_name = pod;
+  internal::ChooseConsole(supervisor, pod);
   supervisor.grace_seconds = options.grace;
   supervisor.echo_path = processes.front().log_path;
   ChooseEcho(supervisor, options, cluster.pods.size() > 1, cluster.local_pod().ip);
-  if (!todays_console) supervisor.on_started = PrintStarted;
   supervisor.remove_if_killed = {gloo_dir.path()};
   return RunSupervised(std::move(processes), supervisor);
 }

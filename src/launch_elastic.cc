@@ -16,14 +16,12 @@
 #include "launch_support.h"
 #include "pdlaunch/elastic.h"
 #include "pdlaunch/elastic_policy.h"
-#include "pdlaunch/endpoint.h"
 #include "pdlaunch/errors.h"
 #include "pdlaunch/kv_store.h"
 #include "pdlaunch/logging.h"
 #include "pdlaunch/master_config.h"
 #include "pdlaunch/messages.h"
 #include "pdlaunch/node.h"
-#include "pdlaunch/options.h"
 #include "pdlaunch/ports.h"
 #include "pdlaunch/process.h"
 #include "pdlaunch/run_recorder.h"
@@ -373,19 +371,11 @@ int ElasticNodeAgent::RunWorld(const WorldRecord& world) {
       BuildTrainerProcesses(cluster, WorldValues(cluster), command_, job, log_dir_, truncate,
                             ElasticVariables(world, cluster, config_.job_id));
   first_launch_ = false;
-  // One rule for the files (docs/cli.md): today's interface (--master etcd://...) appends each
-  // generation's endpoints to the pod log, as Paddle's etcd controller does; the legacy one
-  // (--elastic_server) rewrites endpoints.log.
-  if (UsesNewInterface(options_)) {
-    std::vector<std::string> endpoints;
-    for (const Endpoint& endpoint : cluster.world_endpoints()) {
-      endpoints.push_back(endpoint.ToString());
-    }
-    internal::WritePodLog(log_dir_ / fmt::format("{}.{}.log", config_.job_id, pod_),
-                          PythonListRepr(endpoints), truncate);
-  } else {
-    WriteTextFile(log_dir_ / "endpoints.log", FormatEndpointsLog(cluster.world_endpoints()));
-  }
+  // Today's interface (--master etcd://...) appends each generation's endpoints to the pod
+  // log, as Paddle's etcd controller does; the legacy one (--elastic_server) rewrites
+  // endpoints.log.
+  const std::string pod = UsesNewInterface(options_) ? pod_ : std::string();
+  internal::WriteEndpointsFile(log_dir_, config_.job_id, pod, cluster.world_endpoints(), truncate);
   if (cluster.local_index == 0) {
     try {
       store_->Put(keys_.endpoints(), FormatEndpointsValue(cluster));
@@ -403,12 +393,7 @@ int ElasticNodeAgent::RunWorld(const WorldRecord& world) {
   loop.echo_path = processes.front().log_path;
   internal::ChooseEcho(loop, options_, cluster.pods.size() > 1, cluster.local_pod().ip);
   loop.remove_if_killed = {gloo_dir.path()};
-  // Today's console unless --legacy (docs/cli.md, "Console").
-  if (UsesNewInterface(options_)) {
-    loop.pod_name = pod_;
-  } else {
-    loop.on_started = PrintStarted;
-  }
+  internal::ChooseConsole(loop, pod);
   loop.on_first_failure = [this](const SupervisedProcess& p, const ExitStatus& s) {
     PublishFailure(p, s);
   };

@@ -657,16 +657,15 @@ int MasterNode::RunRanks() {
   // Today's console unless --legacy (docs/cli.md, "Console"): the pod lines, not these.
   const bool todays_console = UsesNewInterface(options_);
   SupervisorOptions& supervisor = local.supervisor;
+  ChooseConsole(supervisor, todays_console ? pod_ : std::string());
   if (todays_console) {
     PDLOG_DEBUG("First process distributed environment info: {}", local.debug_table);
-    supervisor.pod_name = pod_;
   } else {
     if (!local.mode_line.empty()) fmt::print("{}\n", local.mode_line);
     PDLOG_INFO(
         "Local start {} processes. First process distributed environment info (Only For "
         "Debug): {}",
         local.processes.size(), local.debug_table);
-    supervisor.on_started = PrintStarted;
   }
   supervisor.io = &loop_.get();
   supervisor.stop_hook = &stop_;

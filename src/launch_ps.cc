@@ -79,11 +79,8 @@ PsDecision DecidePs(const LaunchOptions& options, JobMode mode, const std::strin
   inputs.mode = mode;
   inputs.cuda_visible_devices = GetEnv("CUDA_VISIBLE_DEVICES");
   auto probe = MakeSystemDeviceProbe();
-  inputs.devices =
-      ResolveDevices(options.gpus, std::nullopt, "auto",
-                     DeviceEnv{inputs.cuda_visible_devices, options.FlagName("nproc_per_node"),
-                               options.FlagName("gpus")},
-                     *probe);
+  inputs.devices = ResolveDevices(options.gpus, std::nullopt, "auto",
+                                  DeviceEnvOf(options, inputs.cuda_visible_devices), *probe);
   decision.accelerators = inputs.devices.mode == DeviceMode::kGpu
                               ? static_cast<int>(inputs.devices.devices_per_proc.size())
                               : 0;

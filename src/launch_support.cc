@@ -16,6 +16,7 @@
 #include "pdlaunch/cli.h"
 #include "pdlaunch/echo_choice.h"
 #include "pdlaunch/errors.h"
+#include "pdlaunch/messages.h"
 #include "pdlaunch/options.h"
 #include "pdlaunch/ports.h"
 #include "unique_fd.h"
@@ -153,12 +154,16 @@ LocalPorts PlanLocalPorts(std::optional<int> start, int num_local) {
   return plan;
 }
 
+DeviceEnv DeviceEnvOf(const LaunchOptions& options,
+                      std::optional<std::string> cuda_visible_devices) {
+  return DeviceEnv{std::move(cuda_visible_devices), options.FlagName("nproc_per_node"),
+                   options.FlagName("gpus")};
+}
+
 DevicePlan ResolveCollectiveDevices(const LaunchOptions& options) {
   auto probe = MakeSystemDeviceProbe();
   return ResolveDevices(options.gpus, options.nproc_per_node, options.backend,
-                        DeviceEnv{GetEnv("CUDA_VISIBLE_DEVICES"),
-                                  options.FlagName("nproc_per_node"), options.FlagName("gpus")},
-                        *probe);
+                        DeviceEnvOf(options, GetEnv("CUDA_VISIBLE_DEVICES")), *probe);
 }
 
 void PrintStarted(const std::vector<pid_t>& pids) {
@@ -285,6 +290,21 @@ void SetPsSupervision(const std::vector<SupervisedProcess>& processes,
         {PsRoleName(PsRole::kServer), "all parameter server are killed"}};
     return;
   }
+}
+
+void ChooseConsole(SupervisorOptions& supervisor, const std::string& pod) {
+  supervisor.pod_name = pod;
+  if (pod.empty()) supervisor.on_started = PrintStarted;
+}
+
+void WriteEndpointsFile(const std::filesystem::path& log_dir, const std::string& job_id,
+                        const std::string& pod, const std::vector<Endpoint>& world, bool truncate) {
+  if (pod.empty()) {
+    WriteTextFile(log_dir / "endpoints.log", FormatEndpointsLog(world));
+    return;
+  }
+  WritePodLog(log_dir / fmt::format("{}.{}.log", job_id, pod),
+              PythonListRepr(EndpointStrings(world)), truncate);
 }
 
 void WritePodLog(const std::filesystem::path& path, const std::string& topology, bool truncate) {

@@ -58,6 +58,11 @@ struct LocalPorts {
 /// `num_local` + 1 free locked ports, the last one MASTER_PORT.
 LocalPorts PlanLocalPorts(std::optional<int> start, int num_local);
 
+/// ResolveDevices' environment input: `cuda_visible_devices`, and the names the device list and
+/// the process count were given under (LaunchOptions::FlagName), for its messages.
+DeviceEnv DeviceEnvOf(const LaunchOptions& options,
+                      std::optional<std::string> cuda_visible_devices);
+
 /// The collective device plan: --gpus, --nproc_per_node, --backend, CUDA_VISIBLE_DEVICES and
 /// the system's GPUs (nvidia-smi).
 DevicePlan ResolveCollectiveDevices(const LaunchOptions& options);
@@ -69,6 +74,10 @@ void PrintStarted(const std::vector<pid_t>& pids);
 /// (`multi_node`). Without --echo the supervisor echoes `echo_path` as it is.
 void ChooseEcho(SupervisorOptions& supervisor, const LaunchOptions& options, bool multi_node,
                 const std::string& host);
+
+/// The console of a run (docs/cli.md, "Console"): today's, its lines naming `pod`, or with an
+/// empty `pod` the legacy one and its "launch proc_id" lines.
+void ChooseConsole(SupervisorOptions& supervisor, const std::string& pod);
 
 /// Creates `log_dir` (and parents); returns its absolute path. Throws LaunchError naming it.
 std::filesystem::path PrepareLogDir(const std::string& log_dir);
@@ -134,6 +143,12 @@ void SetPsSupervision(const std::vector<SupervisedProcess>& processes,
 /// the file is empty (or `truncate`), the launcher's environment as a Python dict first; then
 /// `topology` (the peers or the endpoints) and a newline.
 void WritePodLog(const std::filesystem::path& path, const std::string& topology, bool truncate);
+
+/// A collective job's endpoint file, by the one rule of docs/cli.md ("Files"): with a `pod`
+/// (today's interface) its endpoints appended to the pod log `<job_id>.<pod>.log`
+/// (WritePodLog); with an empty `pod` the legacy `endpoints.log`, rewritten.
+void WriteEndpointsFile(const std::filesystem::path& log_dir, const std::string& job_id,
+                        const std::string& pod, const std::vector<Endpoint>& world, bool truncate);
 
 /// Runs this node of a master-rendezvous job (launch_master.cc, docs/master.md); returns the
 /// launcher's exit code.

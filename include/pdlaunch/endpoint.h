@@ -27,6 +27,9 @@ Endpoint ParseEndpoint(std::string_view text);
 /// Joins endpoints as "a:1,b:2" (the format of PADDLE_TRAINER_ENDPOINTS).
 std::string JoinEndpoints(const std::vector<Endpoint>& endpoints, std::string_view separator = ",");
 
+/// Each endpoint's "host:port" (ToString), in order.
+std::vector<std::string> EndpointStrings(const std::vector<Endpoint>& endpoints);
+
 /// Splits `text` on `separator`, stripping ASCII whitespace from each item. An empty `text` gives
 /// an empty list; empty items are kept (callers decide whether they are errors).
 std::vector<std::string> SplitAndStrip(std::string_view text, char separator);

@@ -13,6 +13,16 @@ LINE = re.compile(r"^rank (\d+) line (\d{6})/(\d+) x{80} end$")
 FRAGMENT = re.compile(r"rank \d+ line|line \d+/")
 
 
+def configuration_block(test, lines, header, rule):
+    """The `name: value` lines of the configuration dump that opens `lines` (either console's):
+    `header` first, then lines sorted by name up to `rule`. Returns them and the rule's index."""
+    test.assertEqual(lines[0], header)
+    end = lines.index(rule)
+    block = lines[1:end]
+    test.assertEqual(block, sorted(block))
+    return block, end
+
+
 class LogFilesTest(LaunchTestCase):
     """Each rank's stdout and stderr go to log/workerlog.<local rank>."""
 
@@ -260,10 +270,8 @@ class TodaysConsoleTest(LaunchTestCase):
         lines = result.stderr.splitlines()
         self.assertTrue(all(self.LAUNCH.match(line) for line in lines), result.stderr)
         messages = self.messages(result.stderr)
-        self.assertEqual(messages[0], "-----------  Configuration  ----------------------")
-        end = messages.index("-" * 50)
-        options = messages[1:end]
-        self.assertEqual(options, sorted(options))
+        options, end = configuration_block(
+            self, messages, "-----------  Configuration  ----------------------", "-" * 50)
         self.assertIn("job_id: t1", options)
         self.assertIn("nnodes: 1", options)
         self.assertIn("nproc_per_node: 2", options)
@@ -407,10 +415,8 @@ class ConsoleTest(LaunchTestCase):
         result = self.run_launch(["--nproc_per_node", 2] + self.rank_args("--say", "hi"))
         self.assertEqual(result.code, 0, result)
         lines = result.stdout.splitlines()
-        self.assertEqual(lines[0], "-----------  Configuration Arguments -----------")
-        footer = lines.index("-" * 48)
-        block = lines[1:footer]
-        self.assertEqual(block, sorted(block))
+        block, footer = configuration_block(
+            self, lines, "-----------  Configuration Arguments -----------", "-" * 48)
         self.assertIn("nproc_per_node: 2", block)
         self.assertIn("log_dir: log", block)
         self.assertIn(f"training_script: {harness.RANK_PY}", block)

@@ -49,6 +49,12 @@ TEST(EndpointTest, JoinEndpointsUsesCommaByDefault) {
   EXPECT_EQ(JoinEndpoints({{"10.0.0.1", 6070}, {"10.0.0.2", 6071}}), "10.0.0.1:6070,10.0.0.2:6071");
 }
 
+TEST(EndpointTest, EndpointStringsKeepsTheOrder) {
+  EXPECT_EQ(EndpointStrings({{"10.0.0.2", 6071}, {"10.0.0.1", 6070}}),
+            (std::vector<std::string>{"10.0.0.2:6071", "10.0.0.1:6070"}));
+  EXPECT_EQ(EndpointStrings({}), std::vector<std::string>{});
+}
+
 TEST(EndpointTest, JoinEndpointsUsesGivenSeparator) {
   EXPECT_EQ(JoinEndpoints({{"a", 1}, {"b", 2}}, "\n"), "a:1\nb:2");
   EXPECT_EQ(JoinEndpoints({}), "");
