@@ -329,14 +329,15 @@ def live_processes_with(marker, tool_comm=None):
 def job_leftovers(marker, tool):
     """(processes of the job still alive, pdlaunch helpers still exiting). pdlaunch's watchdog
     shares the launcher's memory, so until it has left it, its command line is the job's: a
-    process named `launch` is counted as a helper, unless it still has that command line
-    100 ms later (then it is stuck, and a leftover). Other tools' processes are all leftovers."""
+    process named `launch-watchdog` is counted as a helper, unless it still has that command
+    line 100 ms later (then it is stuck, and a leftover). Other tools' processes are all
+    leftovers."""
     if os.path.basename(tool) != "launch":
         return live_processes_with(marker), []
-    leftovers, helpers = live_processes_with(marker, "launch")
+    leftovers, helpers = live_processes_with(marker, "launch-watchdog")
     if helpers:
         time.sleep(0.1)
-        stuck = set(live_processes_with(marker, "launch")[1])
+        stuck = set(live_processes_with(marker, "launch-watchdog")[1])
         leftovers += [pid for pid in helpers if pid in stuck]
     return leftovers, helpers
 

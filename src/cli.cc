@@ -1,6 +1,7 @@
 #include "pdlaunch/cli.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -885,6 +886,10 @@ std::vector<std::string> ApplyEnvironmentTwins(LaunchOptions& options, const Env
     options.typed[std::string(flag.dest)] = std::string(flag.env);  // Checks name the variable.
   }
   return notes;
+}
+
+std::string NestedMarkerEntry() {
+  return std::string(kNestedMarker) + "=" + std::to_string(::getpid());
 }
 
 bool IsSetForRanks(std::string_view name) {

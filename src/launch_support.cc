@@ -61,7 +61,7 @@ std::vector<std::string> ParentEnvironment() {
   for (char** entry = environ; *entry != nullptr; ++entry) {
     if (!std::string_view(*entry).starts_with(marker)) env.emplace_back(*entry);
   }
-  env.push_back(marker + std::to_string(::getpid()));
+  env.push_back(NestedMarkerEntry());
   return env;
 }
 

@@ -340,8 +340,10 @@ class EventLoop {
         created_logs_(CreateLogsFirst(processes, options)),
         echo_(io_, EchoSources(processes, options)),
         cgroup_(ContainJob()),
+        // Without a cgroup, the processes that left the groups are found by their environment.
         watchdog_(echo_.SharedDescriptors(), options.remove_if_killed,
-                  cgroup_ ? cgroup_->dir() : std::string(), processes.size()) {
+                  cgroup_ ? cgroup_->dir() : std::string(), processes.size(),
+                  cgroup_ ? std::string() : NestedMarkerEntry()) {
     pending_ = std::move(processes);
     idle_ = pending_.empty() && (options_.external != nullptr || options_.stop_hook != nullptr);
     for (int signal : {SIGQUIT, SIGUSR1, SIGUSR2, SIGTSTP, SIGCONT}) signals_.add(signal);

@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/inotify.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -30,6 +31,9 @@ struct WatchdogArea {
   int read_fd = -1;
   std::vector<int> keep_fds;  ///< Held open (sorted): the read end and the inherited ones.
   std::string cgroup_dir;
+  /// The environment entry every process of the job carries ("PDLAUNCH_PARENT=<pid>"); empty:
+  /// none. Processes found with it are killed too (KillMarkedRaw).
+  std::string job_marker;
   std::vector<std::string> remove_if_killed;
   /// Sized by the launcher before the helper starts (one entry per process it will register)
   /// and never grown. Filled by the launcher itself when the helper shares its memory (a store,
@@ -55,6 +59,10 @@ struct Message {
 
 using raw::Arg;
 using raw::Syscall;
+
+/// The helper's name (comm, 15 characters at most).
+constexpr char kWatchdogName[] = "launch-watchdog";
+static_assert(sizeof kWatchdogName <= 16);
 
 // ---- The helper: raw system calls only, no allocation, no errno (it may share the launcher's
 // ---- memory while the launcher runs, and the launcher may have died holding any lock).
@@ -127,9 +135,84 @@ void RemoveTreeAt(int parent_fd, const char* name, bool files, int depth) {
   Syscall(SYS_unlinkat, parent_fd, Arg(name), AT_REMOVEDIR);
 }
 
-/// cgroup.kill, then up to 5 s (inotify on cgroup.events) for the cgroup to empty, then rmdir of
-/// it and the cgroups below.
+/// "/proc/<pid>/<file>" into `out`; false when it does not fit.
+bool ProcPath(long pid, const char* file, char (&out)[64]) {
+  char digits[24];
+  size_t count = 0;
+  do {
+    digits[count++] = static_cast<char>('0' + pid % 10);
+    pid /= 10;
+  } while (pid > 0 && count < sizeof digits);
+  const size_t length = std::strlen(file);
+  if (6 + count + 1 + length + 1 > sizeof out) return false;
+  std::memcpy(out, "/proc/", 6);
+  for (size_t i = 0; i < count; ++i) out[6 + i] = digits[count - 1 - i];
+  out[6 + count] = '/';
+  std::memcpy(out + 6 + count + 1, file, length + 1);
+  return true;
+}
+
+/// Whether /proc/`pid`/comm names the process a watchdog: that of a launcher the job started (a
+/// nested launch), which must live to stop its own job (see AwaitNestedWatchdogs and
+/// KillMarkedRaw).
+bool IsWatchdog(long pid) {
+  char path[64];
+  if (!ProcPath(pid, "comm", path)) return false;
+  const long fd = Syscall(SYS_openat, AT_FDCWD, Arg(path), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char comm[32];
+  const long n = Syscall(SYS_read, fd, Arg(comm), sizeof comm);
+  Syscall(SYS_close, fd);
+  const size_t name = sizeof kWatchdogName - 1;
+  return n == static_cast<long>(name + 1) && std::memcmp(comm, kWatchdogName, name) == 0;
+}
+
+/// Waits, until `deadline` (NowMs), for the processes of `pids` (at most `count`) to exit.
+void AwaitExits(const long* pids, int count, long deadline) {
+  for (int i = 0; i < count; ++i) {
+    const long pidfd = Syscall(SYS_pidfd_open, pids[i], 0);
+    if (pidfd < 0) continue;  // Gone already.
+    pollfd exited{static_cast<int>(pidfd), POLLIN, 0};
+    const long left = deadline - NowMs();
+    timespec timeout{left > 0 ? left / 1000 : 0, left > 0 ? (left % 1000) * 1000000 : 0};
+    Syscall(SYS_ppoll, Arg(&exited), 1, Arg(&timeout), 0, 8);
+    Syscall(SYS_close, pidfd);
+  }
+}
+
+/// A launcher the job started (a nested launch) sits in the job's cgroup with its watchdog, which
+/// cgroup.kill would kill too; then nothing would remove that launcher's temporary directory.
+/// Its launcher is dead by now (its group was killed first), so its watchdog is at work on its
+/// own job: waits up to 5 s for the watchdogs among the cgroup's processes to finish.
+void AwaitNestedWatchdogs(const char* dir) {
+  char path[4096];
+  if (!JoinPath(dir, "cgroup.procs", path)) return;
+  const long fd = Syscall(SYS_openat, AT_FDCWD, Arg(path), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  constexpr int kMax = 64;
+  long watchdogs[kMax];
+  int count = 0;
+  long pid = 0;
+  char buffer[4096];
+  long n;
+  while ((n = Syscall(SYS_read, fd, Arg(buffer), sizeof buffer)) > 0 && count < kMax) {
+    for (long i = 0; i < n && count < kMax; ++i) {
+      if (buffer[i] >= '0' && buffer[i] <= '9') {
+        pid = pid * 10 + (buffer[i] - '0');
+      } else {
+        if (pid > 0 && IsWatchdog(pid)) watchdogs[count++] = pid;
+        pid = 0;
+      }
+    }
+  }
+  Syscall(SYS_close, fd);
+  AwaitExits(watchdogs, count, NowMs() + 5000);
+}
+
+/// The nested launchers' watchdogs done, cgroup.kill, then up to 5 s (inotify on cgroup.events) for
+/// the cgroup to empty, then rmdir of it and the cgroups below.
 void KillAndRemoveCgroupRaw(const char* dir) {
+  AwaitNestedWatchdogs(dir);
   char path[4096];
   if (JoinPath(dir, "cgroup.kill", path)) {
     const long fd = Syscall(SYS_openat, AT_FDCWD, Arg(path), O_WRONLY | O_CLOEXEC);
@@ -157,7 +240,86 @@ void KillAndRemoveCgroupRaw(const char* dir) {
   RemoveTreeAt(AT_FDCWD, dir, /*files=*/false, 16);
 }
 
+/// Whether the NUL-separated environment at `path` (/proc/<pid>/environ) has the entry `needle`
+/// (`length` bytes) exactly. False when it cannot be read: gone, a zombie (no memory: empty), or
+/// not ours to read.
+bool EnvironHasEntry(const char* path, const char* needle, size_t length) {
+  const long fd = Syscall(SYS_openat, AT_FDCWD, Arg(path), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char buffer[4096];
+  size_t matched = 0;    // Bytes of `needle` matched by the current entry so far...
+  bool matching = true;  // ...while it still can match.
+  bool found = false;
+  for (;;) {
+    const long n = Syscall(SYS_read, fd, Arg(buffer), sizeof buffer);
+    if (n == -EINTR) continue;
+    if (n <= 0) break;
+    for (long i = 0; i < n && !found; ++i) {
+      const char c = buffer[i];
+      if (c == '\0') {
+        found = matching && matched == length;
+        matched = 0;
+        matching = true;
+      } else if (matching && matched < length && c == needle[matched]) {
+        ++matched;
+      } else {
+        matching = false;
+      }
+    }
+    if (found) break;
+  }
+  Syscall(SYS_close, fd);
+  return found || (matching && matched == length);  // The last entry without its NUL.
+}
+
+/// Without a cgroup, the launcher's death sends the job's orphans (a daemon that called setsid,
+/// a double fork) to init, out of every registered group; what still finds them is the
+/// environment entry the launcher gave every process it started, which their descendants
+/// inherit (HTCondor tracks its jobs' processes the same way). SIGKILLs every process of ours
+/// whose environment has `needle`, waits (pidfds) for those to go, and scans again, until a scan
+/// finds none or 5 s have passed: a process may fork while the scan runs, and its child is
+/// found by the next one. A process that cleared its environment (env -i) is not found.
+void KillMarkedRaw(const char* needle) {
+  const size_t length = std::strlen(needle);
+  const long self = Syscall(SYS_getpid);
+  const long deadline = NowMs() + 5000;
+  for (;;) {
+    constexpr int kMaxWaited = 256;
+    long killed[kMaxWaited];
+    int count = 0;
+    bool any = false;
+    const long proc =
+        Syscall(SYS_openat, AT_FDCWD, Arg("/proc"), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (proc < 0) return;
+    alignas(8) char entries[2048];
+    long n;
+    while ((n = Syscall(SYS_getdents64, proc, Arg(entries), sizeof entries)) > 0) {
+      for (long offset = 0; offset < n;) {
+        const auto* entry = reinterpret_cast<const dirent64*>(entries + offset);
+        offset += entry->d_reclen;
+        long pid = 0;
+        const char* name = entry->d_name;
+        for (; *name >= '0' && *name <= '9' && pid < (1L << 40); ++name) {
+          pid = pid * 10 + (*name - '0');
+        }
+        char path[64];
+        if (*name != '\0' || pid <= 0 || pid == self || !ProcPath(pid, "environ", path)) continue;
+        if (!EnvironHasEntry(path, needle, length) || IsWatchdog(pid)) continue;
+        Syscall(SYS_kill, pid, SIGKILL);
+        any = true;
+        if (count < kMaxWaited) killed[count++] = pid;
+      }
+    }
+    Syscall(SYS_close, proc);
+    // Until each killed process has exited (a zombie has no environment: the next scan passes
+    // it by).
+    AwaitExits(killed, count, deadline);
+    if (!any || NowMs() >= deadline) return;
+  }
+}
+
 void Detach(const WatchdogArea& a) {
+  Syscall(SYS_prctl, PR_SET_NAME, Arg(kWatchdogName));  // What ps shows, and IsWatchdog.
   Syscall(SYS_setpgid, 0, 0);  // Out of the terminal's foreground group: Ctrl-C is not for us.
   // No handler of the launcher's may run here: terminal signals ignored, the others default.
   raw::ResetSignals(~uint64_t{0}, [](int sig) {
@@ -193,9 +355,12 @@ void Detach(const WatchdogArea& a) {
   // down (docs/design.md, Parent death).
   if (a->shared && __atomic_load_n(&a->disarmed, __ATOMIC_ACQUIRE)) raw::Exit(0);
   // EOF without 'Q': the launcher died without tearing down. Nothing else will stop these.
-  if (!a->cgroup_dir.empty()) KillAndRemoveCgroupRaw(a->cgroup_dir.c_str());
+  // The groups first: a nested launcher in one of them dies, and its watchdog starts stopping
+  // its own job, which the cgroup.kill below waits for.
   const size_t count = __atomic_load_n(&a->group_count, __ATOMIC_ACQUIRE);
   for (size_t i = 0; i < count; ++i) Syscall(SYS_kill, -a->groups[i], SIGKILL);
+  if (!a->cgroup_dir.empty()) KillAndRemoveCgroupRaw(a->cgroup_dir.c_str());
+  if (!a->job_marker.empty()) KillMarkedRaw(a->job_marker.c_str());
   for (const std::string& path : a->remove_if_killed) {
     RemoveTreeAt(AT_FDCWD, path.c_str(), /*files=*/true, 16);
   }
@@ -256,7 +421,7 @@ void FreeExited() {
 }  // namespace
 
 Watchdog::Watchdog(const std::vector<int>& inherit_fds, std::vector<std::string> remove_if_killed,
-                   std::string cgroup_dir, size_t max_groups) {
+                   std::string cgroup_dir, size_t max_groups, std::string job_marker) {
   CloseLingering();  // The previous job's helper may go now.
   FreeExited();
   int fds[2];
@@ -267,6 +432,7 @@ Watchdog::Watchdog(const std::vector<int>& inherit_fds, std::vector<std::string>
   area->keep_fds.push_back(fds[0]);
   std::sort(area->keep_fds.begin(), area->keep_fds.end());
   area->cgroup_dir = std::move(cgroup_dir);
+  area->job_marker = std::move(job_marker);
   area->remove_if_killed = std::move(remove_if_killed);
   // On the heap with the rest: a mapping of its own (it was 4 MiB, for any number of groups)
   // cost every job an munmap, and a TLB shoot-down on the other core, on its way out.

@@ -59,6 +59,9 @@ inline constexpr std::string_view kMissingScript =
 /// it in its own environment runs inside another job's process (a nested launch).
 inline constexpr std::string_view kNestedMarker = "PDLAUNCH_PARENT";
 
+/// The entry "PDLAUNCH_PARENT=<this process's pid>" the launcher gives the processes it starts.
+std::string NestedMarkerEntry();
+
 /// Whether the launcher sets `name` for the processes it starts (PADDLE_MASTER, PADDLE_NNODES,
 /// PADDLE_LOG_DIR, PADDLE_TRAINER_ID, ...): a nested launcher does not read those as its own
 /// configuration.

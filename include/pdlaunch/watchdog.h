@@ -11,7 +11,8 @@ namespace pdlaunch {
 
 struct WatchdogArea;  // watchdog.cc
 
-/// Kills the job's process groups (and its cgroup) if the launcher dies without cleaning up (e.g.
+/// Kills the job's process groups (and its cgroup, or without one the processes carrying the
+/// job's environment marker) if the launcher dies without cleaning up (e.g.
 /// SIGKILL). A helper process blocks on a pipe whose write end only the launcher holds; EOF without
 /// a prior Disarm() means the launcher is gone, and the helper sends SIGKILL to every registered
 /// group (grandchildren included, which the parent-death signal of the ranks does not reach). The
@@ -32,10 +33,13 @@ class Watchdog {
   /// ones) the helper removes, with their contents, after killing the groups. `cgroup_dir`: the
   /// job's cgroup (JobCgroup), killed with cgroup.kill and removed; it reaches the processes that
   /// left the registered groups (setsid, double fork). Empty: none. `max_groups`: how many
-  /// Register calls it keeps (later ones are ignored).
+  /// Register calls it keeps (later ones are ignored). `job_marker`: an environment entry
+  /// (`PDLAUNCH_PARENT=<pid>`) that every process the launcher starts carries and their
+  /// descendants inherit; the helper also kills every process it finds with it (a scan of
+  /// /proc), which reaches those that left the groups where there is no cgroup. Empty: none.
   explicit Watchdog(const std::vector<int>& inherit_fds = {},
                     std::vector<std::string> remove_if_killed = {}, std::string cgroup_dir = {},
-                    size_t max_groups = 4096);
+                    size_t max_groups = 4096, std::string job_marker = {});
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;
   /// Disarms the helper. Never throws, never waits: its memory is freed and it is reaped by a

@@ -81,11 +81,10 @@ class LogFilesTest(LaunchTestCase):
         self.assertIn(f"launch: error: cannot open log file '{self.dir / 'log' / 'workerlog.3'}': "
                       "Is a directory", result.stderr)
         self.assertLess(result.elapsed, 20, result)
-        # Not the launcher's watchdog: it shares the launcher's memory, so its command line is
-        # the job's until its exit is done (design.md, Parent death); no rank is named launch
-        # once the launcher has returned (every rank was reaped after its exec or failure).
+        # Not the launcher's watchdog (named launch-watchdog): it shares the launcher's memory,
+        # so its command line is the job's until its exit is done (design.md, Parent death).
         left = [d.name for d in Path("/proc").iterdir() if d.name.isdigit()
-                and marker in _read(d / "cmdline") and _comm(d) != "launch"]
+                and marker in _read(d / "cmdline") and _comm(d) != "launch-watchdog"]
         self.assertEqual(left, [], "ranks left running")
 
     def test_a_launcher_started_with_stdout_and_stderr_closed_still_logs_each_rank(self):

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "../support/test_util.h"
+#include "pdlaunch/cli.h"
 
 namespace pdlaunch {
 namespace {
@@ -38,11 +39,15 @@ bool HelperIsForked() {
 /// Forks a stand-in launcher that starts `sh -c script` in its own process group, without a
 /// parent-death signal (so only the watchdog can stop it), registers it with a watchdog, writes
 /// "<child pid> <watchdog pid>" to `pid_file`, then waits to be killed (or disarms and exits).
+/// With `mark_job`, the child gets PDLAUNCH_PARENT=<the stand-in's pid> as the launcher's
+/// processes do, and the watchdog is told that entry (no cgroup: the subreaper path's set-up).
 pid_t FakeLauncher(const std::string& script, const std::string& pid_file, bool disarm,
-                   std::vector<std::string> remove_if_killed = {}) {
+                   std::vector<std::string> remove_if_killed = {}, bool mark_job = false) {
   const pid_t launcher = ::fork();
   if (launcher != 0) return launcher;
-  Watchdog watchdog({}, std::move(remove_if_killed));
+  if (mark_job) ::setenv("PDLAUNCH_PARENT", std::to_string(::getpid()).c_str(), 1);
+  Watchdog watchdog({}, std::move(remove_if_killed), {}, 4096,
+                    mark_job ? NestedMarkerEntry() : std::string());
   const pid_t child = ::fork();
   if (child == 0) {
     ::setpgid(0, 0);
@@ -75,6 +80,44 @@ TEST(WatchdogTest, KillsRegisteredGroupsWhenTheLauncherIsKilled) {
   ::waitpid(launcher, nullptr, 0);
   EXPECT_TRUE(WaitFor([&] { return !ProcessAlive(grandchild) && !ProcessAlive(child); }));
   EXPECT_TRUE(WaitFor([&] { return !ProcessAlive(watchdog); }));
+}
+
+TEST(WatchdogTest, KillsTheProcessesCarryingTheJobMarkerThatLeftTheGroups) {
+  // Without a cgroup, a daemon of a rank (its own session, re-parented to init when the
+  // launcher dies) is found by the environment entry it inherited. Entries that only look like
+  // it (a longer pid, a longer name) are not the job's.
+  ScopedTempDir dir;
+  const std::string pids = dir.File("pids");
+  auto daemon = [&](int i, const std::string& env) {
+    return env + " setsid sh -c 'echo $$ > " + dir.File("d" + std::to_string(i)) + ".tmp; mv " +
+           dir.File("d" + std::to_string(i)) + ".tmp " + dir.File("d" + std::to_string(i)) +
+           "; exec sleep 60' & ";
+  };
+  const std::string script = daemon(0, "") + daemon(1, "PDLAUNCH_PARENT=${PDLAUNCH_PARENT}0") +
+                             daemon(2, "env -u PDLAUNCH_PARENT XPDLAUNCH_PARENT=$PDLAUNCH_PARENT") +
+                             "wait";
+  const pid_t launcher = FakeLauncher(script, pids, false, {}, /*mark_job=*/true);
+  std::vector<pid_t> daemons;
+  ASSERT_TRUE(WaitFor([&] {
+    for (int i = 0; i < 3; ++i) {
+      if (!std::filesystem::exists(dir.File("d" + std::to_string(i)))) return false;
+    }
+    return !ReadFile(pids).empty();
+  }));
+  for (int i = 0; i < 3; ++i)
+    daemons.push_back(std::stoi(ReadFile(dir.File("d" + std::to_string(i)))));
+  int child = 0;
+  int watchdog = 0;
+  ASSERT_EQ(std::sscanf(ReadFile(pids).c_str(), "%d %d", &child, &watchdog), 2);
+  for (pid_t pid : daemons) ASSERT_NE(::getsid(pid), ::getsid(child)) << pid;
+  ::kill(launcher, SIGKILL);
+  ::waitpid(launcher, nullptr, 0);
+  EXPECT_TRUE(WaitFor([&] { return !ProcessAlive(watchdog); }));
+  EXPECT_FALSE(ProcessAlive(daemons[0]));
+  EXPECT_FALSE(ProcessAlive(child));
+  EXPECT_TRUE(ProcessAlive(daemons[1]));
+  EXPECT_TRUE(ProcessAlive(daemons[2]));
+  for (pid_t pid : daemons) ::kill(pid, SIGKILL);
 }
 
 /// Forks a stand-in launcher with a watchdog for `max_groups` groups that starts `count`

@@ -219,9 +219,8 @@ class EscapeTest(RelTestCase):
         self.assert_no_cgroup_left()
 
     def test_sigkill_of_the_launcher_stops_the_daemons_twenty_times(self):
-        if self.ENV:
-            self.skipTest("the subreaper path cannot: orphans of a dead launcher go to init "
-                          "(docs/design.md, Containment)")
+        # With the cgroup, the watchdog's cgroup.kill; without, its scan for the processes that
+        # carry the job's PDLAUNCH_PARENT (the daemons were re-parented to init).
         for run in range(self.RUNS):
             for path in self.rec.iterdir():
                 path.unlink()
@@ -253,6 +252,31 @@ class EscapeTest(RelTestCase):
         self.assert_all_gone(pids + daemons)
         self.assertEqual(job_cgroups([proc.pid, inner_launcher]), [])
 
+    def test_sigkill_of_an_outer_launcher_stops_a_nested_jobs_daemons(self):
+        # Rank 0 starts a launcher of its own (2 ranks, each with a daemon) and waits; then the
+        # outer launcher is SIGKILLed. Without a cgroup the inner job's processes carry the
+        # inner launcher's PDLAUNCH_PARENT, not the outer's: the inner watchdog stops them, and
+        # the outer watchdog's scan must spare it (it shows the inner launcher's environment).
+        script = self.dir / "nested.py"
+        script.write_text(NESTED_PY)
+        for run in range(5):
+            inner = self.rec / f"inner{run}"
+            inner.mkdir()
+            proc = self.start_timed(["--nproc_per_node", 1, script, harness.BIN, REL_RANK,
+                                     inner, "hold"], env=self.env(**self.ENV))
+            self.wait_ready_files(2, [proc], rec=inner)
+            self.wait_until(lambda: (inner / "launcher").exists(), "the inner launcher's pid")
+            inner_launcher = int((inner / "launcher").read_text())
+            pids = [inner_launcher] + [int(p.read_text()) for p in inner.glob("pid.*")]
+            daemons = [int(line.split()[1]) for p in inner.glob("tree.*")
+                       for line in p.read_text().splitlines()]
+            self.assertEqual((len(pids), len(daemons)), (3, 2), f"run {run}")
+            os.kill(proc.pid, signal.SIGKILL)
+            self.finish(proc)
+            self.assert_all_gone(pids + daemons)
+            self.wait_until(lambda: not job_cgroups([proc.pid, inner_launcher]),
+                            f"run {run}: the cgroups removed", timeout=harness.GONE_TIMEOUT)
+
     def test_a_clean_nested_launch_leaves_the_outer_launcher_nothing_to_stop(self):
         # The inner launcher waits for its watchdog, which the outer one would otherwise find
         # still exiting and stop as a process its rank left behind (design.md, Parent death).
@@ -267,6 +291,7 @@ class EscapeTest(RelTestCase):
 
 NESTED_PY = """import os, subprocess, sys, time
 launcher, rel_rank, rec = sys.argv[1:4]
+hold = sys.argv[4:] == ["hold"]  # Wait to be killed instead of failing.
 if os.environ["PADDLE_TRAINER_ID"] != "0":
     time.sleep(600)
 inner = subprocess.Popen([launcher, "--log_dir", "inner_log", "--nproc_per_node", "2", rel_rank,
@@ -278,13 +303,16 @@ while len([n for n in os.listdir(rec) if n.startswith("ready.")]) < 2:
     if time.monotonic() > deadline:
         sys.exit("nested.py: the inner launcher's ranks are not ready after 60 s")
     time.sleep(0.02)
+if hold:
+    time.sleep(600)
 sys.exit(3)
 """
 
 
 class EscapeFallbackTest(EscapeTest):
     """EscapeTest with cgroups off (PDLAUNCH_NO_CGROUP=1): the launcher is the subreaper of its
-    descendants and stops the orphans re-parented to it."""
+    descendants and stops the orphans re-parented to it; when it is SIGKILLed, its watchdog
+    finds them by their environment."""
 
     ENV = {"PDLAUNCH_NO_CGROUP": "1"}
 
