@@ -145,6 +145,10 @@ Lines SortedConfiguration(const LaunchOptions& options) {
   if (UsesNewInterface(options)) {
     const Lines more = NewInterfaceLines(options);
     lines.insert(lines.end(), more.begin(), more.end());
+    // Today's launcher's default, the one in force (pod log, Job line, the master's keys).
+    for (auto& [name, value] : lines) {
+      if (name == "job_id" && !options.job_id) value = "default";
+    }
   }
   // Sorted here rather than trusted to the list above, as Python sorts vars(args).
   std::sort(lines.begin(), lines.end());

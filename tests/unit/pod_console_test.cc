@@ -62,6 +62,17 @@ TEST(PodConsoleTest, ConfigurationIsLoggedBetweenPaddlesRules) {
   EXPECT_NE(std::find(body.begin(), body.end(), "devices: 0,1"), body.end());
   EXPECT_NE(std::find(body.begin(), body.end(), "nnodes: 1"), body.end());
   EXPECT_NE(std::find(body.begin(), body.end(), "training_script: train.py"), body.end());
+  // The job id in force, as Paddle's default shows it (the legacy dump keeps None).
+  EXPECT_NE(std::find(body.begin(), body.end(), "job_id: default"), body.end());
+}
+
+TEST(PodConsoleTest, ConfigurationShowsAGivenJobId) {
+  LaunchOptions options;
+  options.training_script = "train.py";
+  options.given.insert("job_id");
+  options.job_id = "j1";
+  const std::vector<std::string> lines = ConfigurationLogLines(options);
+  EXPECT_NE(std::find(lines.begin(), lines.end(), "job_id: j1"), lines.end());
 }
 
 }  // namespace
