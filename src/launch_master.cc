@@ -329,6 +329,9 @@ std::optional<int> MasterNode::WaitForWorld() {
     SupervisorOptions wait;
     wait.io = &loop_.get();
     wait.stop_hook = &stop_;
+    // Today's console says "Terminating with signal N" and "Exit with signal N" here too, as
+    // Paddle's handler does from the start of its rendezvous.
+    if (UsesNewInterface(options_)) wait.pod_name = pod_;
     const SupervisorResult result = Supervise({}, wait);
     if (result.signal) {
       PDLOG_WARN("stopped by {} while waiting for the other nodes", SignalName(*result.signal));

@@ -389,7 +389,7 @@ class EventLoop {
       PDLOG_WARN("stopped by {}: all {} processes ended; exit code {}",
                  SignalName(*policy_.received_signal()), children_.size(), policy_.exit_code());
     }
-    if (!options_.pod_name.empty() && policy_.received_signal() && !idle_) {
+    if (!options_.pod_name.empty() && policy_.received_signal()) {
       PDLOG_INFO("Exit with signal {}", *policy_.received_signal());
     }
     return SupervisorResult{policy_.exit_code(), policy_.received_signal(),

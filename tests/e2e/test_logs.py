@@ -349,6 +349,21 @@ class TodaysConsoleTest(LaunchTestCase):
         self.assertEqual(messages[-1], "Exit with signal 2")
         self.assertFalse(any(m.startswith("Exit code") for m in messages), messages)
 
+    def test_a_signal_during_the_rendezvous_ends_with_exit_with_signal(self):
+        # Paddle's handler is in place from the start of its rendezvous: the same two lines.
+        port = harness.fixed_port_base() + 3
+        proc = self.start_launch(["--master", f"127.0.0.1:{port}", "--nnodes", 2, "/bin/true"])
+        err = self.dir / "launcher.stderr"
+        self.wait_until(lambda: "Waiting peer start..." in err.read_text(), "the rendezvous")
+        os.kill(proc.pid, signal.SIGINT)
+        result = self.finish(proc, 30)
+        self.assertEqual(result.code, 130, result)
+        messages = self.messages(result.stderr)
+        terminating = messages.index("Terminating with signal 2")
+        self.assertEqual(messages[terminating:], [
+            "Terminating with signal 2", "received SIGINT, stopping", "Exit with signal 2",
+            "stopped by SIGINT while waiting for the other nodes"])
+
     def test_a_rank_killed_by_a_signal_has_pythons_negative_code(self):
         result = self.run_launch(["--nnodes", "1", "--nproc_per_node", 2]
                                  + self.rank_args("--signal", "0:KILL"))
