@@ -735,6 +735,7 @@ int MasterNode::Complete() {
       SupervisorOptions wait;
       wait.io = &loop_.get();
       wait.stop_hook = &stop_;
+      if (UsesNewInterface(options_)) wait.pod_name = pod_;  // As in WaitForWorld.
       const SupervisorResult result = Supervise({}, wait);
       if (result.signal) return Finish(128 + *result.signal);
     }

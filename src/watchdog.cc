@@ -135,14 +135,16 @@ void RemoveTreeAt(int parent_fd, const char* name, bool files, int depth) {
   Syscall(SYS_unlinkat, parent_fd, Arg(name), AT_REMOVEDIR);
 }
 
-/// "/proc/<pid>/<file>" into `out`; false when it does not fit.
+/// "/proc/<pid>/<file>" into `out` ("self" for `pid` 0); false when it does not fit.
 bool ProcPath(long pid, const char* file, char (&out)[64]) {
   char digits[24];
   size_t count = 0;
-  do {
+  if (pid == 0) {
+    std::memcpy(digits, "fles", 4);  // "self", reversed below.
+    count = 4;
+  }
+  for (; pid > 0 && count < sizeof digits; pid /= 10)
     digits[count++] = static_cast<char>('0' + pid % 10);
-    pid /= 10;
-  } while (pid > 0 && count < sizeof digits);
   const size_t length = std::strlen(file);
   if (6 + count + 1 + length + 1 > sizeof out) return false;
   std::memcpy(out, "/proc/", 6);
@@ -152,67 +154,116 @@ bool ProcPath(long pid, const char* file, char (&out)[64]) {
   return true;
 }
 
-/// Whether /proc/`pid`/comm names the process a watchdog: that of a launcher the job started (a
-/// nested launch), which must live to stop its own job (see AwaitNestedWatchdogs and
-/// KillMarkedRaw).
-bool IsWatchdog(long pid) {
+/// Up to `size` - 1 bytes of a small /proc file, NUL-terminated; the count, or -1.
+long ReadProcFile(long pid, const char* file, char* text, long size) {
   char path[64];
-  if (!ProcPath(pid, "comm", path)) return false;
+  if (!ProcPath(pid, file, path)) return -1;
   const long fd = Syscall(SYS_openat, AT_FDCWD, Arg(path), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  char comm[32];
-  const long n = Syscall(SYS_read, fd, Arg(comm), sizeof comm);
+  if (fd < 0) return -1;
+  const long n = Syscall(SYS_read, fd, Arg(text), size - 1);
   Syscall(SYS_close, fd);
+  if (n < 0) return -1;
+  text[n] = '\0';
+  return n;
+}
+
+/// Whether /proc/`pid`/comm names the process a watchdog: that of a launcher the job started (a
+/// nested launch), which must live to stop its own job (KillMembersAwaitingWatchdogs,
+/// KillMarkedRaw). Its name is all that tells it (comm keeps 15 characters: a process that calls
+/// itself launch-watchdog passes for one).
+bool IsWatchdog(long pid) {
+  char comm[32];
+  const long n = ReadProcFile(pid, "comm", comm, sizeof comm);
   const size_t name = sizeof kWatchdogName - 1;
   return n == static_cast<long>(name + 1) && std::memcmp(comm, kWatchdogName, name) == 0;
 }
 
-/// Waits, until `deadline` (NowMs), for the processes of `pids` (at most `count`) to exit.
-void AwaitExits(const long* pids, int count, long deadline) {
+/// The start time of `pid` (field 22 of /proc/<pid>/stat, clock ticks since boot; 0 for
+/// "self"), or -1 when it cannot be read. The stat file takes none of the process's locks.
+long StartTime(long pid) {
+  char stat[1024];
+  const long n = ReadProcFile(pid, "stat", stat, sizeof stat);
+  if (n <= 0) return -1;
+  const char* field = std::strrchr(stat, ')');  // After the name, which may hold anything.
+  if (field == nullptr) return -1;
+  for (int index = 2; index < 22; ++index) {  // Field 3 (the state) follows ") ".
+    field = std::strchr(field + 1, ' ');
+    if (field == nullptr) return -1;
+  }
+  long ticks = 0;
+  for (++field; *field >= '0' && *field <= '9' && ticks < (1L << 56); ++field) {
+    ticks = ticks * 10 + (*field - '0');
+  }
+  return ticks;
+}
+
+/// Whether `pid` is in the same pid namespace as the watchdog (`own`: its /proc/self/ns/pid
+/// link). A process of a container in a namespace below ours shows that namespace's pids in its
+/// environment: its PDLAUNCH_PARENT names another process than ours.
+bool SamePidNamespace(long pid, const char* own) {
+  char path[64];
+  char link[64];
+  if (!ProcPath(pid, "ns/pid", path)) return false;
+  const long n = Syscall(SYS_readlinkat, AT_FDCWD, Arg(path), Arg(link), sizeof link - 1);
+  if (n <= 0) return false;
+  link[n] = '\0';
+  return std::strcmp(link, own) == 0;
+}
+
+/// Waits until each of `pidfds` (`count`) is readable (its process has exited) or `deadline`
+/// (NowMs) has passed, and closes them.
+void AwaitAndClose(const int* pidfds, int count, long deadline) {
   for (int i = 0; i < count; ++i) {
-    const long pidfd = Syscall(SYS_pidfd_open, pids[i], 0);
-    if (pidfd < 0) continue;  // Gone already.
-    pollfd exited{static_cast<int>(pidfd), POLLIN, 0};
+    pollfd exited{pidfds[i], POLLIN, 0};
     const long left = deadline - NowMs();
     timespec timeout{left > 0 ? left / 1000 : 0, left > 0 ? (left % 1000) * 1000000 : 0};
     Syscall(SYS_ppoll, Arg(&exited), 1, Arg(&timeout), 0, 8);
-    Syscall(SYS_close, pidfd);
+    Syscall(SYS_close, pidfds[i]);
   }
 }
 
 /// A launcher the job started (a nested launch) sits in the job's cgroup with its watchdog, which
-/// cgroup.kill would kill too; then nothing would remove that launcher's temporary directory.
-/// Its launcher is dead by now (its group was killed first), so its watchdog is at work on its
-/// own job: waits up to 5 s for the watchdogs among the cgroup's processes to finish.
-void AwaitNestedWatchdogs(const char* dir) {
+/// cgroup.kill would kill as well; then nothing would remove that launcher's temporary
+/// directory. So the cgroup's own processes are SIGKILLed first, watchdogs excepted (nested
+/// launchers die, wherever they moved in the session tree), and the watchdogs, now at work on
+/// their own jobs (in cgroups below this one), get up to 10 s to finish. A watchdog's own work
+/// is bounded by 5 s for its cgroup to empty, plus this wait for its nested ones; with more than
+/// one level of nesting the deepest may be cut short.
+[[gnu::noinline]] void KillMembersAwaitingWatchdogs(const char* dir) {
   char path[4096];
   if (!JoinPath(dir, "cgroup.procs", path)) return;
   const long fd = Syscall(SYS_openat, AT_FDCWD, Arg(path), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return;
   constexpr int kMax = 64;
-  long watchdogs[kMax];
+  int watchdogs[kMax];
   int count = 0;
   long pid = 0;
-  char buffer[4096];
+  char buffer[2048];
   long n;
-  while ((n = Syscall(SYS_read, fd, Arg(buffer), sizeof buffer)) > 0 && count < kMax) {
-    for (long i = 0; i < n && count < kMax; ++i) {
+  while ((n = Syscall(SYS_read, fd, Arg(buffer), sizeof buffer)) > 0) {
+    for (long i = 0; i < n; ++i) {
       if (buffer[i] >= '0' && buffer[i] <= '9') {
-        pid = pid * 10 + (buffer[i] - '0');
-      } else {
-        if (pid > 0 && IsWatchdog(pid)) watchdogs[count++] = pid;
-        pid = 0;
+        if (pid < (1L << 40)) pid = pid * 10 + (buffer[i] - '0');
+        continue;
       }
+      if (pid > 0 && !IsWatchdog(pid)) {
+        Syscall(SYS_kill, pid, SIGKILL);
+      } else if (pid > 0 && count < kMax) {
+        const long pidfd = Syscall(SYS_pidfd_open, pid, 0);
+        if (pidfd >= 0) watchdogs[count++] = static_cast<int>(pidfd);
+      }
+      pid = 0;
     }
   }
   Syscall(SYS_close, fd);
-  AwaitExits(watchdogs, count, NowMs() + 5000);
+  AwaitAndClose(watchdogs, count, NowMs() + 10000);
 }
 
-/// The nested launchers' watchdogs done, cgroup.kill, then up to 5 s (inotify on cgroup.events) for
-/// the cgroup to empty, then rmdir of it and the cgroups below.
+/// The members killed and the nested launchers' watchdogs done (above), cgroup.kill, then up to
+/// 5 s (inotify on cgroup.events) for the cgroup to empty, then rmdir of it and the cgroups
+/// below.
 void KillAndRemoveCgroupRaw(const char* dir) {
-  AwaitNestedWatchdogs(dir);
+  KillMembersAwaitingWatchdogs(dir);
   char path[4096];
   if (JoinPath(dir, "cgroup.kill", path)) {
     const long fd = Syscall(SYS_openat, AT_FDCWD, Arg(path), O_WRONLY | O_CLOEXEC);
@@ -250,8 +301,9 @@ bool EnvironHasEntry(const char* path, const char* needle, size_t length) {
   size_t matched = 0;    // Bytes of `needle` matched by the current entry so far...
   bool matching = true;  // ...while it still can match.
   bool found = false;
-  for (;;) {
-    const long n = Syscall(SYS_read, fd, Arg(buffer), sizeof buffer);
+  long n = 0;
+  while (!found) {
+    n = Syscall(SYS_read, fd, Arg(buffer), sizeof buffer);
     if (n == -EINTR) continue;
     if (n <= 0) break;
     for (long i = 0; i < n && !found; ++i) {
@@ -266,31 +318,47 @@ bool EnvironHasEntry(const char* path, const char* needle, size_t length) {
         matching = false;
       }
     }
-    if (found) break;
   }
   Syscall(SYS_close, fd);
-  return found || (matching && matched == length);  // The last entry without its NUL.
+  // At the end of the file, a last entry without its NUL counts too; not after a failed read.
+  return found || (n == 0 && matching && matched == length);
 }
 
 /// Without a cgroup, the launcher's death sends the job's orphans (a daemon that called setsid,
 /// a double fork) to init, out of every registered group; what still finds them is the
 /// environment entry the launcher gave every process it started, which their descendants
-/// inherit (HTCondor tracks its jobs' processes the same way). SIGKILLs every process of ours
-/// whose environment has `needle`, waits (pidfds) for those to go, and scans again, until a scan
-/// finds none or 5 s have passed: a process may fork while the scan runs, and its child is
-/// found by the next one. A process that cleared its environment (env -i) is not found.
-void KillMarkedRaw(const char* needle) {
+/// inherit (HTCondor tracks its jobs' processes the same way). Scans /proc and SIGKILLs every
+/// process that has `needle`, started no earlier than the watchdog (every process of the job
+/// did; an older one with the entry belongs to an earlier launcher that had the same pid), in
+/// the watchdog's pid namespace, and not a watchdog; again until a scan finds no process it had
+/// not yet killed (one may fork while a scan runs), 5 s at most; then waits for them to exit.
+/// Each is held by a pidfd from before its environment is read to the signal, so a pid reused
+/// meanwhile is not signalled. Not found: a process that cleared its environment (env -i), or
+/// moved to another pid namespace.
+[[gnu::noinline]] void KillMarkedRaw(const char* needle) {
   const size_t length = std::strlen(needle);
   const long self = Syscall(SYS_getpid);
+  const long earliest = StartTime(0);
+  char own_namespace[64];
+  {
+    char path[64];
+    const long n = ProcPath(0, "ns/pid", path)
+                       ? Syscall(SYS_readlinkat, AT_FDCWD, Arg(path), Arg(own_namespace),
+                                 sizeof own_namespace - 1)
+                       : -1;
+    if (n <= 0 || earliest < 0) return;
+    own_namespace[n] = '\0';
+  }
   const long deadline = NowMs() + 5000;
-  for (;;) {
-    constexpr int kMaxWaited = 256;
-    long killed[kMaxWaited];
-    int count = 0;
-    bool any = false;
+  constexpr int kMaxKilled = 1024;
+  long killed[kMaxKilled];
+  int pidfds[kMaxKilled];
+  int count = 0;
+  for (bool fresh = true; fresh && NowMs() < deadline;) {
+    fresh = false;
     const long proc =
         Syscall(SYS_openat, AT_FDCWD, Arg("/proc"), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (proc < 0) return;
+    if (proc < 0) break;
     alignas(8) char entries[2048];
     long n;
     while ((n = Syscall(SYS_getdents64, proc, Arg(entries), sizeof entries)) > 0) {
@@ -302,20 +370,38 @@ void KillMarkedRaw(const char* needle) {
         for (; *name >= '0' && *name <= '9' && pid < (1L << 40); ++name) {
           pid = pid * 10 + (*name - '0');
         }
+        if (*name != '\0' || pid <= 0 || pid == self) continue;
+        if (std::find(killed, killed + count, pid) != killed + count) continue;
+        if (StartTime(pid) < earliest) continue;
         char path[64];
-        if (*name != '\0' || pid <= 0 || pid == self || !ProcPath(pid, "environ", path)) continue;
-        if (!EnvironHasEntry(path, needle, length) || IsWatchdog(pid)) continue;
-        Syscall(SYS_kill, pid, SIGKILL);
-        any = true;
-        if (count < kMaxWaited) killed[count++] = pid;
+        if (!ProcPath(pid, "environ", path)) continue;
+        const long pidfd = Syscall(SYS_pidfd_open, pid, 0);  // -ENOSYS before Linux 5.3.
+        if (!EnvironHasEntry(path, needle, length) || IsWatchdog(pid) ||
+            !SamePidNamespace(pid, own_namespace)) {
+          if (pidfd >= 0) Syscall(SYS_close, pidfd);
+          continue;
+        }
+        const long sent = pidfd >= 0 ? Syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, 0, 0)
+                                     : Syscall(SYS_kill, pid, SIGKILL);
+        if (sent != 0 || count == kMaxKilled) {
+          if (pidfd >= 0) Syscall(SYS_close, pidfd);
+          fresh = fresh || sent == 0;  // Beyond what we track: scan again while they live.
+          continue;
+        }
+        fresh = true;
+        killed[count] = pid;
+        pidfds[count] = static_cast<int>(pidfd);
+        ++count;
       }
     }
     Syscall(SYS_close, proc);
-    // Until each killed process has exited (a zombie has no environment: the next scan passes
-    // it by).
-    AwaitExits(killed, count, deadline);
-    if (!any || NowMs() >= deadline) return;
   }
+  // Until each has exited (a zombie has no environment; without pidfds, no wait).
+  int open = 0;
+  for (int i = 0; i < count; ++i) {
+    if (pidfds[i] >= 0) pidfds[open++] = pidfds[i];
+  }
+  AwaitAndClose(pidfds, open, deadline);
 }
 
 void Detach(const WatchdogArea& a) {

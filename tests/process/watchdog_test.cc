@@ -172,6 +172,54 @@ void KillLauncher(const FakeJob& job) {
   ::waitpid(job.launcher, nullptr, 0);
 }
 
+TEST(WatchdogTest, FindsTheJobMarkerWhereverTheScansReadsCutTheEnvironment) {
+  // The helper reads /proc/<pid>/environ 4096 bytes at a time: the entry must be matched across
+  // that cut, where it starts, ends or has its NUL on either side of it.
+  ScopedTempDir dir;
+  const std::string file = dir.File("pids");
+  const pid_t launcher = ::fork();
+  if (launcher == 0) {
+    std::string marker = NestedMarkerEntry();
+    Watchdog watchdog({}, {}, {}, 16, marker);
+    std::string lines;
+    for (size_t offset : {size_t{4085}, 4096 - marker.size(), size_t{4095}, size_t{4096}}) {
+      std::string pad = "PAD=" + std::string(offset - 5, 'x');  // `offset` bytes, NUL included.
+      const pid_t child = ::fork();
+      if (child == 0) {
+        ::setsid();  // Out of every group: only the scan can find it.
+        char sleep[] = "sleep";
+        char seconds[] = "60";
+        char* argv[] = {sleep, seconds, nullptr};
+        char* envp[] = {pad.data(), marker.data(), nullptr};
+        ::execve("/bin/sleep", argv, envp);
+        ::_exit(127);
+      }
+      lines += std::to_string(child) + "\n";
+    }
+    lines += std::to_string(watchdog.pid()) + "\n";
+    std::ofstream(file + ".tmp") << lines;
+    std::filesystem::rename(file + ".tmp", file);
+    ::pause();
+    ::_exit(0);
+  }
+  ASSERT_TRUE(WaitFor([&] { return std::filesystem::exists(file); }));
+  const std::vector<pid_t> pids = ReadPids(file);
+  ASSERT_EQ(pids.size(), 5U);
+  // Each has exec'ed (its environment is the one given) before the launcher dies.
+  for (size_t i = 0; i < 4; ++i) {
+    ASSERT_TRUE(WaitFor([&] {
+      return ReadFile("/proc/" + std::to_string(pids[i]) + "/comm") == "sleep\n";
+    })) << pids[i];
+  }
+  ::kill(launcher, SIGKILL);
+  ::waitpid(launcher, nullptr, 0);
+  EXPECT_TRUE(WaitFor([&] { return !ProcessAlive(pids[4]); }));
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_FALSE(ProcessAlive(pids[i])) << "offset case " << i;
+    ::kill(pids[i], SIGKILL);
+  }
+}
+
 TEST(WatchdogTest, KillsEveryRegisteredGroup) {
   // Where the helper shares the launcher's memory, the launcher writes the groups into it with
   // no message: each of several must be seen by the helper after the launcher's death.
