@@ -108,6 +108,20 @@ bool CgroupPopulated(const char* events_path) {
   return std::strstr(text, "populated 0") == nullptr;
 }
 
+/// Calls `visit(entry)` for each entry (a dirent64) of the directory open as `fd`.
+template <typename Visit>
+void ForEachDirEntry(long fd, Visit visit) {
+  alignas(8) char buffer[2048];
+  long n;
+  while ((n = Syscall(SYS_getdents64, fd, Arg(buffer), sizeof buffer)) > 0) {
+    for (long offset = 0; offset < n;) {
+      const auto* entry = reinterpret_cast<const dirent64*>(buffer + offset);
+      offset += entry->d_reclen;
+      visit(*entry);
+    }
+  }
+}
+
 /// Removes the directory `name` (relative to `parent_fd`) and everything below it: with `files`,
 /// files are unlinked; without (cgroupfs, whose interface files go with their directory), only
 /// the directories are removed, deepest first. At most `depth` levels.
@@ -116,21 +130,15 @@ void RemoveTreeAt(int parent_fd, const char* name, bool files, int depth) {
   const long fd = Syscall(SYS_openat, parent_fd, Arg(name),
                           O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) return;
-  alignas(8) char buffer[2048];
-  long n;
-  while ((n = Syscall(SYS_getdents64, fd, Arg(buffer), sizeof buffer)) > 0) {
-    for (long offset = 0; offset < n;) {
-      const auto* entry = reinterpret_cast<const dirent64*>(buffer + offset);
-      offset += entry->d_reclen;
-      const char* entry_name = entry->d_name;
-      if (std::strcmp(entry_name, ".") == 0 || std::strcmp(entry_name, "..") == 0) continue;
-      if (entry->d_type == DT_DIR) {
-        RemoveTreeAt(static_cast<int>(fd), entry_name, files, depth - 1);
-      } else if (files) {
-        Syscall(SYS_unlinkat, fd, Arg(entry_name), 0);
-      }
+  ForEachDirEntry(fd, [&](const dirent64& entry) {
+    const char* entry_name = entry.d_name;
+    if (std::strcmp(entry_name, ".") == 0 || std::strcmp(entry_name, "..") == 0) return;
+    if (entry.d_type == DT_DIR) {
+      RemoveTreeAt(static_cast<int>(fd), entry_name, files, depth - 1);
+    } else if (files) {
+      Syscall(SYS_unlinkat, fd, Arg(entry_name), 0);
     }
-  }
+  });
   Syscall(SYS_close, fd);
   Syscall(SYS_unlinkat, parent_fd, Arg(name), AT_REMOVEDIR);
 }
@@ -359,41 +367,35 @@ bool EnvironHasEntry(const char* path, const char* needle, size_t length) {
     const long proc =
         Syscall(SYS_openat, AT_FDCWD, Arg("/proc"), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (proc < 0) break;
-    alignas(8) char entries[2048];
-    long n;
-    while ((n = Syscall(SYS_getdents64, proc, Arg(entries), sizeof entries)) > 0) {
-      for (long offset = 0; offset < n;) {
-        const auto* entry = reinterpret_cast<const dirent64*>(entries + offset);
-        offset += entry->d_reclen;
-        long pid = 0;
-        const char* name = entry->d_name;
-        for (; *name >= '0' && *name <= '9' && pid < (1L << 40); ++name) {
-          pid = pid * 10 + (*name - '0');
-        }
-        if (*name != '\0' || pid <= 0 || pid == self) continue;
-        if (std::find(killed, killed + count, pid) != killed + count) continue;
-        if (StartTime(pid) < earliest) continue;
-        char path[64];
-        if (!ProcPath(pid, "environ", path)) continue;
-        const long pidfd = Syscall(SYS_pidfd_open, pid, 0);  // -ENOSYS before Linux 5.3.
-        if (!EnvironHasEntry(path, needle, length) || IsWatchdog(pid) ||
-            !SamePidNamespace(pid, own_namespace)) {
-          if (pidfd >= 0) Syscall(SYS_close, pidfd);
-          continue;
-        }
-        const long sent = pidfd >= 0 ? Syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, 0, 0)
-                                     : Syscall(SYS_kill, pid, SIGKILL);
-        if (sent != 0 || count == kMaxKilled) {
-          if (pidfd >= 0) Syscall(SYS_close, pidfd);
-          fresh = fresh || sent == 0;  // Beyond what we track: scan again while they live.
-          continue;
-        }
-        fresh = true;
-        killed[count] = pid;
-        pidfds[count] = static_cast<int>(pidfd);
-        ++count;
+    ForEachDirEntry(proc, [&](const dirent64& entry) {
+      long pid = 0;
+      const char* name = entry.d_name;
+      for (; *name >= '0' && *name <= '9' && pid < (1L << 40); ++name) {
+        pid = pid * 10 + (*name - '0');
       }
-    }
+      if (*name != '\0' || pid <= 0 || pid == self) return;
+      if (std::find(killed, killed + count, pid) != killed + count) return;
+      if (StartTime(pid) < earliest) return;
+      char path[64];
+      if (!ProcPath(pid, "environ", path)) return;
+      const long pidfd = Syscall(SYS_pidfd_open, pid, 0);  // -ENOSYS before Linux 5.3.
+      if (!EnvironHasEntry(path, needle, length) || IsWatchdog(pid) ||
+          !SamePidNamespace(pid, own_namespace)) {
+        if (pidfd >= 0) Syscall(SYS_close, pidfd);
+        return;
+      }
+      const long sent = pidfd >= 0 ? Syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, 0, 0)
+                                   : Syscall(SYS_kill, pid, SIGKILL);
+      if (sent != 0 || count == kMaxKilled) {
+        if (pidfd >= 0) Syscall(SYS_close, pidfd);
+        fresh = fresh || sent == 0;  // Beyond what we track: scan again while they live.
+        return;
+      }
+      fresh = true;
+      killed[count] = pid;
+      pidfds[count] = static_cast<int>(pidfd);
+      ++count;
+    });
     Syscall(SYS_close, proc);
   }
   // Until each has exited (a zombie has no environment; without pidfds, no wait).
