@@ -10,13 +10,14 @@
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <random>
-#include <thread>
 
 #include "launch_support.h"
 #include "pdlaunch/elastic.h"
 #include "pdlaunch/elastic_policy.h"
 #include "pdlaunch/errors.h"
+#include "pdlaunch/exit_status.h"
 #include "pdlaunch/kv_store.h"
 #include "pdlaunch/logging.h"
 #include "pdlaunch/master_config.h"
@@ -38,6 +39,11 @@ using Clock = std::chrono::steady_clock;
 constexpr std::chrono::milliseconds kRequestTimeout{3000};
 /// Seconds between two "not ready" lines while waiting.
 constexpr double kStatusInterval = 5.0;
+
+/// Thrown out of a wait for etcd (RetryWhileUnavailable) that a signal ended; Run leaves.
+struct StoppedBySignal {
+  int signal;
+};
 
 double SecondsSince(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
@@ -72,6 +78,7 @@ class ElasticNodeAgent : public ExternalEvents {
         store_(MakeEtcdStore(config.server, kRequestTimeout)) {}
 
   int Run();
+  int RunGenerations();
 
   // ExternalEvents: the etcd watch and the keep-alive tick.
   int fd() override { return watch_ ? watch_->fd() : -1; }
@@ -172,16 +179,39 @@ void ElasticNodeAgent::RetryWhileUnavailable(
     const std::function<void()>& call,
     const std::function<void(const KvUnavailable&)>& on_first_failure) {
   const auto deadline = Clock::now() + std::chrono::seconds(config_.timeout_seconds);
-  for (bool failed_before = false;; failed_before = true) {
+  std::optional<KvUnavailable> last;
+  auto attempt = [&]() -> bool {  // True when done: the call went through, or time is up.
     try {
       call();
-      return;
+      last.reset();
+      return true;
     } catch (const KvUnavailable& e) {
-      if (Clock::now() >= deadline) throw;
-      if (!failed_before && on_first_failure) on_first_failure(e);
-      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      last = e;
+      return Clock::now() >= deadline;
     }
+  };
+  if (!attempt()) {
+    if (on_first_failure) on_first_failure(*last);
+    // The next tries from the loop, every 0.5 s: signals are handled meanwhile.
+    class Retry final : public ExternalEvents {
+     public:
+      explicit Retry(const std::function<bool()>& attempt) : attempt_(attempt) {}
+      int fd() override { return -1; }
+      bool OnReadable() override { return false; }
+      double tick_seconds() const override { return 0.5; }
+      bool OnTick() override { return attempt_(); }
+
+     private:
+      const std::function<bool()>& attempt_;
+    };
+    const std::function<bool()> tick = attempt;
+    Retry retry(tick);
+    SupervisorOptions wait;
+    wait.external = &retry;
+    const SupervisorResult result = Supervise({}, wait);
+    if (result.signal) throw StoppedBySignal{*result.signal};
   }
+  if (last) throw *last;
 }
 
 // Paddle's np rule (contract §10.2), applied only while other nodes of the job are alive: a
@@ -443,6 +473,17 @@ void ElasticNodeAgent::Complete() {
 }
 
 int ElasticNodeAgent::Run() {
+  try {
+    return RunGenerations();
+  } catch (const StoppedBySignal& stop) {
+    PDLOG_WARN("stopped by {} while waiting for etcd at {}", SignalName(stop.signal),
+               config_.server);
+    Leave();
+    return 128 + stop.signal;
+  }
+}
+
+int ElasticNodeAgent::RunGenerations() {
   PlanNode();
   Register();
   for (;;) {

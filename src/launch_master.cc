@@ -12,7 +12,6 @@
 #include <chrono>
 #include <filesystem>
 #include <system_error>
-#include <thread>
 
 #include "launch_support.h"
 #include "master_jobs.h"
@@ -20,9 +19,9 @@
 #include "pdlaunch/endpoint.h"
 #include "pdlaunch/errors.h"
 #include "pdlaunch/exit_status.h"
-#include "pdlaunch/master_config.h"
 #include "pdlaunch/http_master.h"
 #include "pdlaunch/logging.h"
+#include "pdlaunch/master_config.h"
 #include "pdlaunch/messages.h"
 #include "pdlaunch/node.h"
 #include "pdlaunch/options.h"
@@ -60,33 +59,6 @@ bool IsLocalAddress(const std::string& address) {
   return false;
 }
 
-/// The address of the master's host, resolved (forward only). Host names are retried until the
-/// rendezvous deadline: a Kubernetes service name resolves only once its pod exists.
-std::string ResolveMasterHost(const std::string& host, Clock::time_point deadline) {
-  if (IsIpLiteral(host)) return host;
-  Clock::time_point last_line{};
-  for (;;) {
-    try {
-      const std::vector<std::string> addresses = ResolveHostName(host, "--master");
-      if (!addresses.empty()) {
-        PDLOG_INFO("master host {} is {}", host, addresses.front());
-        return addresses.front();
-      }
-    } catch (const LaunchError& e) {
-      if (Clock::now() >= deadline) {
-        throw LaunchError(fmt::format("cannot resolve the master's host name '{}' before the "
-                                      "rendezvous deadline: {}",
-                                      host, e.what()));
-      }
-      if (SecondsSince(last_line) >= kStatusInterval) {
-        PDLOG_WARN("waiting for the master's host name '{}' to resolve ({})", host, e.what());
-        last_line = Clock::now();
-      }
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  }
-}
-
 /// This node's address without a master to route to: --host/POD_IP, else the first
 /// non-loopback IPv4 address of an interface, else 127.0.0.1.
 std::string AddressWithoutMaster(const std::optional<std::string>& host) {
@@ -117,8 +89,9 @@ class MasterNode {
  private:
   enum class Phase { kRendezvous, kRunning, kCompleting, kDone };
 
-  void Plan();
-  void ChooseHost();
+  std::optional<int> Plan();
+  std::optional<int> ChooseHost();
+  std::optional<int> ResolveMaster(Clock::time_point deadline);
   bool TryToServe();
   void SetOwnKey();
   void StartRendezvous();
@@ -196,7 +169,10 @@ int MasterNode::Run() {
   // here is removed again if the world never forms (it is still empty then).
   const std::vector<fs::path> made = MissingDirectories(options_.log_dir);
   PrepareLogDir(options_.log_dir);
-  Plan();
+  if (const std::optional<int> code = Plan()) {  // Stopped by a signal.
+    RemoveEmptyDirectories(made);
+    return Finish(*code);
+  }
   StartRendezvous();
   if (const std::optional<int> code = WaitForWorld()) {
     RemoveEmptyDirectories(made);
@@ -209,15 +185,70 @@ int MasterNode::Run() {
 // Paddle's: its world is itself.
 bool Solo(const MasterSettings& settings) { return settings.nnodes == 1; }
 
-void MasterNode::Plan() {
+std::optional<int> MasterNode::Plan() {
   if (Solo(settings_)) {
     node_ip_ = settings_.host.value_or("127.0.0.1");
-  } else {
-    ChooseHost();
+  } else if (const std::optional<int> code = ChooseHost()) {
+    return code;
   }
   job_->Plan(node_ip_);
   value_ = job_->Value(pod_, settings_.rank);
   SetOwnKey();
+  return std::nullopt;
+}
+
+// The address of the master's host into master_address_, resolved (forward only). A host name
+// is tried again every 0.5 s until the rendezvous deadline, from the loop (signals handled): a
+// Kubernetes service name resolves only once its pod exists. Each try is a blocking
+// getaddrinfo, as long as the resolver's own timeout at most. Returns the exit code when a
+// signal stopped the wait.
+std::optional<int> MasterNode::ResolveMaster(Clock::time_point deadline) {
+  const std::string& host = settings_.master_host;
+  if (IsIpLiteral(host)) {
+    master_address_ = host;
+    return std::nullopt;
+  }
+  std::optional<std::string> failure;
+  Clock::time_point last_line{};
+  auto attempt = [&]() -> bool {  // True when done: resolved, or failed for good.
+    try {
+      const std::vector<std::string> addresses = ResolveHostName(host, "--master");
+      if (addresses.empty()) return false;
+      PDLOG_INFO("master host {} is {}", host, addresses.front());
+      master_address_ = addresses.front();
+      return true;
+    } catch (const LaunchError& e) {
+      if (Clock::now() >= deadline) {
+        failure = fmt::format(
+            "cannot resolve the master's host name '{}' before the rendezvous "
+            "deadline: {}",
+            host, e.what());
+        return true;
+      }
+      if (SecondsSince(last_line) >= kStatusInterval) {
+        PDLOG_WARN("waiting for the master's host name '{}' to resolve ({})", host, e.what());
+        last_line = Clock::now();
+      }
+      return false;
+    }
+  };
+  if (!attempt()) {
+    SupervisorOptions wait;
+    wait.io = &loop_.get();
+    wait.stop_hook = &stop_;
+    if (UsesNewInterface(options_)) wait.pod_name = pod_;  // As in WaitForWorld.
+    LoopTimer retry(loop_.get(), 0.5, [&] {
+      if (master_address_.empty() && !failure && attempt() && stop_) stop_();
+    });
+    const SupervisorResult result = Supervise({}, wait);
+    if (result.signal) {
+      PDLOG_WARN("stopped by {} while waiting for the master's host name '{}' to resolve",
+                 SignalName(*result.signal), host);
+      return 128 + *result.signal;
+    }
+  }
+  if (failure) throw LaunchError(*failure);
+  return std::nullopt;
 }
 
 void MasterNode::SetOwnKey() {
@@ -242,7 +273,7 @@ bool MasterNode::TryToServe() {
   }
 }
 
-void MasterNode::ChooseHost() {
+std::optional<int> MasterNode::ChooseHost() {
   const Clock::time_point deadline = start_ + std::chrono::duration_cast<Clock::duration>(
                                                   std::chrono::duration<double>(
                                                       settings_.rendezvous_timeout));
@@ -275,7 +306,7 @@ void MasterNode::ChooseHost() {
     }
   } else {
     port_ = settings_.master_port;
-    master_address_ = ResolveMasterHost(settings_.master_host, deadline);
+    if (const std::optional<int> code = ResolveMaster(deadline)) return code;
     if (settings_.host) {
       node_ip_ = *settings_.host;
     } else if (auto source = SourceAddressFor(master_address_)) {
@@ -299,6 +330,7 @@ void MasterNode::ChooseHost() {
     PDLOG_INFO("this node is {}; master {} for job {} ({} nodes)", node_ip_, MasterText(),
                settings_.job_id, settings_.nnodes);
   }
+  return std::nullopt;
 }
 
 void MasterNode::StartRendezvous() {

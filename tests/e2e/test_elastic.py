@@ -2,6 +2,7 @@
 --host loopback addresses, coordinated by Debian's etcd on a free loopback port."""
 import datetime
 import json
+import os
 import re
 import signal
 import time
@@ -266,6 +267,21 @@ class ElasticUsageTest(LaunchTestCase):
         self.assertEqual(r.code, 1, repr(r))
         self.assertIn(f"launch: error: cannot reach etcd at 127.0.0.1:{port} within 2 s", r.stderr)
         self.assertGreaterEqual(r.elapsed, 2.0)
+        self.assertEqual(self.recorded_pids("pid"), {})
+
+    def test_ctrl_c_while_waiting_for_etcd_stops_at_once(self):
+        # The wait for etcd runs in the event loop: a signal ends it, not the timeout.
+        port = 1
+        proc = self.start_launch(["--elastic_server", f"127.0.0.1:{port}", "--job_id", JOB,
+                                  "--np", "2", *self.rank_args()],
+                                 env=self.env(PADDLE_ELASTIC_TIMEOUT="120"))
+        err = self.dir / "launcher.stderr"
+        self.wait_until(lambda: "waiting for etcd at" in err.read_text(), "the etcd wait")
+        os.kill(proc.pid, signal.SIGINT)
+        r = self.finish(proc, 20)
+        self.assertEqual(r.code, 130, repr(r))
+        self.assert_logged(r.stderr, "WARNING",
+                           f"stopped by SIGINT while waiting for etcd at 127.0.0.1:{port}")
         self.assertEqual(self.recorded_pids("pid"), {})
 
     def test_incomplete_elastic_flags_are_a_usage_error(self):

@@ -8,6 +8,7 @@ description alone (http.client), not with our code.
 """
 import http.client
 import json
+import os
 import re
 import signal
 import socket
@@ -211,6 +212,24 @@ class LateServiceNameTest(NetnsTestCase):
                               + self.mesh_args())
         self.assert_ok([self.finish(first), self.finish(late)])
         self.assertIn(f"master host svc-master-0 is {self.ip(0)}", stderr.read_text())
+
+
+    def test_ctrl_c_while_the_master_name_does_not_resolve_stops_at_once(self):
+        # The retries run from the event loop: a signal ends the wait (not the 600 s deadline),
+        # with today's console's lines.
+        late = self.start_on(1, ["--master", f"svc-master-1:{MASTER_PORT}", "--nnodes", 2]
+                             + self.mesh_args())
+        stderr = self.dir / "node1.stderr"
+        self.wait_until(lambda: "waiting for the master's host name 'svc-master-1'"
+                        in stderr.read_text(), "the resolution retry line", timeout=20)
+        os.kill(late.pid, signal.SIGINT)
+        result = self.finish(late, 20)
+        self.assertEqual(result.code, 130, result)
+        messages = harness.log_messages(result.stderr)
+        self.assertIn("Terminating with signal 2", messages)
+        self.assertEqual(messages[-1], "stopped by SIGINT while waiting for the master's host "
+                                       "name 'svc-master-1' to resolve")
+        self.assertEqual(list((self.dir / "node1").iterdir()), [], "the log directory stays")
 
 
 class KubeflowPsTest(NetnsTestCase):
