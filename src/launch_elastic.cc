@@ -94,7 +94,9 @@ class ElasticNodeAgent : public ExternalEvents {
   void PlanNode();
   void Connect();
   /// Calls `call` again every 0.5 s while etcd is unavailable, for PADDLE_ELASTIC_TIMEOUT at
-  /// most (then the last KvUnavailable propagates); `on_first_failure` hears of the first one.
+  /// most (then the last KvUnavailable propagates), from an idle loop that handles signals (one
+  /// throws StoppedBySignal); `on_first_failure` hears of the first failure seen from the loop
+  /// (the second try's).
   void RetryWhileUnavailable(
       const std::function<void()>& call,
       const std::function<void(const KvUnavailable&)>& on_first_failure = {});
@@ -191,8 +193,16 @@ void ElasticNodeAgent::RetryWhileUnavailable(
     }
   };
   if (!attempt()) {
-    if (on_first_failure) on_first_failure(*last);
-    // The next tries from the loop, every 0.5 s: signals are handled meanwhile.
+    // The next tries from the loop, every 0.5 s: signals are handled meanwhile. The first
+    // failure is told from there too, once they are (a test, or a user, reacting to the line
+    // must not meet the default action).
+    bool told = false;
+    const std::function<bool()> tick = [&] {
+      if (attempt()) return true;
+      if (!told && on_first_failure) on_first_failure(*last);
+      told = true;
+      return false;
+    };
     class Retry final : public ExternalEvents {
      public:
       explicit Retry(const std::function<bool()>& attempt) : attempt_(attempt) {}
@@ -204,7 +214,6 @@ void ElasticNodeAgent::RetryWhileUnavailable(
      private:
       const std::function<bool()>& attempt_;
     };
-    const std::function<bool()> tick = attempt;
     Retry retry(tick);
     SupervisorOptions wait;
     wait.external = &retry;

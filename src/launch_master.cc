@@ -210,6 +210,7 @@ std::optional<int> MasterNode::ResolveMaster(Clock::time_point deadline) {
   }
   std::optional<std::string> failure;
   Clock::time_point last_line{};
+  bool in_loop = false;           // The waiting line only from the loop, once signals are handled.
   auto attempt = [&]() -> bool {  // True when done: resolved, or failed for good.
     try {
       const std::vector<std::string> addresses = ResolveHostName(host, "--master");
@@ -225,7 +226,7 @@ std::optional<int> MasterNode::ResolveMaster(Clock::time_point deadline) {
             host, e.what());
         return true;
       }
-      if (SecondsSince(last_line) >= kStatusInterval) {
+      if (in_loop && SecondsSince(last_line) >= kStatusInterval) {
         PDLOG_WARN("waiting for the master's host name '{}' to resolve ({})", host, e.what());
         last_line = Clock::now();
       }
@@ -237,8 +238,9 @@ std::optional<int> MasterNode::ResolveMaster(Clock::time_point deadline) {
     wait.io = &loop_.get();
     wait.stop_hook = &stop_;
     if (UsesNewInterface(options_)) wait.pod_name = pod_;  // As in WaitForWorld.
+    in_loop = true;
     LoopTimer retry(loop_.get(), 0.5, [&] {
-      if (master_address_.empty() && !failure && attempt() && stop_) stop_();
+      if (stop_ && master_address_.empty() && !failure && attempt()) stop_();
     });
     const SupervisorResult result = Supervise({}, wait);
     if (result.signal) {

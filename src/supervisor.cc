@@ -357,12 +357,21 @@ class EventLoop {
       ArmTick();
     }
     if (options_.stop_hook) *options_.stop_hook = [this] { RequestStop(); };
-    if (!policy_.all_exited() || idle_) {
-      io_.restart();  // A shared loop was stopped by the previous run's Finish().
-      io_.run();
+    {
+      // The hook is this loop's: cleared before the late-signal pass (a tick of the caller's
+      // that runs there must not see it) and on an exception out of a handler.
+      struct ClearHook {
+        std::function<void()>* hook;
+        ~ClearHook() {
+          if (hook) *hook = nullptr;
+        }
+      } clear{options_.stop_hook};
+      if (!policy_.all_exited() || idle_) {
+        io_.restart();  // A shared loop was stopped by the previous run's Finish().
+        io_.run();
+      }
     }
     CollectLateSignals();
-    if (options_.stop_hook) *options_.stop_hook = nullptr;
     echo_.Finish();      // Closes our inotify reference while the watchdog still holds one...
     watchdog_.Disarm();  // ...so the expensive last close happens in the watchdog, not here.
     // Inside another pdlaunch job, a watchdog still exiting after us would be one of its

@@ -229,7 +229,7 @@ class LateServiceNameTest(NetnsTestCase):
         self.assertIn("Terminating with signal 2", messages)
         self.assertEqual(messages[-1], "stopped by SIGINT while waiting for the master's host "
                                        "name 'svc-master-1' to resolve")
-        self.assertEqual(list((self.dir / "node1").iterdir()), [], "the log directory stays")
+        self.assertEqual(list((self.dir / "node1").iterdir()), [], "the log directory made is kept")
 
 
 class KubeflowPsTest(NetnsTestCase):
