@@ -134,8 +134,12 @@ void HoldLines() { TheHeld().holding = true; }
 void ReleaseHeldLines(const std::vector<std::string>& first_info_lines) {
   Held& held = TheHeld();
   held.holding = false;
+  // The first lines stand for what came before what was held (the configuration dump): they get
+  // the first held line's time, so that the times on the console never go back.
+  const spdlog::log_clock::time_point first =
+      held.lines.empty() ? spdlog::log_clock::now() : held.lines.front().time;
   for (const std::string& line : first_info_lines) {
-    Logger().log(spdlog::source_loc{__FILE__, __LINE__, ""}, spdlog::level::info, line);
+    Logger().log(first, spdlog::source_loc{__FILE__, __LINE__, ""}, spdlog::level::info, line);
   }
   for (const HeldLine& l : held.lines) {
     Logger().log(l.time, spdlog::source_loc{l.file, l.line, ""}, SpdlogLevel(l.level), l.message);
