@@ -141,6 +141,7 @@ class ElasticNodeAgent : public ExternalEvents {
   std::optional<ElasticStep> next_;
   fs::path log_dir_;
   bool first_launch_ = true;
+  bool announced_wait_ = false;  // "Waiting peer ready..." said for the coming world.
 };
 
 void ElasticNodeAgent::PlanNode() {
@@ -217,6 +218,7 @@ void ElasticNodeAgent::RetryWhileUnavailable(
     Retry retry(tick);
     SupervisorOptions wait;
     wait.external = &retry;
+    if (UsesNewInterface(options_)) wait.pod_name = pod_;  // As LoopOptions.
     const SupervisorResult result = Supervise({}, wait);
     if (result.signal) throw StoppedBySignal{*result.signal};
   }
@@ -342,6 +344,9 @@ bool ElasticNodeAgent::Evaluate() {
     const bool waited = SecondsSince(wait_start_) >= config_.timeout_seconds;
     ElasticStep step = DecideElasticStep(state_, id_, ran_generation_, config_, waited);
     if (step.kind == ElasticStep::Kind::kWait) {
+      // Paddle's etcd controller says so once before each wait for a world (contract §11.4).
+      if (!announced_wait_ && UsesNewInterface(options_)) PDLOG_INFO("Waiting peer ready...");
+      announced_wait_ = true;
       if (step.status != last_status_ || SecondsSince(last_status_time_) >= kStatusInterval) {
         PDLOG_INFO("{}", step.status);
         last_status_ = step.status;
@@ -367,6 +372,8 @@ SupervisorOptions ElasticNodeAgent::LoopOptions() {
   SupervisorOptions loop;
   loop.grace_seconds = options_.grace;
   loop.external = this;
+  // Today's console (--master etcd://): Terminating/Exit with signal N in the waits too.
+  if (UsesNewInterface(options_)) loop.pod_name = pod_;
   return loop;
 }
 
@@ -442,6 +449,7 @@ int ElasticNodeAgent::RunWorld(const WorldRecord& world) {
   if (result.signal) return result.exit_code;
   if (result.stopped && stop_reason_) PDLOG_WARN("stopped the local ranks: {}", *stop_reason_);
   if (result.failed || result.stopped) {
+    announced_wait_ = false;  // The next wait is for another world.
     Rewatch();  // Fresh state, so that the root cause below is the stored one.
     ReportFailure();
   } else {
