@@ -17,7 +17,6 @@
 #include "pdlaunch/elastic.h"
 #include "pdlaunch/elastic_policy.h"
 #include "pdlaunch/errors.h"
-#include "pdlaunch/exit_status.h"
 #include "pdlaunch/kv_store.h"
 #include "pdlaunch/logging.h"
 #include "pdlaunch/master_config.h"
@@ -219,6 +218,7 @@ void ElasticNodeAgent::RetryWhileUnavailable(
     SupervisorOptions wait;
     wait.external = &retry;
     if (UsesNewInterface(options_)) wait.pod_name = pod_;  // As LoopOptions.
+    wait.waiting_for = fmt::format("etcd at {}", config_.server);
     const SupervisorResult result = Supervise({}, wait);
     if (result.signal) throw StoppedBySignal{*result.signal};
   }
@@ -490,12 +490,15 @@ void ElasticNodeAgent::Complete() {
 }
 
 int ElasticNodeAgent::Run() {
+  // A log directory made for a node stopped before any rank ran is removed again (still empty).
+  const std::vector<fs::path> made = internal::MissingDirectories(options_.log_dir);
   try {
-    return RunGenerations();
-  } catch (const StoppedBySignal& stop) {
-    PDLOG_WARN("stopped by {} while waiting for etcd at {}", SignalName(stop.signal),
-               config_.server);
+    const int code = RunGenerations();
+    if (first_launch_) internal::RemoveEmptyDirectories(made);  // No rank ran here.
+    return code;
+  } catch (const StoppedBySignal& stop) {  // Told by the wait (waiting_for).
     Leave();
+    internal::RemoveEmptyDirectories(made);
     return 128 + stop.signal;
   }
 }
@@ -506,7 +509,9 @@ int ElasticNodeAgent::RunGenerations() {
   for (;;) {
     next_.reset();
     if (!Evaluate()) {
-      const SupervisorResult waited = Supervise({}, LoopOptions());
+      SupervisorOptions wait = LoopOptions();
+      wait.waiting_for = "the other nodes";
+      const SupervisorResult waited = Supervise({}, wait);
       if (waited.signal) {
         Leave();
         return waited.exit_code;

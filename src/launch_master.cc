@@ -242,12 +242,9 @@ std::optional<int> MasterNode::ResolveMaster(Clock::time_point deadline) {
     LoopTimer retry(loop_.get(), 0.5, [&] {
       if (stop_ && master_address_.empty() && !failure && attempt()) stop_();
     });
+    wait.waiting_for = fmt::format("the master's host name '{}' to resolve", host);
     const SupervisorResult result = Supervise({}, wait);
-    if (result.signal) {
-      PDLOG_WARN("stopped by {} while waiting for the master's host name '{}' to resolve",
-                 SignalName(*result.signal), host);
-      return 128 + *result.signal;
-    }
+    if (result.signal) return 128 + *result.signal;
   }
   if (failure) throw LaunchError(*failure);
   return std::nullopt;
@@ -366,11 +363,9 @@ std::optional<int> MasterNode::WaitForWorld() {
     // Today's console says "Terminating with signal N" and "Exit with signal N" here too, as
     // Paddle's handler does from the start of its rendezvous.
     if (UsesNewInterface(options_)) wait.pod_name = pod_;
+    wait.waiting_for = "the other nodes";
     const SupervisorResult result = Supervise({}, wait);
-    if (result.signal) {
-      PDLOG_WARN("stopped by {} while waiting for the other nodes", SignalName(*result.signal));
-      return 128 + *result.signal;
-    }
+    if (result.signal) return 128 + *result.signal;
   }
   if (rendezvous_error_) {
     std::fflush(stdout);
@@ -770,6 +765,7 @@ int MasterNode::Complete() {
       wait.io = &loop_.get();
       wait.stop_hook = &stop_;
       if (UsesNewInterface(options_)) wait.pod_name = pod_;  // As in WaitForWorld.
+      wait.waiting_for = "the other nodes to finish";
       const SupervisorResult result = Supervise({}, wait);
       if (result.signal) return Finish(128 + *result.signal);
     }

@@ -397,6 +397,9 @@ class EventLoop {
       // The last line after a Ctrl-C says what happened.
       PDLOG_WARN("stopped by {}: all {} processes ended; exit code {}",
                  SignalName(*policy_.received_signal()), children_.size(), policy_.exit_code());
+    } else if (policy_.received_signal() && idle_ && !options_.waiting_for.empty()) {
+      PDLOG_WARN("stopped by {} while waiting for {}", SignalName(*policy_.received_signal()),
+                 options_.waiting_for);
     }
     if (!options_.pod_name.empty() && policy_.received_signal()) {
       PDLOG_INFO("Exit with signal {}", *policy_.received_signal());

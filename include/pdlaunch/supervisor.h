@@ -88,6 +88,10 @@ struct SupervisorOptions {
   /// the run as ExternalEvents can (SIGTERM to every group, shared grace; with no processes it
   /// ends the wait), and clears it before returning. Handlers on the shared `io` call it.
   std::function<void()>* stop_hook = nullptr;
+  /// A wait with no processes (an idle run): what it waits for, e.g. "the other nodes". A
+  /// signal that ends it is told as `stopped by SIGINT while waiting for <waiting_for>`, before
+  /// today's console's `Exit with signal N`. Empty: nothing is said.
+  std::string waiting_for;
 };
 
 /// How a supervised run ended.

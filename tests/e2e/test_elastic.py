@@ -286,6 +286,7 @@ class ElasticUsageTest(LaunchTestCase):
         self.assert_logged(r.stderr, "WARNING",
                            f"stopped by SIGINT while waiting for etcd at 127.0.0.1:{port}")
         self.assertEqual(self.recorded_pids("pid"), {})
+        self.assertFalse((self.dir / "log").exists(), "the log directory made is kept")
 
     def test_incomplete_elastic_flags_are_a_usage_error(self):
         r = self.run_launch(["--elastic_server", "127.0.0.1:2379", "--np", "2",

@@ -361,8 +361,9 @@ class TodaysConsoleTest(LaunchTestCase):
         messages = self.messages(result.stderr)
         terminating = messages.index("Terminating with signal 2")
         self.assertEqual(messages[terminating:], [
-            "Terminating with signal 2", "received SIGINT, stopping", "Exit with signal 2",
-            "stopped by SIGINT while waiting for the other nodes"])
+            "Terminating with signal 2", "received SIGINT, stopping",
+            "stopped by SIGINT while waiting for the other nodes", "Exit with signal 2"])
+        self.assertEqual(list((self.dir).glob("log")), [], "the log directory made is kept")
 
     def test_a_rank_killed_by_a_signal_has_pythons_negative_code(self):
         result = self.run_launch(["--nnodes", "1", "--nproc_per_node", 2]

@@ -227,8 +227,8 @@ class LateServiceNameTest(NetnsTestCase):
         self.assertEqual(result.code, 130, result)
         messages = harness.log_messages(result.stderr)
         self.assertIn("Terminating with signal 2", messages)
-        self.assertEqual(messages[-1], "stopped by SIGINT while waiting for the master's host "
-                                       "name 'svc-master-1' to resolve")
+        self.assertEqual(messages[-2:], ["stopped by SIGINT while waiting for the master's host "
+                                         "name 'svc-master-1' to resolve", "Exit with signal 2"])
         self.assertEqual(list((self.dir / "node1").iterdir()), [], "the log directory made is kept")
 
 
