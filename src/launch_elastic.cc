@@ -140,7 +140,7 @@ class ElasticNodeAgent : public ExternalEvents {
   std::optional<ElasticStep> next_;
   fs::path log_dir_;
   bool first_launch_ = true;
-  bool announced_wait_ = false;  // "Waiting peer ready..." said for the coming world.
+  bool announced_wait_ = false;  // "Waiting peer ready..." said for the coming rendezvous.
 };
 
 void ElasticNodeAgent::PlanNode() {
@@ -344,9 +344,6 @@ bool ElasticNodeAgent::Evaluate() {
     const bool waited = SecondsSince(wait_start_) >= config_.timeout_seconds;
     ElasticStep step = DecideElasticStep(state_, id_, ran_generation_, config_, waited);
     if (step.kind == ElasticStep::Kind::kWait) {
-      // Paddle's etcd controller says so once before each wait for a world (contract §11.4).
-      if (!announced_wait_ && UsesNewInterface(options_)) PDLOG_INFO("Waiting peer ready...");
-      announced_wait_ = true;
       if (step.status != last_status_ || SecondsSince(last_status_time_) >= kStatusInterval) {
         PDLOG_INFO("{}", step.status);
         last_status_ = step.status;
@@ -508,6 +505,10 @@ int ElasticNodeAgent::RunGenerations() {
   Register();
   for (;;) {
     next_.reset();
+    // Paddle's etcd controller says so before each rendezvous for a world, waiting or not
+    // (contract §11.4): before the first, and after a failed or stopped generation.
+    if (!announced_wait_ && UsesNewInterface(options_)) PDLOG_INFO("Waiting peer ready...");
+    announced_wait_ = true;
     if (!Evaluate()) {
       SupervisorOptions wait = LoopOptions();
       wait.waiting_for = "the other nodes";
