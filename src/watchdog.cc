@@ -205,17 +205,23 @@ long StartTime(long pid) {
   return ticks;
 }
 
+/// The target of the link /proc/`pid`/`file` ("self" for `pid` 0) into `out`, NUL-terminated;
+/// false when it cannot be read.
+bool ReadProcLink(long pid, const char* file, char (&out)[64]) {
+  char path[64];
+  if (!ProcPath(pid, file, path)) return false;
+  const long n = Syscall(SYS_readlinkat, AT_FDCWD, Arg(path), Arg(out), sizeof out - 1);
+  if (n <= 0) return false;
+  out[n] = '\0';
+  return true;
+}
+
 /// Whether `pid` is in the same pid namespace as the watchdog (`own`: its /proc/self/ns/pid
 /// link). A process of a container in a namespace below ours shows that namespace's pids in its
 /// environment: its PDLAUNCH_PARENT names another process than ours.
 bool SamePidNamespace(long pid, const char* own) {
-  char path[64];
   char link[64];
-  if (!ProcPath(pid, "ns/pid", path)) return false;
-  const long n = Syscall(SYS_readlinkat, AT_FDCWD, Arg(path), Arg(link), sizeof link - 1);
-  if (n <= 0) return false;
-  link[n] = '\0';
-  return std::strcmp(link, own) == 0;
+  return ReadProcLink(pid, "ns/pid", link) && std::strcmp(link, own) == 0;
 }
 
 /// Waits until each of `pidfds` (`count`) is readable (its process has exited) or `deadline`
@@ -348,15 +354,7 @@ bool EnvironHasEntry(const char* path, const char* needle, size_t length) {
   const long self = Syscall(SYS_getpid);
   const long earliest = StartTime(0);
   char own_namespace[64];
-  {
-    char path[64];
-    const long n = ProcPath(0, "ns/pid", path)
-                       ? Syscall(SYS_readlinkat, AT_FDCWD, Arg(path), Arg(own_namespace),
-                                 sizeof own_namespace - 1)
-                       : -1;
-    if (n <= 0 || earliest < 0) return;
-    own_namespace[n] = '\0';
-  }
+  if (earliest < 0 || !ReadProcLink(0, "ns/pid", own_namespace)) return;
   const long deadline = NowMs() + 5000;
   constexpr int kMaxKilled = 1024;
   long killed[kMaxKilled];
