@@ -97,6 +97,7 @@ class MasterNode {
   void StartRendezvous();
   void StartServing();
   std::optional<int> WaitForWorld();
+  std::optional<int> WaitIdle(std::string waiting_for);
   int RunRanks();
   int Complete();
   int Finish(int code);
@@ -234,17 +235,13 @@ std::optional<int> MasterNode::ResolveMaster(Clock::time_point deadline) {
     }
   };
   if (!attempt()) {
-    SupervisorOptions wait;
-    wait.io = &loop_.get();
-    wait.stop_hook = &stop_;
-    if (UsesNewInterface(options_)) wait.pod_name = pod_;  // As in WaitForWorld.
     in_loop = true;
     LoopTimer retry(loop_.get(), 0.5, [&] {
       if (stop_ && master_address_.empty() && !failure && attempt()) stop_();
     });
-    wait.waiting_for = fmt::format("the master's host name '{}' to resolve", host);
-    const SupervisorResult result = Supervise({}, wait);
-    if (result.signal) return 128 + *result.signal;
+    const std::optional<int> code =
+        WaitIdle(fmt::format("the master's host name '{}' to resolve", host));
+    if (code) return code;
   }
   if (failure) throw LaunchError(*failure);
   return std::nullopt;
@@ -355,17 +352,24 @@ void MasterNode::StartServing() {
 
 // Phase 1 waits in the supervisor's loop (signals handled) with no processes. Returns the exit
 // code when the rendezvous did not complete.
+// A wait in the supervisor's loop with no processes, until stop_ is called (the loop's handlers
+// on the shared io) or a signal comes: then its exit code, 128 + n. Today's console says
+// "Terminating with signal N" and "Exit with signal N" here too, as Paddle's handler does from
+// the start of its rendezvous; `waiting_for` is told with the signal.
+std::optional<int> MasterNode::WaitIdle(std::string waiting_for) {
+  SupervisorOptions wait;
+  wait.io = &loop_.get();
+  wait.stop_hook = &stop_;
+  if (UsesNewInterface(options_)) wait.pod_name = pod_;
+  wait.waiting_for = std::move(waiting_for);
+  const SupervisorResult result = Supervise({}, wait);
+  if (result.signal) return 128 + *result.signal;
+  return std::nullopt;
+}
+
 std::optional<int> MasterNode::WaitForWorld() {
   if (phase_ == Phase::kRendezvous && !rendezvous_error_) {
-    SupervisorOptions wait;
-    wait.io = &loop_.get();
-    wait.stop_hook = &stop_;
-    // Today's console says "Terminating with signal N" and "Exit with signal N" here too, as
-    // Paddle's handler does from the start of its rendezvous.
-    if (UsesNewInterface(options_)) wait.pod_name = pod_;
-    wait.waiting_for = "the other nodes";
-    const SupervisorResult result = Supervise({}, wait);
-    if (result.signal) return 128 + *result.signal;
+    if (const std::optional<int> code = WaitIdle("the other nodes")) return code;
   }
   if (rendezvous_error_) {
     std::fflush(stdout);
@@ -761,13 +765,9 @@ int MasterNode::Complete() {
                          members_, seen_alive_)
                 .kind != MasterStep::Kind::kAllDone) {
       PDLOG_INFO("waiting for the other nodes to finish");
-      SupervisorOptions wait;
-      wait.io = &loop_.get();
-      wait.stop_hook = &stop_;
-      if (UsesNewInterface(options_)) wait.pod_name = pod_;  // As in WaitForWorld.
-      wait.waiting_for = "the other nodes to finish";
-      const SupervisorResult result = Supervise({}, wait);
-      if (result.signal) return Finish(128 + *result.signal);
+      if (const std::optional<int> code = WaitIdle("the other nodes to finish")) {
+        return Finish(*code);
+      }
     }
     if (failure_) {
       PDLOG_ERROR("job failed: {}", failure_->cause);
