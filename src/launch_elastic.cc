@@ -39,7 +39,7 @@ constexpr std::chrono::milliseconds kRequestTimeout{3000};
 /// Seconds between two "not ready" lines while waiting.
 constexpr double kStatusInterval = 5.0;
 
-/// Thrown out of a wait for etcd (RetryWhileUnavailable) that a signal ended; Run leaves.
+/// Thrown out of a wait with no processes (WaitIdle) that a signal ended; Run leaves.
 struct StoppedBySignal {
   int signal;
 };
@@ -113,6 +113,7 @@ class ElasticNodeAgent : public ExternalEvents {
   void PublishFailure(const SupervisedProcess& process, const ExitStatus& status);
   void Complete();
   SupervisorOptions LoopOptions();
+  void WaitIdle(ExternalEvents* external, std::string waiting_for);
 
   const LaunchOptions& options_;
   ElasticConfig config_;
@@ -215,12 +216,7 @@ void ElasticNodeAgent::RetryWhileUnavailable(
       const std::function<bool()>& attempt_;
     };
     Retry retry(tick);
-    SupervisorOptions wait;
-    wait.external = &retry;
-    if (UsesNewInterface(options_)) wait.pod_name = pod_;  // As LoopOptions.
-    wait.waiting_for = fmt::format("etcd at {}", config_.server);
-    const SupervisorResult result = Supervise({}, wait);
-    if (result.signal) throw StoppedBySignal{*result.signal};
+    WaitIdle(&retry, fmt::format("etcd at {}", config_.server));
   }
   if (last) throw *last;
 }
@@ -365,6 +361,18 @@ bool ElasticNodeAgent::Evaluate() {
   return false;
 }
 
+// A wait in the supervisor's loop with no processes, its events from `external` (the agent
+// itself: the etcd watch and the keep-alive tick; or a retry), until one of them asks to stop.
+// A signal ends it by throwing StoppedBySignal, which Run takes (it leaves); `waiting_for` is
+// told with the signal.
+void ElasticNodeAgent::WaitIdle(ExternalEvents* external, std::string waiting_for) {
+  SupervisorOptions wait = LoopOptions();
+  wait.external = external;
+  wait.waiting_for = std::move(waiting_for);
+  const SupervisorResult result = Supervise({}, wait);
+  if (result.signal) throw StoppedBySignal{*result.signal};
+}
+
 SupervisorOptions ElasticNodeAgent::LoopOptions() {
   SupervisorOptions loop;
   loop.grace_seconds = options_.grace;
@@ -493,7 +501,7 @@ int ElasticNodeAgent::Run() {
     const int code = RunGenerations();
     if (first_launch_) internal::RemoveEmptyDirectories(made);  // No rank ran here.
     return code;
-  } catch (const StoppedBySignal& stop) {  // Told by the wait (waiting_for).
+  } catch (const StoppedBySignal& stop) {  // The wait told it (waiting_for).
     Leave();
     internal::RemoveEmptyDirectories(made);
     return 128 + stop.signal;
@@ -509,15 +517,7 @@ int ElasticNodeAgent::RunGenerations() {
     // (contract §11.4): before the first, and after a failed or stopped generation.
     if (!announced_wait_ && UsesNewInterface(options_)) PDLOG_INFO("Waiting peer ready...");
     announced_wait_ = true;
-    if (!Evaluate()) {
-      SupervisorOptions wait = LoopOptions();
-      wait.waiting_for = "the other nodes";
-      const SupervisorResult waited = Supervise({}, wait);
-      if (waited.signal) {
-        Leave();
-        return waited.exit_code;
-      }
-    }
+    if (!Evaluate()) WaitIdle(this, "the other nodes");
     if (!next_) continue;
     switch (next_->kind) {
       case ElasticStep::Kind::kRun:
