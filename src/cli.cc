@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cctype>
 #include <charconv>
 #include <cstddef>
 #include <initializer_list>
@@ -95,18 +94,12 @@ double ToSeconds(std::string_view flag, const std::string& value) {
   return *seconds;
 }
 
-std::string ToLower(std::string_view text) {
-  std::string lower(text);
-  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return lower;
-}
-
 // The words of Python's strtobool, which today's launcher uses for its bool flags.
 constexpr std::array<std::string_view, 6> kTrueWords = {"y", "yes", "t", "true", "on", "1"};
 constexpr std::array<std::string_view, 6> kFalseWords = {"n", "no", "f", "false", "off", "0"};
 
 bool IsWordOf(std::string_view text, const std::array<std::string_view, 6>& words) {
-  const std::string lower = ToLower(text);
+  const std::string lower = AsciiLower(text);
   return std::find(words.begin(), words.end(), lower) != words.end();
 }
 
@@ -240,8 +233,7 @@ void StoreRank(LaunchOptions& options, std::string_view flag, const std::string&
 }
 
 void StoreLogLevel(LaunchOptions& options, std::string_view flag, const std::string& value) {
-  std::string upper(StripSpace(value));
-  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  std::string upper = AsciiUpper(StripSpace(value));
   if (upper == "WARN") upper = "WARNING";
   if (std::find(kLogLevels.begin(), kLogLevels.end(), upper) == kLogLevels.end() &&
       upper != "NOTSET") {
@@ -705,11 +697,7 @@ const std::array<GroupInfo, 7> kGroups = {{
 }};
 
 // argparse's default metavar: the destination in upper case.
-std::string Metavar(const FlagSpec& flag) {
-  std::string upper(flag.dest);
-  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return upper;
-}
+std::string Metavar(const FlagSpec& flag) { return AsciiUpper(flag.dest); }
 
 // "--log_dir LOG_DIR", "-h, --help", "--force [FORCE]".
 std::string Invocation(const FlagSpec& flag) {

@@ -73,6 +73,22 @@ std::string_view StripSpace(std::string_view text) {
   return text;
 }
 
+std::string AsciiLower(std::string_view text) {
+  std::string lower(text);
+  for (char& c : lower) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return lower;
+}
+
+std::string AsciiUpper(std::string_view text) {
+  std::string upper(text);
+  for (char& c : upper) {
+    if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
+  }
+  return upper;
+}
+
 void CheckProcessCount(std::string_view flag, int value, int min, std::string_view note) {
   if (value < min) {
     throw UsageError(fmt::format("{}: '{}' must be at least {}{}", flag, value, min, note));

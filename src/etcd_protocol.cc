@@ -4,10 +4,11 @@
 
 #include <algorithm>
 #include <array>
-#include <cctype>
 #include <charconv>
 #include <nlohmann/json.hpp>
 #include <utility>
+
+#include "pdlaunch/endpoint.h"
 
 namespace pdlaunch::etcd {
 
@@ -46,13 +47,6 @@ std::string Quote(std::string_view text) {
   text = text.substr(0, text.find('\n'));
   if (text.size() <= kQuoteBytes) return std::string(Trim(text));
   return std::string(text.substr(0, kQuoteBytes)) + "...";
-}
-
-std::string Lower(std::string_view text) {
-  std::string lower(text);
-  std::transform(lower.begin(), lower.end(), lower.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return lower;
 }
 
 [[noreturn]] void ThrowInvalid(std::string_view what) {
@@ -422,8 +416,8 @@ void WatchStreamDecoder::ProcessHeadLine(const std::string& line) {
     Break(fmt::format("malformed HTTP header '{}'", Quote(line)));
     return;
   }
-  const std::string name = Lower(Trim(std::string_view(line).substr(0, colon)));
-  const std::string value = Lower(Trim(std::string_view(line).substr(colon + 1)));
+  const std::string name = AsciiLower(Trim(std::string_view(line).substr(0, colon)));
+  const std::string value = AsciiLower(Trim(std::string_view(line).substr(colon + 1)));
   if (name == "transfer-encoding") {
     chunked_ = value.ends_with("chunked");
   } else if (name == "content-length") {

@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cctype>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string_view>
@@ -262,8 +261,7 @@ std::vector<std::string> StageDevices(const std::string& text, size_t stages,
       throw UsageError(fmt::format("--heter_devices: empty device in '{}'", text));
     // What Paddle's heter worker accepts (the_one_ps.py: "Heter Worker Not Support Device"),
     // checked here rather than by the job at its first step.
-    std::string upper = device;
-    for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    const std::string upper = AsciiUpper(device);
     if (upper != "CPU" && upper != "GPU" && upper != "XPU") {
       throw UsageError(fmt::format(
           "--heter_devices: '{}' is not a heter device (cpu, gpu or xpu, any case)", device));

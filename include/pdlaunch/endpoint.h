@@ -37,6 +37,12 @@ std::vector<std::string> SplitAndStrip(std::string_view text, char separator);
 /// `text` without its leading and trailing ASCII whitespace.
 std::string_view StripSpace(std::string_view text);
 
+/// `text` with its ASCII letters in lower case (other bytes kept).
+std::string AsciiLower(std::string_view text);
+
+/// `text` with its ASCII letters in upper case (other bytes kept).
+std::string AsciiUpper(std::string_view text);
+
 /// Parses a decimal integer in [min, max]; throws UsageError "<what>: '<text>' ..." otherwise.
 int ParseInt(std::string_view text, std::string_view what, int min, int max);
 

@@ -105,5 +105,11 @@ TEST(EndpointTest, ParseIntRejectsOverflow) {
             "n: '99999999999' is out of range");
 }
 
+TEST(TextTest, AsciiCaseChangesLettersOnly) {
+  EXPECT_EQ(AsciiLower("Content-Type: GPU_0 \xc3\x89"), "content-type: gpu_0 \xc3\x89");
+  EXPECT_EQ(AsciiUpper("log_dir warn-9 \xc3\xa9"), "LOG_DIR WARN-9 \xc3\xa9");
+  EXPECT_EQ(AsciiUpper(""), "");
+}
+
 }  // namespace
 }  // namespace pdlaunch
