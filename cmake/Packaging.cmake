@@ -6,8 +6,8 @@ include(GNUInstallDirs)
 
 set(PDLAUNCH_GENERATED_DOCS ${CMAKE_CURRENT_BINARY_DIR}/share)
 
-# Completion scripts, from the parser's flag table (src/completion.cc).
-add_executable(pdlaunch_completion src/completion_main.cc)
+# Completion scripts, from the parser's flag table (src/cli/completion.cc).
+add_executable(pdlaunch_completion src/run/completion_main.cc)
 target_link_libraries(pdlaunch_completion PRIVATE pdlaunch_core)
 pdlaunch_set_warnings(pdlaunch_completion)
 set(PDLAUNCH_BASH_COMPLETION ${PDLAUNCH_GENERATED_DOCS}/bash-completion/launch)

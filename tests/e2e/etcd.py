@@ -27,7 +27,7 @@ def _ephemeral_low():
 
 
 class PortReservation:
-    """`count` ports held the way the launcher holds its own (src/ports.cc): below the ephemeral
+    """`count` ports held the way the launcher holds its own (src/plan/ports.cc): below the ephemeral
     range, where no outgoing connection is ever given a port (bind(0) answers from inside it,
     so another test's client could take a port between the check and etcd's bind, and again
     while etcd restarts), and OFD-locked in the system-wide lock file, which launchers and

@@ -1,5 +1,5 @@
 """Ask real shells what they complete for a `launch` command line (tests of the generated
-completion scripts, src/completion.cc): bash by calling the completion function the way
+completion scripts, src/cli/completion.cc): bash by calling the completion function the way
 readline does, bash and zsh interactively on a pseudo-terminal by pressing Tab."""
 import os
 import re

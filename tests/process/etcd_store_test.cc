@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "../support/etcd_server.h"
-#include "../support/test_util.h"
-#include "pdlaunch/kv_store.h"
+#include "pdlaunch/coord/kv_store.h"
+#include "support/etcd_server.h"
+#include "support/test_util.h"
 
 namespace pdlaunch {
 namespace {

@@ -1,6 +1,6 @@
 // The job's cgroup with real processes (label cgroup). Skipped, saying why, where this kernel or
 // this user cannot create a cgroup v2 directory.
-#include "pdlaunch/job_cgroup.h"
+#include "pdlaunch/process/job_cgroup.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -16,8 +16,8 @@
 #include <filesystem>
 #include <string>
 
-#include "../support/test_util.h"
-#include "pdlaunch/process.h"
+#include "pdlaunch/process/process.h"
+#include "support/test_util.h"
 
 namespace pdlaunch {
 namespace {

@@ -1,4 +1,4 @@
-#include "pdlaunch/logging.h"
+#include "pdlaunch/base/logging.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "../support/test_util.h"
+#include "support/test_util.h"
 
 namespace pdlaunch {
 namespace {

@@ -19,9 +19,9 @@
 #include <thread>
 #include <vector>
 
-#include "../support/test_util.h"
-#include "pdlaunch/errors.h"
-#include "pdlaunch/ports.h"
+#include "pdlaunch/base/errors.h"
+#include "pdlaunch/plan/ports.h"
+#include "support/test_util.h"
 
 namespace pdlaunch {
 namespace {

@@ -1,4 +1,4 @@
-#include "pdlaunch/process.h"
+#include "pdlaunch/process/process.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -14,7 +14,7 @@
 #include <system_error>
 #include <vector>
 
-#include "../support/test_util.h"
+#include "support/test_util.h"
 
 namespace pdlaunch {
 namespace {

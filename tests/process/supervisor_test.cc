@@ -1,4 +1,4 @@
-#include "pdlaunch/supervisor.h"
+#include "pdlaunch/process/supervisor.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -8,8 +8,8 @@
 #include <chrono>
 #include <thread>
 
-#include "../support/test_util.h"
-#include "pdlaunch/logging.h"
+#include "pdlaunch/base/logging.h"
+#include "support/test_util.h"
 
 namespace pdlaunch {
 namespace {

@@ -1,4 +1,4 @@
-#include "pdlaunch/watchdog.h"
+#include "pdlaunch/process/watchdog.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "../support/test_util.h"
-#include "pdlaunch/cli.h"
+#include "pdlaunch/cli/cli.h"
+#include "support/test_util.h"
 
 namespace pdlaunch {
 namespace {

@@ -1,6 +1,6 @@
 #pragma once
 
-#include "pdlaunch/devices.h"
+#include "pdlaunch/plan/devices.h"
 
 namespace pdlaunch::testutil {
 

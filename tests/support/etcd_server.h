@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "pdlaunch/ports.h"
+#include "pdlaunch/plan/ports.h"
 #include "test_util.h"
 
 namespace pdlaunch::testutil {

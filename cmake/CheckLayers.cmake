@@ -1,0 +1,59 @@
+# The layers of src/ and the one direction of their includes (docs/design.md, "Where things are").
+# Each folder of src/ (with its headers in include/pdlaunch/<folder>/) may include only the folders
+# listed for it: process and coord are siblings, neither sees the other.
+#
+# Run by every build (the check_layers target, which the first library depends on) and by hand:
+#   cmake -P cmake/CheckLayers.cmake
+# It fails, naming the file, the line and what that folder may include, when
+#   * a file includes a header of a folder it may not see (an include that points up or sideways);
+#   * an include names a header outside the layer folders ("pdlaunch/x.h") or climbs with "..";
+#   * src/ or include/pdlaunch/ holds a source file outside the layer folders.
+
+cmake_minimum_required(VERSION 3.25)  # policies, in script mode too
+
+set(PDLAUNCH_LAYERS base cli plan process coord run)
+set(PDLAUNCH_LAYER_base_MAY base)
+set(PDLAUNCH_LAYER_cli_MAY base cli)
+set(PDLAUNCH_LAYER_plan_MAY base cli plan)
+set(PDLAUNCH_LAYER_process_MAY base cli plan process)
+set(PDLAUNCH_LAYER_coord_MAY base cli plan coord)
+set(PDLAUNCH_LAYER_run_MAY base cli plan process coord run)
+
+function(pdlaunch_check_layers root)
+  set(problems "")
+  file(GLOB strays "${root}/src/*.cc" "${root}/src/*.h" "${root}/include/pdlaunch/*.h"
+       "${root}/include/pdlaunch/*.in")
+  foreach(file IN LISTS strays)
+    file(RELATIVE_PATH rel "${root}" "${file}")
+    string(APPEND problems "  ${rel}: outside the layer folders (${PDLAUNCH_LAYERS})\n")
+  endforeach()
+  foreach(layer IN LISTS PDLAUNCH_LAYERS)
+    file(GLOB_RECURSE files "${root}/src/${layer}/*.cc" "${root}/src/${layer}/*.h"
+         "${root}/include/pdlaunch/${layer}/*.h" "${root}/include/pdlaunch/${layer}/*.h.in")
+    string(REPLACE ";" " " may "${PDLAUNCH_LAYER_${layer}_MAY}")
+    foreach(file IN LISTS files)
+      file(RELATIVE_PATH rel "${root}" "${file}")
+      file(STRINGS "${file}" includes REGEX "^[ \t]*#[ \t]*include[ \t]*\"")
+      foreach(line IN LISTS includes)
+        string(STRIP "${line}" line)
+        if(line MATCHES "\"\\.\\./|\"pdlaunch/[^/\"]*\"")
+          string(APPEND problems "  ${rel}: ${line}: name the header by its layer folder\n")
+        elseif(line MATCHES "\"(pdlaunch/)?([a-z_]+)/")
+          set(target "${CMAKE_MATCH_2}")
+          if(target IN_LIST PDLAUNCH_LAYERS AND NOT target IN_LIST PDLAUNCH_LAYER_${layer}_MAY)
+            string(APPEND problems "  ${rel}: ${line}: ${layer}/ may include only ${may}\n")
+          endif()
+        endif()
+      endforeach()
+    endforeach()
+  endforeach()
+  if(problems)
+    message(FATAL_ERROR "Include layering broken (cmake/CheckLayers.cmake, docs/design.md):\n"
+                        "${problems}")
+  endif()
+endfunction()
+
+if(CMAKE_SCRIPT_MODE_FILE)
+  get_filename_component(pdlaunch_root "${CMAKE_CURRENT_LIST_DIR}/.." ABSOLUTE)
+  pdlaunch_check_layers("${pdlaunch_root}")
+endif()

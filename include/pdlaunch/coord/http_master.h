@@ -1,0 +1,113 @@
+#pragma once
+
+// The HTTP KV master on the wire (docs/master.md): a server wire-compatible with Paddle's
+// (paddle-new-launch.md §6.1) and an asynchronous client, both running on the launcher's one
+// event loop. Boost.Asio and Beast stay inside http_master.cc; callers see only this.
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "pdlaunch/coord/kv_http.h"
+
+namespace boost::asio {
+class io_context;
+}  // namespace boost::asio
+
+namespace pdlaunch {
+
+/// Bounds of the server, beyond the store's own (KvLimits).
+struct HttpServerLimits {
+  size_t max_header_bytes = 16 << 10;  ///< Request line and header fields.
+  size_t max_body_bytes = 4 << 20;
+  size_t max_connections = 512;  ///< Further connections are closed at once.
+  double idle_seconds = 10;      ///< To receive a whole request.
+  KvLimits store;
+};
+
+/// Paddle's KV server, served from `io`: concurrent connections, one request each (the answer
+/// closes the connection, as Paddle's HTTP/1.0 server does), long-polls parked without a thread.
+/// Every answer carries `Server: pdlaunch/<version>` and `X-Pdlaunch-Revision: <revision>`.
+class KvHttpServer {
+ public:
+  /// Binds `address:port` (no SO_REUSEPORT: a second launcher on the same port fails with
+  /// EADDRINUSE, which is how launchers racing for one --master agree on one host) and listens.
+  /// Throws std::system_error with the errno of bind/listen.
+  KvHttpServer(boost::asio::io_context& io, const std::string& address, int port,
+               HttpServerLimits limits = {});
+  ~KvHttpServer();
+  KvHttpServer(const KvHttpServer&) = delete;
+  KvHttpServer& operator=(const KvHttpServer&) = delete;
+
+  int port() const;
+  /// The store, for the hosting node's own reads and writes; call Changed() after writing.
+  KvMemoryStore& store();
+  /// Answers the long-polls a change satisfies and re-arms the expiry timer; then calls the
+  /// on_change callback. Requests from the network call it themselves.
+  void Changed();
+  /// Called on the loop after every change of the store (a request's or an expiry's).
+  void set_on_change(std::function<void()> on_change);
+
+  struct State;  ///< Opaque; its connections share it.
+
+ private:
+  std::shared_ptr<State> state_;
+};
+
+/// One answer from the master. status 0: no answer (connect, send or receive failed, or the
+/// deadline passed); `error` says which.
+struct HttpReply {
+  int status = 0;
+  std::string body;
+  std::string server;     ///< The Server header ("pdlaunch/0.x", "BaseHTTP/0.6 Python/3.10").
+  int64_t revision = -1;  ///< X-Pdlaunch-Revision, -1 when absent (not a pdlaunch master).
+  std::string error;
+};
+
+/// An HTTP client of one master address, on `io`. Each request uses a fresh connection and has
+/// its own deadline. Callbacks run on the loop, exactly once each, never after the client is
+/// destroyed (destruction cancels what is in flight).
+class KvHttpClient {
+ public:
+  /// `address` is a numeric IPv4 or IPv6 address (resolve names first).
+  KvHttpClient(boost::asio::io_context& io, const std::string& address, int port);
+  ~KvHttpClient();
+  KvHttpClient(const KvHttpClient&) = delete;
+  KvHttpClient& operator=(const KvHttpClient&) = delete;
+
+  void Request(const std::string& method, const std::string& target, const std::string& body,
+               double timeout_seconds, std::function<void(const HttpReply&)> done);
+
+ private:
+  struct State;
+  std::shared_ptr<State> state_;
+};
+
+/// Owns the launcher's event loop for the master path (Asio stays in http_master.cc).
+class EventLoopHandle {
+ public:
+  EventLoopHandle();
+  ~EventLoopHandle();
+  boost::asio::io_context& get() { return *io_; }
+  /// Runs the loop until `done()` holds or `max_seconds` pass (sending what is in flight before
+  /// the launcher exits, e.g. a failure record). Signals keep their default action meanwhile.
+  void RunUntil(const std::function<bool()>& done, double max_seconds);
+
+ private:
+  std::unique_ptr<boost::asio::io_context> io_;
+};
+
+/// A repeating timer on `io` that calls `tick` every `seconds` until destroyed.
+class LoopTimer {
+ public:
+  LoopTimer(boost::asio::io_context& io, double seconds, std::function<void()> tick);
+  ~LoopTimer();
+  LoopTimer(const LoopTimer&) = delete;
+  LoopTimer& operator=(const LoopTimer&) = delete;
+
+ private:
+  struct State;
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace pdlaunch

@@ -1,0 +1,104 @@
+#pragma once
+
+// Paddle's HTTP KV master (paddle-new-launch.md §6.1, field-notes §4) as pure data and functions:
+// the store, the handling of one request, the JSON the wire carries. No I/O and no clock: the
+// server (http_master.cc) passes the time in. docs/master.md describes the protocol.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace pdlaunch {
+
+/// Bounds that keep one misbehaving client from exhausting the hosting launcher.
+struct KvLimits {
+  size_t max_keys = 65536;
+  size_t max_bytes = 64u << 20;  ///< Keys and values together.
+  double max_wait_seconds = 60;  ///< Longest long-poll a client may ask for.
+  double max_ttl_seconds = 3600;
+};
+
+/// A request as the server read it. `target` is the request target as sent ("/job/info?x=1").
+struct KvHttpRequest {
+  std::string method;
+  std::string target;
+  std::string body;
+};
+
+/// What to answer. A parked long-poll (`wait_until`) is answered later by AnswerWait.
+struct KvHttpResponse {
+  int status = 200;
+  std::string body;
+  /// Set when the request is a long-poll to hold: answer when the store's revision exceeds
+  /// `wait_revision` or at `wait_until` (seconds on the caller's clock), whichever is first.
+  std::optional<double> wait_until;
+  int64_t wait_revision = 0;
+  std::string wait_prefix;
+};
+
+/// The target split into the path (the key or prefix, Paddle's only notion) and pdlaunch's
+/// query parameters. Paddle's server treats a '?' as part of the key; pdlaunch's clients send
+/// query parameters only to a pdlaunch master (docs/master.md).
+struct KvTarget {
+  std::string path;
+  std::optional<int64_t> wait;   ///< ?wait=REV: long-poll until the revision exceeds REV.
+  double timeout = 30;           ///< ?timeout=S: longest wait.
+  std::optional<double> ttl;     ///< ?ttl=S on PUT/POST: the key expires S seconds after it.
+  bool create_only = false;      ///< ?create=1 on PUT/POST: 412 if the key exists.
+};
+
+/// Splits `target` at its first '?' and reads wait, timeout, ttl and create; unknown or malformed
+/// parameters are ignored (a malformed number leaves the default).
+KvTarget ParseKvTarget(std::string_view target);
+
+/// Paddle's store: path → bytes, pre-seeded with /healthy = ok, plus one revision counter that
+/// every change increments (long-polls wait on it) and optional expiry times (heartbeats).
+class KvMemoryStore {
+ public:
+  explicit KvMemoryStore(KvLimits limits = {});
+
+  /// Handles one request at time `now` (seconds): GET prefix, PUT/POST exact key, DELETE exact
+  /// key, with Paddle's status codes; 413 when a limit would be exceeded, 501 for other methods.
+  KvHttpResponse Handle(const KvHttpRequest& request, double now);
+  /// The answer to a parked long-poll for `prefix` now: the prefix object, 200 or 404.
+  KvHttpResponse Answer(const std::string& prefix) const;
+
+  /// Direct access for the node that hosts the store. Put returns false when a limit is hit.
+  bool Put(const std::string& key, const std::string& value,
+           std::optional<double> expires_at = std::nullopt);
+  bool PutIfAbsent(const std::string& key, const std::string& value);
+  bool Delete(const std::string& key);
+  /// Every key starting with `prefix` (a pure string prefix, as Paddle matches).
+  std::map<std::string, std::string> Prefix(std::string_view prefix) const;
+
+  /// Deletes the keys whose expiry time is <= now; returns them.
+  std::vector<std::string> Expire(double now);
+  /// The earliest expiry time of any key, if any.
+  std::optional<double> NextExpiry() const;
+  int64_t revision() const { return revision_; }
+
+ private:
+  struct Entry {
+    std::string value;
+    std::optional<double> expires_at;
+  };
+  bool Fits(const std::string& key, const std::string& value) const;
+
+  KvLimits limits_;
+  std::map<std::string, Entry> entries_;
+  size_t bytes_ = 0;
+  int64_t revision_ = 1;
+};
+
+/// `values` as Python's json.dumps writes a dict of str: {"k": "v", "k2": "v2"} (", " and ": "
+/// separators, non-ASCII as \uXXXX escapes, invalid UTF-8 as U+FFFD).
+std::string EncodeJsonObject(const std::map<std::string, std::string>& values);
+
+/// Parses a GET answer: a JSON object whose values are strings. Throws LaunchError on anything
+/// else (naming what was wrong).
+std::map<std::string, std::string> DecodeJsonObject(std::string_view body);
+
+}  // namespace pdlaunch

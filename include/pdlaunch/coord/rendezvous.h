@@ -1,0 +1,133 @@
+#pragma once
+
+// The master rendezvous of today's launcher (paddle-new-launch.md §6.1, §7.1.1) and pdlaunch's
+// failure detection on top of it (docs/master.md), as pure functions: keys, the peer JSON, rank
+// order, the Cluster the peers describe, and what a node does next given the job's keys.
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "pdlaunch/plan/devices.h"
+#include "pdlaunch/plan/topology.h"
+
+namespace pdlaunch {
+
+/// The key the hosting node uses instead of its pod name when its rank is auto: sorts first, so
+/// the host is rank 0.
+inline constexpr std::string_view kHostKeyName = "aaaaaa";
+
+/// The keys of job `job_id` at the master. Paddle's: /<job>/info/<pod>/<rank>. pdlaunch's own,
+/// outside Paddle's prefix so that Paddle's count of peers is not disturbed:
+/// /<job>/pdlaunch/alive/<pod> (heartbeat, expires), /<job>/pdlaunch/done/<pod> (exit code),
+/// /<job>/pdlaunch/failure (the job's root cause, first writer wins).
+struct MasterKeys {
+  explicit MasterKeys(std::string job_id) : job(std::move(job_id)) {}
+  std::string job;
+
+  std::string job_prefix() const { return "/" + job + "/"; }
+  std::string info_prefix() const { return "/" + job + "/info"; }
+  std::string info(const std::string& name, int rank) const {
+    return info_prefix() + "/" + name + "/" + std::to_string(rank);
+  }
+  std::string coord_prefix() const { return "/" + job + "/pdlaunch/"; }
+  std::string alive(const std::string& pod) const { return coord_prefix() + "alive/" + pod; }
+  std::string done(const std::string& pod) const { return coord_prefix() + "done/" + pod; }
+  std::string failure() const { return coord_prefix() + "failure"; }
+};
+
+/// What one node publishes (collective and rpc): Paddle's peer JSON.
+struct PeerInfo {
+  std::string name;  ///< Pod name, six lowercase letters.
+  int rank = -1;     ///< Node rank asked for; -1: auto.
+  int replicas = 1;  ///< Local processes.
+  std::string dtype = "cpu";
+  std::string candidate;  ///< ip:port; peer 0's is PADDLE_MASTER / MASTER_ADDR:MASTER_PORT.
+  std::string endpoints;  ///< ip:port,... one per local process.
+
+  bool operator==(const PeerInfo&) const = default;
+};
+
+/// json.dumps of the peer dict, keys in Paddle's order: {"name": "abcdef", "rank": -1, ...}.
+std::string EncodePeerInfo(const PeerInfo& peer);
+/// Parses a peer value; throws LaunchError naming `key` when it is not Paddle's peer JSON (a
+/// missing field, endpoints not matching replicas, a malformed endpoint).
+PeerInfo DecodePeerInfo(const std::string& key, const std::string& value);
+
+/// Keys in node-rank order and this node's place among them.
+struct KeyOrder {
+  std::vector<std::string> keys;
+  int own_index = 0;
+};
+
+/// Orders the keys under the info prefix as Paddle does (§6.1 step 5), whatever their values:
+/// * `candidates` given (--sort_ip): by the numeric IPv4 of each key's candidate (ties: key order);
+/// * else, if the keys carry explicit ranks (last segment >= 0): at those ranks, which must be
+///   exactly 0..n-1 (else LaunchError naming the duplicate, missing or mixed ranks; `names` maps a
+///   key to what the message calls its node);
+/// * else by key as a string (the host's `aaaaaa` first, then random pod names).
+/// `own_key` must be among `keys`.
+KeyOrder OrderKeys(const std::vector<std::string>& keys, const std::string& own_key,
+                   const std::map<std::string, std::string>& names,
+                   const std::map<std::string, std::string>* candidates);
+
+/// The peers in node-rank order and this node's place among them.
+struct PeerOrder {
+  std::vector<PeerInfo> peers;
+  std::vector<std::string> keys;  ///< The key each peer was published under, same order.
+  int own_index = 0;
+};
+
+/// Decodes the collective peers under the info prefix (key → value) and orders them (OrderKeys,
+/// by candidate with `sort_ip`).
+PeerOrder OrderPeers(const std::map<std::string, std::string>& entries,
+                     const std::string& own_key, bool sort_ip);
+
+/// The Cluster the ordered peers describe: pod k = peer k, its trainers on its endpoints, global
+/// ranks by node order then local index, master = peer 0's candidate. Only this node's trainers
+/// get `devices` (the local plan); the backend and mode are the local plan's.
+Cluster BuildMasterCluster(const PeerOrder& order, const DevicePlan& devices);
+
+/// A node's root cause, as the node that saw it publishes it.
+struct JobFailure {
+  std::string node;   ///< Address of the node that failed.
+  std::string pod;    ///< Its pod name.
+  std::string cause;  ///< "rank 3 on node 10.0.0.2 exited with code 7".
+  int exit_code = 1;  ///< What every launcher of the job exits with.
+
+  bool operator==(const JobFailure&) const = default;
+};
+
+std::string EncodeFailure(const JobFailure& failure);
+/// A malformed record still stops the job: its text becomes the cause, exit code 1.
+JobFailure DecodeFailure(const std::string& value);
+
+/// The job's coordination keys as a node reads them.
+struct CoordState {
+  std::set<std::string> alive;  ///< Pods whose heartbeat key exists.
+  std::map<std::string, int> done;  ///< Pod → the exit code it reported.
+  std::optional<JobFailure> failure;
+};
+
+/// Reads CoordState from every key under `keys.coord_prefix()` (others ignored).
+CoordState ParseCoordState(const MasterKeys& keys, const std::map<std::string, std::string>& kvs);
+
+/// What a running node does next (docs/master.md, "Failure detection").
+struct MasterStep {
+  enum class Kind { kContinue, kJobFailed, kNodesLost, kAllDone };
+  Kind kind = Kind::kContinue;
+  JobFailure failure;           ///< kJobFailed: the published root cause.
+  std::vector<std::string> lost;   ///< kNodesLost: the pods whose heartbeat expired.
+};
+
+/// The pure decision, from the keys alone: a published failure stops the job; a member that was
+/// seen alive and is neither alive nor done has been lost; every member seen alive done
+/// completes it (a member never seen alive, a node of Paddle's launcher, reports nothing).
+/// `members` are the pods of the world; `seen_alive` those whose heartbeat key was ever seen (a
+/// node started by Paddle's launcher publishes none and is never counted as lost).
+MasterStep DecideMasterStep(const CoordState& state, const std::vector<std::string>& members,
+                            const std::set<std::string>& seen_alive);
+
+}  // namespace pdlaunch

@@ -1,0 +1,117 @@
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "pdlaunch/base/exit_status.h"
+#include "pdlaunch/cli/echo_choice.h"
+#include "pdlaunch/process/process.h"
+
+namespace boost::asio {
+class io_context;
+}  // namespace boost::asio
+
+namespace pdlaunch {
+
+/// A process to supervise, with the data needed to report on it.
+struct SupervisedProcess {
+  ProcessSpec spec;
+  std::string log_path;          ///< Its log file (tail shown on failure); may be empty.
+  int rank = 0;                  ///< Global rank (index within its role) shown in messages.
+  std::string role = "trainer";  ///< "trainer"; PS: "server", "worker", "heter_worker".
+  int role_size = 0;             ///< Processes of this role in the whole job (ABORT line).
+  bool primary = true;           ///< Its clean exit completes the job (see Supervision).
+};
+
+/// Something besides the processes that can end a run early: the elastic controller's etcd watch
+/// and lease keep-alive. Both hooks run on the event loop, between its other events.
+class ExternalEvents {
+ public:
+  virtual ~ExternalEvents() = default;
+  /// The descriptor to wait for readability on, or -1 for none at the moment. Asked again after
+  /// every OnReadable and OnTick (it may change, e.g. after a reconnect).
+  virtual int fd() = 0;
+  /// fd() is readable. Returns true to stop the run (SIGTERM to every group, shared grace).
+  virtual bool OnReadable() = 0;
+  /// Seconds between OnTick calls; 0: no ticks.
+  virtual double tick_seconds() const = 0;
+  /// The periodic tick. Returns true to stop the run.
+  virtual bool OnTick() = 0;
+};
+
+struct SupervisorOptions {
+  double grace_seconds = 5.0;
+  int world_size = 0;     ///< For the ABORT line.
+  std::string echo_path;  ///< Log file to echo to stdout live (local rank 0's); empty: none.
+  /// --echo: echo these local processes (indices into the processes) instead of echo_path, each
+  /// line prefixed (EchoPrefix); `echo_host` non-empty puts the node's host in the prefix.
+  std::optional<EchoChoice> echo;
+  std::string echo_host;
+  int tail_lines = 20;    ///< Lines of a failed rank's log shown on failure.
+  /// Non-empty: today's launcher's console (docs/cli.md, "Console"), this node's pod name in its
+  /// lines: `Run Pod: ...`, `Watching Pod: ...`, `Pod completed`/`Pod failed`, `Container failed
+  /// !!!` with the last 3000 bytes of the log instead of `tail_lines`, `Terminating with signal
+  /// N`, `Exit with signal N`. Empty: the legacy launcher's.
+  std::string pod_name;
+  /// Logged (INFO) once every primary process has exited 0 (PS: "all workers exit, going to
+  /// finish parameter server and heter_worker."). Empty: nothing.
+  std::string primaries_done_message;
+  /// (role, line) pairs logged (INFO) in this order at the end, after primaries_done_message was,
+  /// for each role that had processes here (PS: "all parameter server are killed").
+  std::vector<std::pair<std::string, std::string>> role_stopped_messages;
+  /// Keep the non-primary processes running once the primaries are done (Supervision's
+  /// hold_secondaries); `on_primaries_done` is told, and the caller ends the run through
+  /// `stop_hook` when the whole job is done.
+  bool hold_secondaries = false;
+  std::function<void()> on_primaries_done;
+  /// Called with each child's pid (= pgid) right after it is spawned.
+  std::function<void(pid_t)> on_spawn;
+  /// Called once every process is started, with their pids in order.
+  std::function<void(const std::vector<pid_t>&)> on_started;
+  /// Called once, for the first process seen failing (the root cause), right after its siblings
+  /// were sent SIGTERM and before the ABORT line.
+  std::function<void(const SupervisedProcess&, const ExitStatus&)> on_first_failure;
+  /// Directories the watchdog removes if the launcher dies without cleaning up (the gloo
+  /// temporary directory): SIGKILL of the launcher must not leave them behind.
+  std::vector<std::string> remove_if_killed;
+  /// Not owned; may be null. With no processes at all, the loop runs until it asks to stop or a
+  /// termination signal arrives (the elastic controller waits for its peers this way).
+  ExternalEvents* external = nullptr;
+  /// The event loop to run on; null: a private one. The master mode shares one loop with its
+  /// HTTP server and clients across its phases (rendezvous, run, completion): they make progress
+  /// whenever a Supervise call runs it.
+  boost::asio::io_context* io = nullptr;
+  /// Not owned; may be null. Supervise stores here, for the time it runs, a function that stops
+  /// the run as ExternalEvents can (SIGTERM to every group, shared grace; with no processes it
+  /// ends the wait), and clears it before returning. Handlers on the shared `io` call it.
+  std::function<void()>* stop_hook = nullptr;
+  /// A wait with no processes (an idle run): what it waits for, e.g. "the other nodes". A
+  /// signal that ends it is told as `stopped by SIGINT while waiting for <waiting_for>`, before
+  /// today's console's `Exit with signal N`. Empty: nothing is said.
+  std::string waiting_for;
+};
+
+/// How a supervised run ended.
+struct SupervisorResult {
+  int exit_code = 0;          ///< As RunSupervised returns it.
+  std::optional<int> signal;  ///< The termination signal the launcher received, if any.
+  bool failed = false;        ///< A process failed (the ABORT line named it).
+  bool stopped = false;       ///< ExternalEvents asked for the stop.
+};
+
+/// Runs the processes to the end under one event loop (Boost.Asio, single-threaded): exits come
+/// from pidfds, signals from one signal_set, the grace period from one timer, the echo from
+/// inotify. A Watchdog registered with every process group covers the launcher being SIGKILLed.
+/// Owns the launcher's signal handling while Run() executes and restores it after. Returns the
+/// launcher's exit code (see Supervision). Spawning errors throw; teardown of what was already
+/// started happens first.
+int RunSupervised(std::vector<SupervisedProcess> processes, const SupervisorOptions& options);
+
+/// RunSupervised, telling how the run ended.
+SupervisorResult Supervise(std::vector<SupervisedProcess> processes,
+                           const SupervisorOptions& options);
+
+}  // namespace pdlaunch

@@ -1,0 +1,64 @@
+#include "pdlaunch/cli/echo_choice.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "pdlaunch/base/endpoint.h"
+#include "pdlaunch/base/errors.h"
+
+namespace pdlaunch {
+
+EchoChoice ParseEchoChoice(std::string_view value) {
+  EchoChoice choice;
+  if (StripSpace(value) == "all") {
+    choice.all = true;
+    return choice;
+  }
+  for (const std::string& entry : SplitAndStrip(value, ',')) {
+    if (entry.empty()) {
+      throw UsageError(
+          fmt::format("--echo: '{}' has an empty entry (expected all, or local "
+                      "ranks such as 0,3,5)",
+                      value));
+    }
+    int local = 0;
+    try {
+      local = ParseInt(entry, "local rank", 0, 1 << 20);
+    } catch (const UsageError&) {
+      throw UsageError(fmt::format(
+          "--echo: '{}' is not a local rank (expected all, or local ranks such as 0,3,5)", entry));
+    }
+    if (std::find(choice.locals.begin(), choice.locals.end(), local) != choice.locals.end()) {
+      throw UsageError(fmt::format("--echo: local rank {} is listed twice in '{}'", local, value));
+    }
+    choice.locals.push_back(local);
+  }
+  if (choice.locals.empty()) {
+    throw UsageError(fmt::format(
+        "--echo: '{}' names no process (expected all, or local ranks such as 0,3,5)", value));
+  }
+  std::sort(choice.locals.begin(), choice.locals.end());
+  return choice;
+}
+
+std::string PrefixLines(std::string_view lines, std::string_view prefix) {
+  std::string out;
+  out.reserve(lines.size() + prefix.size() * 8);
+  while (!lines.empty()) {
+    const size_t end = lines.find('\n');
+    const size_t length = end == std::string_view::npos ? lines.size() : end + 1;
+    out.append(prefix);
+    out.append(lines.substr(0, length));
+    lines.remove_prefix(length);
+  }
+  return out;
+}
+
+std::string EchoPrefix(std::string_view role, int rank, std::string_view host) {
+  const std::string_view name = role == "trainer" ? "rank" : role;
+  if (host.empty()) return fmt::format("[{} {}]: ", name, rank);
+  return fmt::format("[{} {} {}]: ", host, name, rank);
+}
+
+}  // namespace pdlaunch

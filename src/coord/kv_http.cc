@@ -1,0 +1,178 @@
+#include "pdlaunch/coord/kv_http.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <nlohmann/json.hpp>
+
+#include "pdlaunch/base/errors.h"
+#include "pdlaunch/base/json_string.h"
+#include "pdlaunch/base/seconds.h"
+
+namespace pdlaunch {
+namespace {
+
+template <typename T>
+std::optional<T> ParseNumber(std::string_view text) {
+  T value{};
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
+KvHttpResponse Reply(int status, std::string body = "") {
+  KvHttpResponse response;
+  response.status = status;
+  response.body = std::move(body);
+  return response;
+}
+
+}  // namespace
+
+KvTarget ParseKvTarget(std::string_view target) {
+  KvTarget parsed;
+  const size_t question = target.find('?');
+  parsed.path = std::string(target.substr(0, question));
+  if (question == std::string_view::npos) return parsed;
+  std::string_view query = target.substr(question + 1);
+  while (!query.empty()) {
+    const size_t amp = query.find('&');
+    const std::string_view pair = query.substr(0, amp);
+    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+    const size_t eq = pair.find('=');
+    const std::string_view name = pair.substr(0, eq);
+    const std::string_view value =
+        eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1);
+    if (name == "wait") {
+      if (auto rev = ParseNumber<int64_t>(value); rev && *rev >= 0) parsed.wait = rev;
+    } else if (name == "timeout") {
+      if (auto seconds = ParseSeconds(value)) parsed.timeout = *seconds;
+    } else if (name == "ttl") {
+      if (auto seconds = ParseSeconds(value); seconds && *seconds > 0) parsed.ttl = seconds;
+    } else if (name == "create") {
+      parsed.create_only = value == "1" || value == "true";
+    }
+  }
+  return parsed;
+}
+
+KvMemoryStore::KvMemoryStore(KvLimits limits) : limits_(limits) { Put("/healthy", "ok"); }
+
+bool KvMemoryStore::Fits(const std::string& key, const std::string& value) const {
+  const auto it = entries_.find(key);
+  const size_t old = it == entries_.end() ? 0 : key.size() + it->second.value.size();
+  if (it == entries_.end() && entries_.size() >= limits_.max_keys) return false;
+  return bytes_ - old + key.size() + value.size() <= limits_.max_bytes;
+}
+
+bool KvMemoryStore::Put(const std::string& key, const std::string& value,
+                        std::optional<double> expires_at) {
+  if (!Fits(key, value)) return false;
+  auto [it, inserted] = entries_.try_emplace(key);
+  if (!inserted) bytes_ -= key.size() + it->second.value.size();
+  it->second = Entry{value, expires_at};
+  bytes_ += key.size() + value.size();
+  ++revision_;
+  return true;
+}
+
+bool KvMemoryStore::PutIfAbsent(const std::string& key, const std::string& value) {
+  if (entries_.count(key) != 0) return false;
+  return Put(key, value);
+}
+
+bool KvMemoryStore::Delete(const std::string& key) {
+  const auto it = entries_.find(key);
+  if (it == entries_.end()) return false;
+  bytes_ -= key.size() + it->second.value.size();
+  entries_.erase(it);
+  ++revision_;
+  return true;
+}
+
+std::map<std::string, std::string> KvMemoryStore::Prefix(std::string_view prefix) const {
+  std::map<std::string, std::string> out;
+  for (auto it = entries_.lower_bound(std::string(prefix));
+       it != entries_.end() && std::string_view(it->first).starts_with(prefix); ++it) {
+    out.emplace(it->first, it->second.value);
+  }
+  return out;
+}
+
+std::vector<std::string> KvMemoryStore::Expire(double now) {
+  std::vector<std::string> expired;
+  for (const auto& [key, entry] : entries_) {
+    if (entry.expires_at && *entry.expires_at <= now) expired.push_back(key);
+  }
+  for (const std::string& key : expired) Delete(key);
+  return expired;
+}
+
+std::optional<double> KvMemoryStore::NextExpiry() const {
+  std::optional<double> next;
+  for (const auto& [key, entry] : entries_) {
+    if (entry.expires_at && (!next || *entry.expires_at < *next)) next = entry.expires_at;
+  }
+  return next;
+}
+
+KvHttpResponse KvMemoryStore::Answer(const std::string& prefix) const {
+  const std::map<std::string, std::string> found = Prefix(prefix);
+  if (found.empty()) return Reply(404, "");
+  return Reply(200, EncodeJsonObject(found));
+}
+
+KvHttpResponse KvMemoryStore::Handle(const KvHttpRequest& request, double now) {
+  const KvTarget target = ParseKvTarget(request.target);
+  if (request.method == "GET") {
+    if (target.wait && *target.wait >= revision_) {
+      KvHttpResponse parked;
+      parked.wait_until = now + std::min(target.timeout, limits_.max_wait_seconds);
+      parked.wait_revision = *target.wait;
+      parked.wait_prefix = target.path;
+      return parked;
+    }
+    return Answer(target.path);
+  }
+  if (request.method == "PUT" || request.method == "POST") {
+    if (target.create_only && entries_.count(target.path) != 0) return Reply(412, "");
+    std::optional<double> expires_at;
+    if (target.ttl) expires_at = now + std::min(*target.ttl, limits_.max_ttl_seconds);
+    if (!Put(target.path, request.body, expires_at)) return Reply(413, "");
+    return Reply(200, "");
+  }
+  if (request.method == "DELETE") {
+    return Reply(Delete(target.path) ? 200 : 404, "");
+  }
+  return Reply(501, "");
+}
+
+std::string EncodeJsonObject(const std::map<std::string, std::string>& values) {
+  std::string out = "{";
+  bool first = true;
+  for (const auto& [key, value] : values) {
+    if (!first) out += ", ";
+    first = false;
+    out += EncodeJsonString(key) + ": " + EncodeJsonString(value);
+  }
+  return out + "}";
+}
+
+std::map<std::string, std::string> DecodeJsonObject(std::string_view body) {
+  const nlohmann::json json = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (json.is_discarded() || !json.is_object()) {
+    throw LaunchError(fmt::format("the master answered something that is not a JSON object: '{}'",
+                                  body.substr(0, 80)));
+  }
+  std::map<std::string, std::string> out;
+  for (const auto& [key, value] : json.items()) {
+    if (!value.is_string()) {
+      throw LaunchError(fmt::format("the master's value of {} is not a string", key));
+    }
+    out.emplace(key, value.get<std::string>());
+  }
+  return out;
+}
+
+}  // namespace pdlaunch

@@ -1,0 +1,256 @@
+#include "pdlaunch/coord/rendezvous.h"
+
+#include <arpa/inet.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <charconv>
+#include <nlohmann/json.hpp>
+
+#include "pdlaunch/base/endpoint.h"
+#include "pdlaunch/base/errors.h"
+#include "pdlaunch/base/json_string.h"
+#include "pdlaunch/coord/kv_http.h"
+
+namespace pdlaunch {
+namespace {
+
+// The number of the last path segment of `key`, if it is an integer.
+std::optional<int> KeyRank(const std::string& key) {
+  const std::string_view last = std::string_view(key).substr(key.rfind('/') + 1);
+  int rank = 0;
+  const auto [end, ec] = std::from_chars(last.data(), last.data() + last.size(), rank);
+  if (last.empty() || ec != std::errc() || end != last.data() + last.size()) return std::nullopt;
+  return rank;
+}
+
+uint32_t Ipv4Number(const std::string& candidate) {
+  std::string host;
+  try {
+    host = ParseEndpoint(candidate).host;
+  } catch (const LaunchError&) {
+    return 0;
+  }
+  in_addr address{};
+  if (::inet_pton(AF_INET, host.c_str(), &address) != 1) return 0;
+  return ntohl(address.s_addr);
+}
+
+template <typename T>
+T Field(const nlohmann::json& json, const char* name, const std::string& key) {
+  const auto it = json.find(name);
+  if (it == json.end()) {
+    throw LaunchError(fmt::format("peer {} at the master has no \"{}\"", key, name));
+  }
+  try {
+    return it->get<T>();
+  } catch (const nlohmann::json::exception&) {
+    throw LaunchError(fmt::format("peer {} at the master has a malformed \"{}\"", key, name));
+  }
+}
+
+}  // namespace
+
+std::string EncodePeerInfo(const PeerInfo& peer) {
+  return fmt::format(
+      "{{\"name\": {}, \"rank\": {}, \"replicas\": {}, \"dtype\": {}, \"candidate\": {}, "
+      "\"endpoints\": {}}}",
+      EncodeJsonString(peer.name), peer.rank, peer.replicas, EncodeJsonString(peer.dtype),
+      EncodeJsonString(peer.candidate), EncodeJsonString(peer.endpoints));
+}
+
+PeerInfo DecodePeerInfo(const std::string& key, const std::string& value) {
+  const nlohmann::json json = nlohmann::json::parse(value, nullptr, false);
+  if (json.is_discarded() || !json.is_object()) {
+    throw LaunchError(fmt::format("peer {} at the master is not a JSON object", key));
+  }
+  PeerInfo peer;
+  peer.name = Field<std::string>(json, "name", key);
+  peer.rank = Field<int>(json, "rank", key);
+  peer.replicas = Field<int>(json, "replicas", key);
+  peer.dtype = Field<std::string>(json, "dtype", key);
+  peer.candidate = Field<std::string>(json, "candidate", key);
+  peer.endpoints = Field<std::string>(json, "endpoints", key);
+  const std::vector<std::string> endpoints = SplitAndStrip(peer.endpoints, ',');
+  if (peer.replicas < 1 || endpoints.size() != static_cast<size_t>(peer.replicas)) {
+    throw LaunchError(fmt::format("peer {} at the master has {} endpoints for {} replicas", key,
+                                  endpoints.size(), peer.replicas));
+  }
+  try {
+    ParseEndpoint(peer.candidate);
+    for (const std::string& endpoint : endpoints) ParseEndpoint(endpoint);
+  } catch (const LaunchError& e) {
+    throw LaunchError(fmt::format("peer {} at the master: {}", key, e.what()));
+  }
+  return peer;
+}
+
+KeyOrder OrderKeys(const std::vector<std::string>& keys, const std::string& own_key,
+                   const std::map<std::string, std::string>& names,
+                   const std::map<std::string, std::string>* candidates) {
+  const auto name_of = [&](const std::string& key) {
+    const auto it = names.find(key);
+    return it == names.end() ? key : it->second;
+  };
+  std::vector<std::string> ordered = keys;
+  std::sort(ordered.begin(), ordered.end());
+  size_t explicit_ranks = 0;
+  for (const std::string& key : ordered) {
+    const std::optional<int> rank = KeyRank(key);
+    if (rank && *rank >= 0) ++explicit_ranks;
+  }
+  const size_t n = ordered.size();
+  if (candidates) {
+    std::stable_sort(ordered.begin(), ordered.end(), [&](const auto& a, const auto& b) {
+      return Ipv4Number(candidates->at(a)) < Ipv4Number(candidates->at(b));
+    });
+  } else if (explicit_ranks > 0) {
+    if (explicit_ranks != n) {
+      throw LaunchError(fmt::format(
+          "{} of {} nodes gave --rank and the others did not: give every node its rank or none",
+          explicit_ranks, n));
+    }
+    std::vector<std::optional<std::string>> placed(n);
+    for (const std::string& key : ordered) {
+      const int rank = *KeyRank(key);
+      if (static_cast<size_t>(rank) >= n) {
+        throw LaunchError(fmt::format("node {} has --rank {} but the job has {} nodes (0..{})",
+                                      name_of(key), rank, n, n - 1));
+      }
+      if (placed[static_cast<size_t>(rank)]) {
+        throw LaunchError(fmt::format("nodes {} and {} both have --rank {}",
+                                      name_of(*placed[static_cast<size_t>(rank)]), name_of(key),
+                                      rank));
+      }
+      placed[static_cast<size_t>(rank)] = key;
+    }
+    for (size_t i = 0; i < n; ++i) ordered[i] = *placed[i];
+  }
+  KeyOrder order;
+  order.own_index = -1;
+  for (size_t i = 0; i < n; ++i) {
+    if (ordered[i] == own_key) order.own_index = static_cast<int>(i);
+  }
+  if (order.own_index < 0) {
+    throw LaunchError(fmt::format("this node's key {} is missing at the master", own_key));
+  }
+  order.keys = std::move(ordered);
+  return order;
+}
+
+PeerOrder OrderPeers(const std::map<std::string, std::string>& entries,
+                     const std::string& own_key, bool sort_ip) {
+  std::map<std::string, PeerInfo> peers;
+  std::map<std::string, std::string> candidates;
+  std::vector<std::string> keys;
+  for (const auto& [key, value] : entries) {
+    PeerInfo peer = DecodePeerInfo(key, value);
+    candidates[key] = peer.candidate;
+    keys.push_back(key);
+    peers.emplace(key, std::move(peer));
+  }
+  const KeyOrder order = OrderKeys(keys, own_key, candidates, sort_ip ? &candidates : nullptr);
+  PeerOrder result;
+  result.own_index = order.own_index;
+  result.keys = order.keys;
+  for (const std::string& key : order.keys) result.peers.push_back(peers.at(key));
+  return result;
+}
+
+Cluster BuildMasterCluster(const PeerOrder& order, const DevicePlan& devices) {
+  Cluster cluster;
+  cluster.local_index = order.own_index;
+  cluster.mode = devices.mode;
+  cluster.backend = devices.backend;
+  cluster.master = ParseEndpoint(order.peers.front().candidate);
+  int rank = 0;
+  for (size_t k = 0; k < order.peers.size(); ++k) {
+    const PeerInfo& peer = order.peers[k];
+    Pod pod;
+    pod.node_index = static_cast<int>(k);
+    pod.ip = ParseEndpoint(peer.candidate).host;
+    const std::vector<std::string> endpoints = SplitAndStrip(peer.endpoints, ',');
+    for (size_t i = 0; i < endpoints.size(); ++i) {
+      Trainer trainer;
+      trainer.global_rank = rank++;
+      trainer.local_rank = static_cast<int>(i);
+      trainer.endpoint = ParseEndpoint(endpoints[i]);
+      if (static_cast<int>(k) == order.own_index && i < devices.devices_per_proc.size()) {
+        trainer.devices = devices.devices_per_proc[i];
+      }
+      pod.trainers.push_back(std::move(trainer));
+    }
+    cluster.pods.push_back(std::move(pod));
+  }
+  return cluster;
+}
+
+std::string EncodeFailure(const JobFailure& failure) {
+  nlohmann::json json = {{"node", failure.node},
+                         {"pod", failure.pod},
+                         {"cause", failure.cause},
+                         {"exit_code", failure.exit_code}};
+  return json.dump();
+}
+
+JobFailure DecodeFailure(const std::string& value) {
+  const nlohmann::json json = nlohmann::json::parse(value, nullptr, false);
+  JobFailure failure;
+  failure.cause = value;
+  if (json.is_discarded() || !json.is_object()) return failure;
+  failure.node = json.value("node", "");
+  failure.pod = json.value("pod", "");
+  failure.cause = json.value("cause", value);
+  const auto code = json.find("exit_code");
+  if (code != json.end() && code->is_number_integer()) {
+    failure.exit_code = std::clamp(code->get<int>(), 1, 255);
+  }
+  return failure;
+}
+
+CoordState ParseCoordState(const MasterKeys& keys, const std::map<std::string, std::string>& kvs) {
+  CoordState state;
+  const std::string alive = keys.alive("");
+  const std::string done = keys.done("");
+  for (const auto& [key, value] : kvs) {
+    if (key.starts_with(alive) && key.size() > alive.size()) {
+      state.alive.insert(key.substr(alive.size()));
+    } else if (key.starts_with(done) && key.size() > done.size()) {
+      int code = 1;
+      const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), code);
+      if (ec != std::errc() || end != value.data() + value.size()) code = 1;
+      state.done[key.substr(done.size())] = code;
+    } else if (key == keys.failure()) {
+      state.failure = DecodeFailure(value);
+    }
+  }
+  return state;
+}
+
+MasterStep DecideMasterStep(const CoordState& state, const std::vector<std::string>& members,
+                            const std::set<std::string>& seen_alive) {
+  MasterStep step;
+  if (state.failure) {
+    step.kind = MasterStep::Kind::kJobFailed;
+    step.failure = *state.failure;
+    return step;
+  }
+  bool all_done = true;
+  for (const std::string& pod : members) {
+    const bool done = state.done.count(pod) != 0;
+    // A node never seen alive (Paddle's own launcher) reports nothing: not waited for.
+    if (!done && seen_alive.count(pod) != 0) all_done = false;
+    if (!done && state.alive.count(pod) == 0 && seen_alive.count(pod) != 0) {
+      step.lost.push_back(pod);
+    }
+  }
+  if (!step.lost.empty()) {
+    step.kind = MasterStep::Kind::kNodesLost;
+  } else if (all_done && !members.empty()) {
+    step.kind = MasterStep::Kind::kAllDone;
+  }
+  return step;
+}
+
+}  // namespace pdlaunch

@@ -1,0 +1,447 @@
+#include "pdlaunch/plan/ports.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <set>
+#include <utility>
+
+#include "base/small_file.h"
+#include "base/unique_fd.h"
+#include "pdlaunch/base/errors.h"
+
+namespace pdlaunch {
+namespace {
+
+constexpr int kMinPort = 1;
+constexpr int kMaxPort = 65535;
+constexpr int kCandidateFloor = 20000;
+constexpr int kLastResortFloor = 1024;
+constexpr int kMinComfortableRun = 1024;
+constexpr std::pair<int, int> kDefaultEphemeralRange{32768, 60999};
+constexpr const char* kDefaultLockPath = "/tmp/pdlaunch-ports.lock";
+constexpr const char* kTcpListenState = "0A";
+
+using Run = std::pair<int, int>;
+
+int RunSize(const Run& run) { return std::max(0, run.second - run.first + 1); }
+
+// The larger of the two runs of [floor, ceil] left of and right of [lo, hi]; on a tie the lower.
+Run LargestRunOutside(int floor, int ceil, int lo, int hi) {
+  Run below{floor, std::min(lo - 1, ceil)};
+  Run above{std::max(hi + 1, floor), ceil};
+  return RunSize(below) >= RunSize(above) ? below : above;
+}
+
+std::string_view Trim(std::string_view text) {
+  constexpr std::string_view kSpace = " \t\n\r\f\v";
+  size_t begin = text.find_first_not_of(kSpace);
+  if (begin == std::string_view::npos) return {};
+  size_t end = text.find_last_not_of(kSpace);
+  return text.substr(begin, end - begin + 1);
+}
+
+// Decimal digits only (no sign, no base prefix), any value; nullopt otherwise.
+std::optional<long> ParseDecimal(std::string_view text) {
+  if (text.empty()) return std::nullopt;
+  long value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || text.front() == '-') {
+    return std::nullopt;
+  }
+  return value;
+}
+
+std::optional<int> ParsePortNumber(std::string_view text) {
+  std::optional<long> value = ParseDecimal(Trim(text));
+  if (!value || *value < kMinPort || *value > kMaxPort) return std::nullopt;
+  return static_cast<int>(*value);
+}
+
+// Opens without O_CREAT first: with fs.protected_regular, O_CREAT on another user's file in a
+// sticky directory such as /tmp fails even when the mode allows writing.
+UniqueFd OpenLockFile(const std::string& path) {
+  int err = 0;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+    if (fd >= 0) return UniqueFd(fd);
+    err = errno;
+    if (err != ENOENT) break;
+    fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd >= 0) {
+      ::fchmod(fd, 0666);  // Past the umask, so that other users' launchers can lock it too.
+      return UniqueFd(fd);
+    }
+    err = errno;
+    if (err != EEXIST) break;
+  }
+  ThrowSystemError(err,
+                   fmt::format("cannot open port lock file {} (PDLAUNCH_PORT_LOCK_FILE)", path));
+}
+
+int SetPortLock(int fd, int port, short type) {
+  struct flock lock {};
+  lock.l_type = type;
+  lock.l_whence = SEEK_SET;
+  lock.l_start = port;
+  lock.l_len = 1;
+  return ::fcntl(fd, F_OFD_SETLK, &lock) == 0 ? 0 : errno;
+}
+
+// True when this open file description now holds the lock on `port`; false when another holds
+// it.
+bool TryLockPort(int fd, int port, const std::string& path) {
+  int err = SetPortLock(fd, port, F_WRLCK);
+  if (err == 0) return true;
+  if (err == EAGAIN || err == EACCES) return false;
+  ThrowSystemError(err, fmt::format("cannot lock port {} in {}", port, path));
+}
+
+struct BindTest {
+  bool reuse_address = false;
+};
+
+// errno of binding a TCP socket of `family` to the wildcard address and `port`, 0 on success.
+// An IPv6 socket is dual-stack (IPV6_V6ONLY off): its bind to [::] conflicts with IPv4 and IPv6
+// binds of the port alike, so one socket tests both families.
+int BindError(int family, int port, BindTest test) {
+  int fd = ::socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return errno;
+  UniqueFd socket_fd(fd);
+  int on = 1;
+  if (test.reuse_address) ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+  int rc = 0;
+  if (family == AF_INET6) {
+    int off = 0;
+    ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof off);
+    sockaddr_in6 address{};
+    address.sin6_family = AF_INET6;
+    address.sin6_addr = in6addr_any;
+    address.sin6_port = htons(static_cast<uint16_t>(port));
+    rc = ::bind(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address);
+  } else {
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_ANY);
+    address.sin_port = htons(static_cast<uint16_t>(port));
+    rc = ::bind(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address);
+  }
+  return rc == 0 ? 0 : errno;
+}
+
+// errno of binding the port on every address of both families (one dual-stack socket; 0.0.0.0
+// where the kernel has no IPv6), 0 if free. Before, one IPv4 and one v6-only socket: socket()
+// and close() cost 7 us each on the project's VM, two per port reserved.
+int WildcardBindError(int port, BindTest test) {
+  const int err = BindError(AF_INET6, port, test);
+  return err == EAFNOSUPPORT ? BindError(AF_INET, port, test) : err;
+}
+
+bool IsReserved(int port, const std::vector<Run>& reserved) {
+  return std::any_of(reserved.begin(), reserved.end(),
+                     [port](const Run& run) { return run.first <= port && port <= run.second; });
+}
+
+// Where the scan starts: different for launchers started at the same moment (pid) and for
+// successive calls of one launcher (time). A splitmix64 finaliser spreads the bits.
+int ScanOffset(int size) {
+  auto now = std::chrono::steady_clock::now().time_since_epoch().count();
+  uint64_t seed = static_cast<uint64_t>(::getpid()) * 0x9E3779B97F4A7C15ULL;
+  seed ^= static_cast<uint64_t>(now);
+  seed ^= seed >> 30;
+  seed *= 0xBF58476D1CE4E5B9ULL;
+  seed ^= seed >> 27;
+  seed *= 0x94D049BB133111EBULL;
+  seed ^= seed >> 31;
+  return static_cast<int>(seed % static_cast<uint64_t>(size));
+}
+
+Run KernelCandidateRange() {
+  std::optional<std::string> text = ReadSmallFile("/proc/sys/net/ipv4/ip_local_port_range");
+  std::optional<Run> ephemeral = text ? ParseLocalPortRange(*text) : std::nullopt;
+  Run eph = ephemeral.value_or(kDefaultEphemeralRange);
+  return CandidatePortRange(eph.first, eph.second);
+}
+
+std::vector<Run> KernelReservedPorts() {
+  std::optional<std::string> text = ReadSmallFile("/proc/sys/net/ipv4/ip_local_reserved_ports");
+  return text ? ParseReservedPorts(*text) : std::vector<Run>{};
+}
+
+/// Ports locked through one open file description; closing it releases every lock.
+class LockingReservation : public PortReservation {
+ public:
+  LockingReservation(UniqueFd fd, std::vector<int> ports)
+      : fd_(std::move(fd)), ports_(std::move(ports)) {}
+  const std::vector<int>& ports() const override { return ports_; }
+
+ private:
+  UniqueFd fd_;
+  std::vector<int> ports_;
+};
+
+class LockingPortAllocator : public PortAllocator {
+ public:
+  LockingPortAllocator(std::string lock_path, std::optional<Run> range)
+      : lock_path_(std::move(lock_path)), range_(range) {}
+  std::unique_ptr<PortReservation> Reserve(int count) override;
+
+ private:
+  std::string lock_path_;
+  std::optional<Run> range_;
+};
+
+std::unique_ptr<PortReservation> LockingPortAllocator::Reserve(int count) {
+  Run range = range_ ? *range_ : KernelCandidateRange();
+  std::vector<Run> reserved = KernelReservedPorts();
+  UniqueFd fd = OpenLockFile(lock_path_);
+  std::vector<int> ports;
+  const int size = RunSize(range);
+  const int start = size > 0 ? ScanOffset(size) : 0;
+  for (int i = 0; i < size && static_cast<int>(ports.size()) < count; ++i) {
+    int port = range.first + (start + i) % size;
+    if (IsReserved(port, reserved) || !TryLockPort(fd.get(), port, lock_path_)) continue;
+    if (WildcardBindError(port, BindTest{.reuse_address = false}) == 0) {
+      ports.push_back(port);
+    } else {
+      SetPortLock(fd.get(), port, F_UNLCK);
+    }
+  }
+  if (static_cast<int>(ports.size()) < count) {
+    throw LaunchError(fmt::format("cannot reserve {} free ports in range {}-{}: only {} available",
+                                  count, range.first, range.second, ports.size()));
+  }
+  std::sort(ports.begin(), ports.end());
+  return std::make_unique<LockingReservation>(std::move(fd), std::move(ports));
+}
+
+std::string ResolveLockPath(std::optional<std::string> lock_path) {
+  if (lock_path && !lock_path->empty()) return *lock_path;
+  const char* env = std::getenv("PDLAUNCH_PORT_LOCK_FILE");
+  if (env != nullptr && *env != '\0') return env;
+  return kDefaultLockPath;
+}
+
+/// A plain list of ports, nothing held.
+class PlainReservation : public PortReservation {
+ public:
+  explicit PlainReservation(std::vector<int> ports) : ports_(std::move(ports)) {}
+  const std::vector<int>& ports() const override { return ports_; }
+
+ private:
+  std::vector<int> ports_;
+};
+
+// Splits one /proc/net/tcp line into whitespace-separated fields.
+std::vector<std::string_view> Fields(std::string_view line) {
+  std::vector<std::string_view> fields;
+  size_t pos = 0;
+  while ((pos = line.find_first_not_of(" \t", pos)) != std::string_view::npos) {
+    size_t end = line.find_first_of(" \t", pos);
+    if (end == std::string_view::npos) end = line.size();
+    fields.push_back(line.substr(pos, end - pos));
+    pos = end;
+  }
+  return fields;
+}
+
+// Appends the inode of `line` to `listen` or `other` when its local port is `port`.
+void CollectInode(std::string_view line, int port, std::vector<unsigned long>& listen,
+                  std::vector<unsigned long>& other) {
+  std::vector<std::string_view> fields = Fields(line);
+  if (fields.size() < 10) return;
+  std::string_view local = fields[1];
+  size_t colon = local.rfind(':');
+  if (colon == std::string_view::npos) return;
+  std::string_view hex_port = local.substr(colon + 1);
+  int local_port = 0;
+  auto [end, ec] =
+      std::from_chars(hex_port.data(), hex_port.data() + hex_port.size(), local_port, 16);
+  if (ec != std::errc() || end != hex_port.data() + hex_port.size() || local_port != port) return;
+  unsigned long inode = 0;
+  std::string_view text = fields[9];
+  auto [inode_end, inode_ec] = std::from_chars(text.data(), text.data() + text.size(), inode);
+  if (inode_ec != std::errc() || inode_end != text.data() + text.size() || inode == 0) return;
+  (fields[3] == kTcpListenState ? listen : other).push_back(inode);
+}
+
+void CollectInodes(std::string_view text, int port, std::vector<unsigned long>& listen,
+                   std::vector<unsigned long>& other) {
+  size_t pos = text.find('\n');  // The first line is the header.
+  while (pos != std::string_view::npos && pos + 1 < text.size()) {
+    size_t end = text.find('\n', pos + 1);
+    CollectInode(text.substr(pos + 1, end == std::string_view::npos ? end : end - pos - 1), port,
+                 listen, other);
+    pos = end;
+  }
+}
+
+// The first pid (in /proc order) with an fd on one of `targets` ("socket:[inode]"), preferring
+// the targets in their order.
+std::optional<int> PidWithSocket(const std::vector<std::string>& targets) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  std::optional<std::pair<size_t, int>> best;  // (index in targets, pid)
+  for (fs::directory_iterator proc("/proc", ec), end; !ec && proc != end; proc.increment(ec)) {
+    std::optional<long> pid = ParseDecimal(proc->path().filename().native());
+    if (!pid) continue;
+    std::error_code fd_ec;
+    for (fs::directory_iterator fd(proc->path() / "fd", fd_ec), fd_end; !fd_ec && fd != fd_end;
+         fd.increment(fd_ec)) {
+      std::error_code link_ec;
+      std::string link = fs::read_symlink(fd->path(), link_ec).native();
+      auto hit = std::find(targets.begin(), targets.end(), link);
+      if (link_ec || hit == targets.end()) continue;
+      size_t index = static_cast<size_t>(hit - targets.begin());
+      if (!best || index < best->first) best = std::pair{index, static_cast<int>(*pid)};
+      if (index == 0) return best->second;
+    }
+  }
+  if (!best) return std::nullopt;
+  return best->second;
+}
+
+std::string ProcessName(int pid) {
+  std::string name = ReadSmallFile(fmt::format("/proc/{}/comm", pid)).value_or("");
+  while (!name.empty() && name.back() == '\n') name.pop_back();
+  return name;
+}
+
+std::string PortInUseMessage(int port) {
+  std::optional<PortOwner> owner = FindPortOwnerProcess(port);
+  if (!owner) return fmt::format("port {} is already in use", port);
+  if (owner->name.empty()) {
+    return fmt::format("port {} is already in use (by pid {})", port, owner->pid);
+  }
+  return fmt::format("port {} is already in use (by pid {}, {})", port, owner->pid, owner->name);
+}
+
+}  // namespace
+
+std::unique_ptr<PortAllocator> MakeLockingPortAllocator(std::optional<std::string> lock_path) {
+  return std::make_unique<LockingPortAllocator>(ResolveLockPath(std::move(lock_path)),
+                                                std::nullopt);
+}
+
+std::unique_ptr<PortAllocator> MakeLockingPortAllocator(std::optional<std::string> lock_path,
+                                                        std::pair<int, int> range) {
+  return std::make_unique<LockingPortAllocator>(ResolveLockPath(std::move(lock_path)), range);
+}
+
+std::pair<int, int> CandidatePortRange(int eph_lo, int eph_hi) {
+  const Run whole{kCandidateFloor, kMaxPort};
+  if (eph_lo > eph_hi) return whole;
+  Run best = LargestRunOutside(kCandidateFloor, kMaxPort, eph_lo, eph_hi);
+  if (RunSize(best) >= kMinComfortableRun) return best;
+  Run wide = LargestRunOutside(kLastResortFloor, kMaxPort, eph_lo, eph_hi);
+  if (RunSize(wide) > RunSize(best)) return wide;
+  return RunSize(best) > 0 ? best : whole;
+}
+
+std::optional<std::pair<int, int>> ParseLocalPortRange(std::string_view text) {
+  std::vector<std::string_view> fields = Fields(Trim(text));
+  if (fields.size() != 2) return std::nullopt;
+  std::optional<int> lo = ParsePortNumber(fields[0]);
+  std::optional<int> hi = ParsePortNumber(fields[1]);
+  if (!lo || !hi) return std::nullopt;
+  return Run{*lo, *hi};
+}
+
+std::vector<std::pair<int, int>> ParseReservedPorts(std::string_view text) {
+  std::vector<Run> ranges;
+  text = Trim(text);
+  while (!text.empty()) {
+    size_t comma = text.find(',');
+    std::string_view item = Trim(text.substr(0, comma));
+    text = comma == std::string_view::npos ? std::string_view{} : text.substr(comma + 1);
+    size_t dash = item.find('-');
+    std::optional<int> lo = ParsePortNumber(item.substr(0, dash));
+    std::optional<int> hi =
+        dash == std::string_view::npos ? lo : ParsePortNumber(item.substr(dash + 1));
+    if (lo && hi && *lo <= *hi) ranges.emplace_back(*lo, *hi);
+  }
+  return ranges;
+}
+
+std::unique_ptr<PortReservation> FakePortAllocator::Reserve(int count) {
+  std::vector<int> ports;
+  for (int i = 0; i < count; ++i) ports.push_back(next_++);
+  return std::make_unique<PlainReservation>(std::move(ports));
+}
+
+std::optional<int> FixedStartPort(const std::optional<int>& start_port,
+                                  const std::optional<std::string>& flags_start_port,
+                                  const std::optional<std::string>& paddle_start_port) {
+  if (start_port) {
+    if (*start_port < kMinPort || *start_port > kMaxPort) {
+      throw UsageError(fmt::format("--start_port: {} is not a port number", *start_port));
+    }
+    return start_port;
+  }
+  const std::pair<const char*, const std::optional<std::string>*> sources[] = {
+      {"FLAGS_START_PORT", &flags_start_port}, {"PADDLE_START_PORT", &paddle_start_port}};
+  for (const auto& [name, value] : sources) {
+    if (!*value || (*value)->empty()) continue;
+    std::optional<int> port = ParsePortNumber(**value);
+    if (!port) throw UsageError(fmt::format("{}: '{}' is not a port number", name, **value));
+    return port;
+  }
+  return std::nullopt;
+}
+
+void CheckPortsFree(const std::vector<int>& ports) {
+  for (int port : ports) {
+    if (port < kMinPort || port > kMaxPort) {
+      throw LaunchError(fmt::format("port {} is not a port number", port));
+    }
+    int err = WildcardBindError(port, BindTest{.reuse_address = true});
+    if (err == EADDRINUSE) throw LaunchError(PortInUseMessage(port));
+    if (err != 0) {
+      throw LaunchError(fmt::format("port {} cannot be bound: {}", port, std::strerror(err)));
+    }
+  }
+}
+
+std::optional<int> FindPortOwner(int port) {
+  std::optional<PortOwner> owner = FindPortOwnerProcess(port);
+  if (!owner) return std::nullopt;
+  return owner->pid;
+}
+
+std::optional<PortOwner> FindPortOwnerProcess(int port) {
+  std::vector<unsigned long> listen;
+  std::vector<unsigned long> other;
+  for (const char* path : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    CollectInodes(ReadSmallFile(path).value_or(""), port, listen, other);
+  }
+  std::vector<std::string> targets;
+  for (const auto* inodes : {&listen, &other}) {
+    for (unsigned long inode : *inodes) targets.push_back(fmt::format("socket:[{}]", inode));
+  }
+  if (targets.empty()) return std::nullopt;
+  std::optional<int> pid = PidWithSocket(targets);
+  if (!pid) return std::nullopt;
+  return PortOwner{*pid, ProcessName(*pid)};
+}
+
+std::vector<unsigned long> SocketInodesForPort(std::string_view proc_net_tcp, int port) {
+  std::vector<unsigned long> listen;
+  std::vector<unsigned long> other;
+  CollectInodes(proc_net_tcp, port, listen, other);
+  listen.insert(listen.end(), other.begin(), other.end());
+  return listen;
+}
+
+}  // namespace pdlaunch

@@ -1,0 +1,887 @@
+// The only translation unit that includes Boost.Asio.
+#include "pdlaunch/process/supervisor.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <fmt/ranges.h>
+#include <signal.h>
+#include <sys/inotify.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <cstdlib>
+#include <deque>
+#include <fstream>
+#include <memory>
+#include <utility>
+
+#include "base/unique_fd.h"
+#include "pdlaunch/base/errors.h"
+#include "pdlaunch/base/logging.h"
+#include "pdlaunch/cli/cli.h"
+#include "pdlaunch/plan/messages.h"
+#include "pdlaunch/process/console_echo.h"
+#include "pdlaunch/process/job_cgroup.h"
+#include "pdlaunch/process/pod_console.h"
+#include "pdlaunch/process/run_recorder.h"
+#include "pdlaunch/process/supervision.h"
+#include "pdlaunch/process/watchdog.h"
+
+namespace pdlaunch {
+namespace {
+
+namespace asio = boost::asio;
+using StreamDescriptor = asio::posix::stream_descriptor;
+
+std::chrono::steady_clock::duration Seconds(double seconds) {
+  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      std::chrono::duration<double>(seconds));
+}
+
+off_t FileSize(const std::string& path) {
+  struct stat st {};
+  return (!path.empty() && ::stat(path.c_str(), &st) == 0) ? st.st_size : 0;
+}
+
+/// The last `max_lines` lines of `path` written at or after byte `from`.
+std::string TailOfFile(const std::string& path, off_t from, int max_lines) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return {};
+  in.seekg(from);
+  std::deque<std::string> lines;
+  std::string line;
+  while (std::getline(in, line)) {
+    lines.push_back(std::move(line));
+    if (static_cast<int>(lines.size()) > max_lines) lines.pop_front();
+  }
+  std::string tail;
+  for (const std::string& l : lines) tail += l + "\n";
+  return tail;
+}
+
+/// The bytes of `path` from byte `from` on, at most the last `max_bytes` of them (the first line
+/// may be cut, as Paddle's Container.tail cuts it), ending with a newline unless empty. A file
+/// now shorter than `from` (truncated since) gives its last `max_bytes`.
+std::string TailBytesOfFile(const std::string& path, off_t from, off_t max_bytes) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return {};
+  const off_t size = FileSize(path);
+  if (from > size) from = 0;
+  from = std::max(from, size - max_bytes);
+  in.seekg(from);
+  std::string tail{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  if (!tail.empty() && tail.back() != '\n') tail.push_back('\n');
+  return tail;
+}
+
+/// A log file whose new lines go to the console.
+struct EchoSource {
+  std::string path;
+  std::string prefix;  ///< Before every line; empty: the bytes as they are (Paddle's echo).
+};
+
+/// Copies what the chosen processes write to their log files onto the launcher's stdout, whole
+/// lines only, so that lines of different processes never splice. Driven by inotify (one
+/// instance, a watch per file): no polling. The kernel writes the files; we only read them.
+class ConsoleEcho {
+ public:
+  ConsoleEcho(asio::io_context& io, const std::vector<EchoSource>& sources) : inotify_(io) {
+    if (sources.empty()) return;
+    const int ifd = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    if (ifd < 0) ThrowSystemError(errno, "inotify_init1");
+    inotify_.assign(ifd);
+    for (const EchoSource& source : sources) {
+      File file;
+      file.prefix = source.prefix;
+      file.fd = ::open(source.path.c_str(), O_RDONLY | O_CLOEXEC);
+      if (file.fd < 0) ThrowSystemError(errno, "cannot open " + source.path + " to echo it");
+      ::lseek(file.fd, 0, SEEK_END);  // Earlier runs' output stays in the file, not on screen.
+      file.watch = ::inotify_add_watch(ifd, source.path.c_str(), IN_MODIFY);
+      if (file.watch < 0) {
+        const int error = errno;
+        ::close(file.fd);
+        ThrowSystemError(error, "inotify_add_watch " + source.path);
+      }
+      files_.push_back(std::move(file));
+    }
+    Arm();
+  }
+  ~ConsoleEcho() {
+    for (File& file : files_) ::close(file.fd);
+  }
+
+  /// Descriptors the watchdog should hold so that their expensive release happens there.
+  std::vector<int> SharedDescriptors() {
+    if (!inotify_.is_open()) return {};
+    return {inotify_.native_handle()};
+  }
+
+  /// Echoes the whole lines written so far to every file (today's console does before it shows
+  /// a failed process's tail, as Paddle echoes container 0 before it: the echo stays in order).
+  void DrainLines() {
+    for (File& file : files_) Drain(file);
+  }
+
+  /// Echoes everything up to the end of every file, last partial lines included (a prefixed
+  /// one gets a newline, so that the next process's line does not continue it).
+  void Finish() {
+    for (File& file : files_) {
+      Drain(file);
+      std::string rest = file.assembler.Finish();
+      if (!file.prefix.empty() && !rest.empty()) rest += '\n';
+      WriteOut(file, rest);
+    }
+    boost::system::error_code ignored;
+    inotify_.close(ignored);
+  }
+
+ private:
+  struct File {
+    int fd = -1;
+    int watch = -1;
+    std::string prefix;
+    LineAssembler assembler;
+  };
+
+  void Arm() {
+    inotify_.async_wait(StreamDescriptor::wait_read, [this](boost::system::error_code ec) {
+      if (ec) return;
+      alignas(inotify_event) char events[4096];
+      ssize_t n;
+      while ((n = ::read(inotify_.native_handle(), events, sizeof events)) > 0) {
+        for (ssize_t at = 0; at < n;) {
+          const auto* event = reinterpret_cast<const inotify_event*>(events + at);
+          for (File& file : files_) {
+            if (file.watch == event->wd) Drain(file);
+          }
+          at += static_cast<ssize_t>(sizeof(inotify_event) + event->len);
+        }
+      }
+      Arm();
+    });
+  }
+
+  void Drain(File& file) {
+    // Until there is output, reads go to a small buffer on the stack: a job that printed nothing
+    // finds nothing at its last drain, and mapping the large buffer for that (and unmapping it,
+    // a TLB shoot-down while the watchdog shares the address space) was on every such job's way
+    // out.
+    char first[4096];
+    for (;;) {
+      char* const into = buffer_ ? buffer_.get() : first;
+      const ssize_t n = ::read(file.fd, into, buffer_ ? kEchoBufferSize : sizeof first);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return;
+      WriteOut(file, file.assembler.Feed(std::string_view(into, static_cast<size_t>(n))));
+      // Not zero-filled: only the pages a read fills are ever touched.
+      if (!buffer_) buffer_ = std::make_unique_for_overwrite<char[]>(kEchoBufferSize);
+    }
+  }
+
+  void WriteOut(const File& file, const std::string& lines) {
+    if (!console_ok_ || lines.empty()) return;
+    // EPIPE: the console went away; keep going.
+    console_ok_ = WriteAll(STDOUT_FILENO, file.prefix.empty() ? lines
+                                                              : PrefixLines(lines, file.prefix));
+  }
+
+  StreamDescriptor inotify_;
+  std::vector<File> files_;
+  static constexpr size_t kEchoBufferSize = 1 << 20;
+  std::unique_ptr<char[]> buffer_;
+  bool console_ok_ = true;
+};
+
+/// Whether the console shows process `i`'s output: --echo's choice, or the one `echo_path` names.
+bool Echoed(const std::vector<SupervisedProcess>& processes, size_t i,
+            const SupervisorOptions& options) {
+  const SupervisedProcess& p = processes[i];
+  if (p.log_path.empty()) return false;
+  if (!options.echo) return p.log_path == options.echo_path;
+  const EchoChoice& choice = *options.echo;
+  return choice.all || std::find(choice.locals.begin(), choice.locals.end(),
+                                 static_cast<int>(i)) != choice.locals.end();
+}
+
+/// Creates the log files that must exist before their process starts, and gives each to its
+/// process (output_fd): the echoed ones (the echo reads on from where a file ended when the job
+/// started, so the file must not be created or truncated after that) and the first (a log
+/// directory the launcher cannot write refuses the job before anything runs). Every other child
+/// creates its own (ProcessSpec::output_path), in parallel with the launcher.
+std::vector<UniqueFd> CreateLogsFirst(std::vector<SupervisedProcess>& processes,
+                                      const SupervisorOptions& options) {
+  std::vector<UniqueFd> created;
+  for (size_t i = 0; i < processes.size(); ++i) {
+    ProcessSpec& spec = processes[i].spec;
+    if (spec.output_fd >= 0 || spec.output_path.empty()) continue;
+    if (i > 0 && !Echoed(processes, i, options)) continue;
+    spec.output_fd = created.emplace_back(OpenOutput(spec)).get();
+  }
+  return created;
+}
+
+/// The files to echo: --echo's choice, prefixed, or `echo_path` as it is.
+std::vector<EchoSource> EchoSources(const std::vector<SupervisedProcess>& processes,
+                                    const SupervisorOptions& options) {
+  std::vector<EchoSource> sources;
+  if (!options.echo) {
+    if (!options.echo_path.empty()) sources.push_back({options.echo_path, ""});
+    return sources;
+  }
+  const EchoChoice& choice = *options.echo;
+  for (size_t i = 0; i < processes.size(); ++i) {
+    const SupervisedProcess& p = processes[i];
+    if (Echoed(processes, i, options)) {
+      sources.push_back({p.log_path, EchoPrefix(p.role, p.rank, options.echo_host)});
+    }
+  }
+  std::vector<int> absent;  // One line for all of them, however many were listed.
+  for (int local : choice.locals) {
+    if (local >= static_cast<int>(processes.size())) absent.push_back(local);
+  }
+  if (!absent.empty()) {
+    constexpr size_t kShown = 8;
+    const bool plural = absent.size() > 1;
+    const std::string more =
+        absent.size() > kShown ? fmt::format(" and {} more", absent.size() - kShown) : "";
+    absent.resize(std::min(absent.size(), kShown));
+    PDLOG_WARN("--echo: this node runs {} processes (local ranks 0..{}); nothing to echo for "
+               "local rank{} {}{}",
+               processes.size(), processes.size() - 1, plural ? "s" : "", fmt::join(absent, ","),
+               more);
+  }
+  return sources;
+}
+
+/// One supervised child and the descriptor that reports its exit.
+struct Child {
+  Process process;
+  StreamDescriptor exit_event;
+  SupervisedProcess info;
+  off_t log_start = 0;
+  size_t report_index = 0;  ///< Its record in TheRunReport().processes.
+};
+
+/// The value of `name` in a process's environment ("NAME=value" entries), or "".
+std::string EnvValue(const ProcessSpec& spec, std::string_view name) {
+  const auto find_in = [name](const std::vector<std::string>& env) -> const std::string* {
+    for (const std::string& entry : env) {
+      if (entry.size() > name.size() && entry.starts_with(name) && entry[name.size()] == '=') {
+        return &entry;
+      }
+    }
+    return nullptr;
+  };
+  const std::string* entry = find_in(spec.env);
+  if (entry == nullptr && spec.shared_env) entry = find_in(*spec.shared_env);
+  return entry ? entry->substr(name.size() + 1) : std::string();
+}
+
+/// What --report says of a process about to start.
+ProcessRecord RecordOf(const SupervisedProcess& p, int local_rank, pid_t pid) {
+  ProcessRecord record;
+  record.role = p.role;
+  record.rank = p.rank;
+  record.local_rank = local_rank;
+  record.pid = pid;
+  record.endpoint = EnvValue(p.spec, "PADDLE_CURRENT_ENDPOINT");
+  record.devices = EnvValue(p.spec, "FLAGS_selected_gpus");
+  if (record.devices.empty()) record.devices = EnvValue(p.spec, "FLAGS_selected_xpus");
+  record.log_path = p.log_path;
+  record.start_time = WallClockNow();
+  return record;
+}
+
+std::vector<bool> Primaries(const std::vector<SupervisedProcess>& processes) {
+  std::vector<bool> primary;
+  for (const SupervisedProcess& p : processes) primary.push_back(p.primary);
+  return primary;
+}
+
+/// The job's cgroup, or null with the launcher made a subreaper instead (docs/design.md,
+/// "Containment"). PDLAUNCH_NO_CGROUP=1 forces the fallback (tests of both paths).
+std::unique_ptr<JobCgroup> ContainJob() {
+  std::string why_not = "PDLAUNCH_NO_CGROUP is set";
+  const char* off = std::getenv("PDLAUNCH_NO_CGROUP");
+  std::unique_ptr<JobCgroup> cgroup =
+      off != nullptr && *off != '\0' && std::string(off) != "0" ? nullptr
+                                                                : JobCgroup::Create(&why_not);
+  if (cgroup) {
+    PDLOG_DEBUG("containment: the job's cgroup is {}", cgroup->dir());
+  } else {
+    ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+    PDLOG_DEBUG("containment: no cgroup ({}); orphaned descendants are re-parented to the "
+                "launcher (PR_SET_CHILD_SUBREAPER)",
+                why_not);
+  }
+  return cgroup;
+}
+
+class EventLoop {
+ public:
+  EventLoop(std::vector<SupervisedProcess> processes, const SupervisorOptions& options)
+      : options_(options),
+        own_io_(options.io ? nullptr : std::make_unique<asio::io_context>()),
+        io_(options.io ? *options.io : *own_io_),
+        signals_(io_, SIGINT, SIGTERM, SIGHUP),
+        grace_timer_(io_),
+        tick_timer_(io_),
+        reap_timer_(io_),
+        external_event_(io_),
+        policy_(Primaries(processes), options.hold_secondaries),
+        created_logs_(CreateLogsFirst(processes, options)),
+        echo_(io_, EchoSources(processes, options)),
+        cgroup_(ContainJob()),
+        // Without a cgroup, the processes that left the groups are found by their environment.
+        watchdog_(echo_.SharedDescriptors(), options.remove_if_killed,
+                  cgroup_ ? cgroup_->dir() : std::string(), processes.size(),
+                  cgroup_ ? std::string() : NestedMarkerEntry()) {
+    pending_ = std::move(processes);
+    idle_ = pending_.empty() && (options_.external != nullptr || options_.stop_hook != nullptr);
+    for (int signal : {SIGQUIT, SIGUSR1, SIGUSR2, SIGTSTP, SIGCONT}) signals_.add(signal);
+  }
+
+  SupervisorResult Run() {
+    WaitForSignal();
+    StartAll();
+    if (options_.external) {
+      WaitForExternal();
+      ArmTick();
+    }
+    if (options_.stop_hook) *options_.stop_hook = [this] { RequestStop(); };
+    {
+      // The hook is this loop's: cleared before the late-signal pass (a tick of the caller's
+      // that runs there must not see it) and on an exception out of a handler.
+      struct ClearHook {
+        std::function<void()>* hook;
+        ~ClearHook() {
+          if (hook) *hook = nullptr;
+        }
+      } clear{options_.stop_hook};
+      if (!policy_.all_exited() || idle_) {
+        io_.restart();  // A shared loop was stopped by the previous run's Finish().
+        io_.run();
+      }
+    }
+    CollectLateSignals();
+    echo_.Finish();      // Closes our inotify reference while the watchdog still holds one...
+    watchdog_.Disarm();  // ...so the expensive last close happens in the watchdog, not here.
+    // Inside another pdlaunch job, a watchdog still exiting after us would be one of its
+    // rank's processes left behind: wait for it there (design.md, Parent death).
+    if (std::getenv(std::string(kNestedMarker).c_str()) != nullptr) {
+      if (!watchdog_.AwaitExit(std::chrono::seconds(5))) {
+        PDLOG_DEBUG("the watchdog (pid {}) had not exited 5 s after the job", watchdog_.pid());
+      }
+    }
+    if (primaries_done_ && !options_.primaries_done_message.empty()) {
+      for (const auto& [role, line] : options_.role_stopped_messages) {
+        if (HasRole(role)) PDLOG_INFO("{}", line);
+      }
+    }
+    if (policy_.exit_code() == 0 && !idle_ && !policy_.stop_requested() &&
+        !policy_.received_signal()) {
+      if (options_.pod_name.empty()) {
+        PDLOG_INFO("Local processes completed.");
+      } else {
+        PDLOG_INFO("Pod completed");
+      }
+    } else if (policy_.received_signal() && !idle_ && policy_.failed().empty()) {
+      // The last line after a Ctrl-C says what happened.
+      PDLOG_WARN("stopped by {}: all {} processes ended; exit code {}",
+                 SignalName(*policy_.received_signal()), children_.size(), policy_.exit_code());
+    } else if (policy_.received_signal() && idle_ && !options_.waiting_for.empty()) {
+      PDLOG_WARN("stopped by {} while waiting for {}", SignalName(*policy_.received_signal()),
+                 options_.waiting_for);
+    }
+    if (!options_.pod_name.empty() && policy_.received_signal()) {
+      PDLOG_INFO("Exit with signal {}", *policy_.received_signal());
+    }
+    return SupervisorResult{policy_.exit_code(), policy_.received_signal(),
+                            !policy_.failed().empty(), policy_.stop_requested()};
+  }
+
+ private:
+  void StartAll() {
+    std::fflush(stdout);  // Our own stdout text must precede the echoed rank output.
+    children_.reserve(pending_.size());
+    std::vector<pid_t> pids;
+    if (!options_.pod_name.empty() && !pending_.empty()) {
+      PDLOG_INFO("Run {}",
+                 FormatPodLine(options_.pod_name, static_cast<int>(pending_.size()), "ready"));
+    }
+    // Asked once for the batch: each child then resets only these (ProcessSpec::reset_signals).
+    const uint64_t reset_signals = NonDefaultSignals();
+    for (SupervisedProcess& p : pending_) {
+      p.spec.reset_signals = reset_signals;
+      // Where this run's output starts, for the tail shown on failure.
+      const off_t log_start = p.spec.output_truncate ? 0 : FileSize(p.log_path);
+      if (cgroup_) {
+        p.spec.cgroup_dir_fd = cgroup_->dir_fd();
+        p.spec.cgroup_procs_fd = cgroup_->procs_fd();
+      }
+      // The child reads its spec until its exec (ConfirmStarted below), so it is started from
+      // its place in children_, whose storage is reserved: it neither moves nor dies meanwhile.
+      RunReport& report = TheRunReport();
+      report.processes.push_back(RecordOf(p, static_cast<int>(children_.size()), 0));
+      children_.push_back(Child{Process(), StreamDescriptor(io_), std::move(p), log_start,
+                                report.processes.size() - 1});
+      Child& child = children_.back();
+      try {
+        child.process = Process::Start(child.info.spec);
+      } catch (...) {
+        children_.pop_back();
+        report.processes.pop_back();
+        throw;
+      }
+      report.processes.back().pid = child.process.pid();
+      watchdog_.Register(child.process.pid());
+      if (options_.on_spawn) options_.on_spawn(child.process.pid());
+      child.exit_event.assign(child.process.ReleasePidfd());
+      pids.push_back(child.process.pid());
+    }
+    // Forking them all before waiting for any exec lets the children exec in parallel.
+    for (Child& child : children_) child.process.ConfirmStarted();
+    if (options_.on_started) options_.on_started(pids);
+    std::fflush(stdout);
+    if (!options_.pod_name.empty() && !children_.empty()) {
+      PDLOG_INFO("Watching {}",
+                 FormatPodLine(options_.pod_name, static_cast<int>(children_.size()), "running"));
+    }
+    for (size_t i = 0; i < children_.size(); ++i) WaitForExit(i);
+  }
+
+  void WaitForExit(size_t index) {
+    children_[index].exit_event.async_wait(StreamDescriptor::wait_read,
+                                           [this, index](boost::system::error_code ec) {
+                                             if (!ec) SweepExits(index);
+                                           });
+  }
+
+  void WaitForSignal() {
+    signals_.async_wait([this](boost::system::error_code ec, int signal) {
+      if (ec) return;
+      OnSignal(signal);
+      WaitForSignal();
+    });
+  }
+
+  // Reaps child `index` (whose pidfd became readable). A failure reaps every child that has
+  // exited by now, so that failures seen together are reported together; a success is reported
+  // alone (sweeping all N children on each of N successful exits cost O(N^2) waitid calls).
+  void SweepExits(size_t index) {
+    std::vector<std::pair<int, ExitStatus>> exits;
+    const auto reap = [&](size_t i) {
+      Child& child = children_[i];
+      if (child.process.reaped()) return;
+      if (auto status = child.process.TryWait()) {
+        exits.emplace_back(static_cast<int>(i), *status);
+        ProcessRecord& record = TheRunReport().processes.at(child.report_index);
+        record.status = *status;
+        record.end_time = WallClockNow();
+        boost::system::error_code ignored;
+        child.exit_event.close(ignored);
+      }
+    };
+    reap(index);
+    if (exits.empty() && !children_[index].process.reaped()) {
+      // The pidfd is readable but waitid finds nothing: a tracer (strace -f, gdb) holds the
+      // zombie until it has seen the exit, and the pidfd does not fire again. Look again soon.
+      RetryReap(index);
+      return;
+    }
+    if (exits.empty() || !exits.front().second.success()) {
+      for (size_t i = 0; i < children_.size(); ++i) reap(i);
+    }
+    if (exits.empty()) return;
+    const Supervision::Commands commands = policy_.OnExits(exits);
+    if (!primaries_done_ && policy_.failed().empty() && policy_.primaries_succeeded()) {
+      primaries_done_ = true;
+      if (!options_.primaries_done_message.empty()) {
+        PDLOG_INFO("{}", options_.primaries_done_message);
+      }
+    }
+    Execute(commands);
+    if (commands.primaries_done && options_.on_primaries_done) options_.on_primaries_done();
+    if (!commands.newly_failed.empty()) {
+      RunReport& report = TheRunReport();
+      if (!report.root_cause) {
+        report.root_cause =
+            children_[static_cast<size_t>(commands.newly_failed.front())].report_index;
+      }
+      if (options_.on_first_failure && policy_.failed().size() == commands.newly_failed.size()) {
+        const Child& first = children_[static_cast<size_t>(commands.newly_failed.front())];
+        options_.on_first_failure(first.info, *first.process.status());
+      }
+      ReportFailures(commands.newly_failed);
+    }
+    MaybeFinish();
+  }
+
+  void RetryReap(size_t index) {
+    unreaped_.push_back(index);
+    if (unreaped_.size() > 1) return;  // The timer is already armed.
+    reap_timer_.expires_after(std::chrono::milliseconds(10));
+    reap_timer_.async_wait([this](boost::system::error_code ec) {
+      if (ec || finished_) return;
+      for (size_t i : std::exchange(unreaped_, {})) SweepExits(i);
+    });
+  }
+
+  // The external descriptor is dup'ed afresh after every callback: the owner may have replaced
+  // (and closed) it, and a stale duplicate of a dead socket would stay readable forever.
+  void WaitForExternal() {
+    boost::system::error_code ignored;
+    external_event_.close(ignored);
+    if (finished_) return;
+    const int fd = options_.external->fd();
+    if (fd < 0) return;
+    external_event_.assign(::fcntl(fd, F_DUPFD_CLOEXEC, 0));
+    external_event_.async_wait(StreamDescriptor::wait_read, [this](boost::system::error_code ec) {
+      if (ec || finished_) return;
+      if (options_.external->OnReadable()) RequestStop();
+      WaitForExternal();
+    });
+  }
+
+  void ArmTick() {
+    const double seconds = options_.external->tick_seconds();
+    if (seconds <= 0 || finished_) return;
+    tick_timer_.expires_after(Seconds(seconds));
+    tick_timer_.async_wait([this](boost::system::error_code ec) {
+      if (ec || finished_) return;
+      if (options_.external->OnTick()) RequestStop();
+      WaitForExternal();
+      ArmTick();
+    });
+  }
+
+  void RequestStop() {
+    if (policy_.stopping() || finished_) return;
+    Execute(policy_.OnStopRequest());
+    MaybeFinish();
+  }
+
+  // A signal that reached asio's handler while the loop was finishing is queued for a wait that
+  // Finish() cancelled, or still in asio's pipe, and would go with this loop's signal set: a
+  // SIGTERM to an elastic agent whose generation was stopping for another reason (a node had
+  // left) was lost so, and the agent went on waiting for nodes. Taken here, once more round the
+  // loop without blocking; every other handler returns at once (finished_).
+  void CollectLateSignals() {
+    if (!finished_) return;
+    signals_.async_wait([this](boost::system::error_code ec, int signal) {
+      if (!ec) OnSignal(signal);
+    });
+    io_.restart();
+    io_.poll();
+  }
+
+  void OnSignal(int signal) {
+    const double now =
+        std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+            .count();
+    if (finished_) {
+      // Caught as the loop ended (above): nothing is left to stop, but the exit code and the
+      // caller (an elastic agent, a master run) learn that a stop was asked for.
+      if (Supervision::IsTerminationSignal(signal)) {
+        PDLOG_WARN("received {} while finishing: nothing was left to stop", SignalName(signal));
+        policy_.OnSignal(signal, now);
+        if (!TheRunReport().signal) TheRunReport().signal = signal;
+      }
+      return;
+    }
+    const bool was_signalled = policy_.received_signal().has_value();
+    const bool was_stopping = policy_.stopping();
+    const Supervision::Commands commands = policy_.OnSignal(signal, now);
+    if (commands.repeat_ignored) {
+      PDLOG_INFO("received {} again within {} s: the same request (a wrapper relaying it?), "
+                 "still stopping gracefully",
+                 SignalName(signal), Supervision::kRepeatWindow);
+    } else if (signal == SIGTSTP) {
+      PDLOG_INFO("received SIGTSTP: stopping {} processes and the launcher (fg or SIGCONT "
+                 "resumes them)",
+                 RunningCount());
+    } else if (signal == SIGCONT) {
+      PDLOG_INFO("received SIGCONT: resuming {} processes", RunningCount());
+    } else if (Supervision::IsTerminationSignal(signal)) {
+      if (!was_signalled && !options_.pod_name.empty()) {
+        PDLOG_INFO("Terminating with signal {}", signal);
+      }
+      if (was_stopping && was_signalled) {
+        PDLOG_WARN("received {} again, killing all processes now", SignalName(signal));
+      } else if (was_stopping) {
+        PDLOG_WARN("received {} while stopping, killing all processes now", SignalName(signal));
+      } else if (children_.empty()) {
+        PDLOG_WARN("received {}, stopping", SignalName(signal));
+      } else {
+        PDLOG_WARN("received {}, stopping {} processes (grace {}s; again to kill at once)",
+                   SignalName(signal), children_.size(), options_.grace_seconds);
+      }
+    }
+    if (Supervision::IsTerminationSignal(signal) && !TheRunReport().signal) {
+      TheRunReport().signal = signal;
+    }
+    Execute(commands);
+    MaybeFinish();
+  }
+
+  void Execute(const Supervision::Commands& commands) {
+    if (commands.signal_groups) SignalAllGroups(*commands.signal_groups);
+    if (commands.arm_grace_timer) ArmGraceTimer();
+    if (commands.stop_launcher) {
+      std::fflush(stdout);
+      ::raise(SIGSTOP);  // Returns once resumed; the SIGCONT then reaches the loop, and the groups.
+    }
+  }
+
+  size_t RunningCount() const {
+    size_t running = 0;
+    for (const Child& child : children_) running += child.process.reaped() ? 0 : 1;
+    return running;
+  }
+
+  void SignalAllGroups(int signal) {
+    // Groups of children already reaped too: their grandchildren may still be in them.
+    for (Child& child : children_) {
+      if (child.process.SignalGroup(signal) && (signal == SIGTERM || signal == SIGKILL)) {
+        PDLOG_INFO("{} process group gid:{}", signal == SIGKILL ? "kill" : "terminate",
+                   child.process.pid());
+      }
+    }
+    if (!Supervision::IsTerminationSignal(signal) && signal != SIGKILL && signal != SIGSTOP &&
+        signal != SIGCONT) {
+      return;
+    }
+    // What left the groups (setsid, a double fork) is stopped with them.
+    if (signal == SIGKILL && cgroup_) {
+      cgroup_->Kill();
+      return;
+    }
+    for (pid_t pid : Escaped()) {
+      if (signal != SIGSTOP && signal != SIGCONT) {
+        PDLOG_INFO("{} to pid {}, which left its rank's process group", SignalName(signal), pid);
+      }
+      ::kill(pid, signal);
+    }
+  }
+
+  /// Live processes of the job outside every child's process group: members of the job's
+  /// cgroup (not of a nested launcher's cgroup below it: that launcher, in one of our groups,
+  /// stops its own job, and a second signal must not interrupt its ranks' handlers), or (the
+  /// fallback) orphans re-parented to the launcher as their subreaper.
+  std::vector<pid_t> Escaped() {
+    std::vector<pid_t> known;
+    for (const Child& child : children_) known.push_back(child.process.pid());
+    std::vector<pid_t> escaped;
+    if (cgroup_) {
+      for (pid_t pid : cgroup_->DirectMembers()) {
+        if (std::find(known.begin(), known.end(), ::getpgid(pid)) == known.end() &&
+            ProcessLive(pid)) {
+          escaped.push_back(pid);
+        }
+      }
+      return escaped;
+    }
+    const std::vector<pid_t> watchdogs = WatchdogPids();  // Children of ours, not the job's.
+    known.insert(known.end(), watchdogs.begin(), watchdogs.end());
+    for (pid_t pid : AdoptedChildren(known)) {
+      if (std::find(known.begin(), known.end(), ::getpgid(pid)) == known.end()) {
+        escaped.push_back(pid);
+      }
+    }
+    return escaped;
+  }
+
+  void ArmGraceTimer() {
+    grace_timer_.expires_after(Seconds(options_.grace_seconds));
+    grace_timer_.async_wait([this](boost::system::error_code ec) {
+      if (ec) return;
+      grace_expired_ = true;
+      // SIGKILL to every group, whatever the policy says: this also takes stragglers left by
+      // ranks that exited cleanly.
+      policy_.OnGraceExpired();
+      SignalAllGroups(SIGKILL);
+      MaybeFinish();
+    });
+  }
+
+  // Done when every child is reaped and no process of their groups can still run. Stragglers
+  // (grandchildren) are watched through pidfds of their own, so even this wait is event-driven.
+  void MaybeFinish() {
+    if (!policy_.all_exited()) return;
+    if (idle_ && !policy_.stopping()) return;  // Waiting with no processes: until told to stop.
+    std::vector<pid_t> members;
+    if (cgroup_) {
+      // Everything the job started is in its cgroup, whatever group or session it moved to.
+      // Usually it is empty by now, and removing it is the check (one rmdir, no read of
+      // cgroup.events); a nested launcher's cgroup left below it makes the rmdir fail too.
+      if (!cgroup_->RemoveIfEmpty() && cgroup_->Populated()) {
+        for (pid_t pid : cgroup_->Members()) {
+          if (ProcessLive(pid)) members.push_back(pid);
+        }
+      }
+    } else {
+      std::vector<pid_t> groups;  // Groups that still exist; usually none: no /proc scan.
+      for (const Child& child : children_) {
+        if (::kill(-child.process.pid(), 0) == 0 || errno == EPERM)
+          groups.push_back(child.process.pid());
+      }
+      if (!groups.empty()) members = LiveGroupMembers(groups);
+      for (pid_t pid : Escaped()) members.push_back(pid);
+    }
+    if (members.empty() || grace_expired_) {
+      Finish();
+      return;
+    }
+    if (!policy_.stopping() && !straggler_cleanup_) {
+      straggler_cleanup_ = true;
+      PDLOG_WARN("all ranks exited but {} processes they started are still running; stopping them",
+                 members.size());
+      SignalAllGroups(SIGTERM);
+      ArmGraceTimer();
+    }
+    WatchStragglers(members);
+  }
+
+  void WatchStragglers(const std::vector<pid_t>& members) {
+    stragglers_.clear();
+    const int generation = ++straggler_generation_;
+    for (pid_t pid : members) {
+      const int fd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+      if (fd < 0) continue;  // Already gone.
+      stragglers_.emplace_back(io_, fd);
+    }
+    pending_stragglers_ = stragglers_.size();
+    if (pending_stragglers_ == 0) {
+      Finish();
+      return;
+    }
+    for (StreamDescriptor& straggler : stragglers_) {
+      straggler.async_wait(StreamDescriptor::wait_read,
+                           [this, generation](boost::system::error_code ec) {
+                             if (ec || generation != straggler_generation_) return;
+                             if (--pending_stragglers_ == 0) MaybeFinish();
+                           });
+    }
+  }
+
+  void Finish() {
+    finished_ = true;
+    grace_timer_.cancel();
+    tick_timer_.cancel();
+    reap_timer_.cancel();
+    signals_.cancel();
+    boost::system::error_code ignored;
+    external_event_.close(ignored);
+    io_.stop();
+  }
+
+  bool HasRole(const std::string& role) const {
+    for (const Child& child : children_) {
+      if (child.info.role == role) return true;
+    }
+    return false;
+  }
+
+  void ReportFailures(const std::vector<int>& indices) {
+    // One ABORT line per role, in the order the roles first failed.
+    std::vector<std::string> roles;
+    for (int i : indices) {
+      const std::string& role = children_[static_cast<size_t>(i)].info.role;
+      if (std::find(roles.begin(), roles.end(), role) == roles.end()) roles.push_back(role);
+    }
+    for (const std::string& role : roles) {
+      std::vector<int> ranks;
+      int role_size = 0;
+      for (int i : indices) {
+        const SupervisedProcess& info = children_[static_cast<size_t>(i)].info;
+        if (info.role != role) continue;
+        ranks.push_back(info.rank);
+        role_size = info.role_size;
+      }
+      PDLOG_ERROR("{}", FormatAbortLine(role_size, ranks, role));
+    }
+    if (!options_.pod_name.empty()) {
+      ReportFailedContainers(indices);
+      return;
+    }
+    for (int i : indices) {
+      const Child& child = children_[static_cast<size_t>(i)];
+      if (child.info.log_path.empty()) continue;
+      PDLOG_ERROR("{} {} (pid {}) ended with {}; last {} lines of {}:\n{}",
+                  child.info.role == "trainer" ? "rank" : child.info.role, child.info.rank,
+                  child.process.pid(), child.process.status()->Describe(), options_.tail_lines,
+                  child.info.log_path,
+                  TailOfFile(child.info.log_path, child.log_start, options_.tail_lines));
+    }
+  }
+
+  // Today's launcher's account of a failure (contract §11.1), once per run as Paddle's: the
+  // pod's status, the first failed container (in local order among those found together) and
+  // the end of its log, on stdout after what the echo had still to show.
+  void ReportFailedContainers(const std::vector<int>& indices) {
+    if (container_reported_) return;
+    container_reported_ = true;
+    const int first = *std::min_element(indices.begin(), indices.end());
+    const Child& child = children_[static_cast<size_t>(first)];
+    PDLOG_INFO("Pod failed");
+    PDLOG_ERROR(
+        "Container failed !!!\n{}",
+        FormatContainerLine(first, "failed", child.info.spec.argv,
+                            PythonReturnCode(*child.process.status()), child.info.log_path));
+    PDLOG_INFO("{}", kErrorLogDetail);
+    if (child.info.log_path.empty()) return;
+    echo_.DrainLines();
+    std::fflush(stdout);
+    // EPIPE or a closed terminal: the tail is lost, the teardown goes on (as the echo's).
+    WriteAll(STDOUT_FILENO, TailBytesOfFile(child.info.log_path, child.log_start, kErrorTailBytes));
+  }
+
+  SupervisorOptions options_;
+  std::unique_ptr<asio::io_context> own_io_;  // Null when the caller shares its loop.
+  asio::io_context& io_;
+  asio::signal_set signals_;
+  asio::steady_timer grace_timer_;
+  asio::steady_timer tick_timer_;
+  asio::steady_timer reap_timer_;  // RetryReap.
+  std::vector<size_t> unreaped_;   // Exited (pidfd readable) but not yet waitable.
+  StreamDescriptor external_event_;
+  Supervision policy_;
+  std::vector<UniqueFd>
+      created_logs_;  // Before echo_: the echoed files exist before it opens them.
+  ConsoleEcho echo_;
+  std::unique_ptr<JobCgroup> cgroup_;  // Null: the subreaper fallback. Removed last.
+  Watchdog watchdog_;  // Declared before children_: it is disarmed only after they are gone.
+  std::vector<SupervisedProcess> pending_;
+  std::vector<Child> children_;
+  std::vector<StreamDescriptor> stragglers_;
+  size_t pending_stragglers_ = 0;
+  int straggler_generation_ = 0;
+  bool grace_expired_ = false;
+  bool straggler_cleanup_ = false;
+  bool primaries_done_ = false;
+  bool container_reported_ = false;  // Today's console: the failed container was shown.
+  bool idle_ = false;  // No processes, only external events: run until a stop.
+  bool finished_ = false;
+};
+
+}  // namespace
+
+SupervisorResult Supervise(std::vector<SupervisedProcess> processes,
+                           const SupervisorOptions& options) {
+  EventLoop loop(std::move(processes), options);
+  return loop.Run();
+}
+
+int RunSupervised(std::vector<SupervisedProcess> processes, const SupervisorOptions& options) {
+  return Supervise(std::move(processes), options).exit_code;
+}
+
+}  // namespace pdlaunch

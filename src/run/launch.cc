@@ -1,0 +1,616 @@
+#include "pdlaunch/run/launch.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <string_view>
+#include <system_error>
+
+#include "pdlaunch/base/errors.h"
+#include "pdlaunch/base/logging.h"
+#include "pdlaunch/base/version.h"
+#include "pdlaunch/cli/address_syntax.h"
+#include "pdlaunch/cli/cli.h"
+#include "pdlaunch/cli/master_config.h"
+#include "pdlaunch/coord/elastic.h"
+#include "pdlaunch/plan/cloud.h"
+#include "pdlaunch/plan/dry_run.h"
+#include "pdlaunch/plan/messages.h"
+#include "pdlaunch/plan/node.h"
+#include "pdlaunch/plan/ports.h"
+#include "pdlaunch/plan/ps.h"
+#include "pdlaunch/plan/slurm.h"
+#include "pdlaunch/plan/topology.h"
+#include "pdlaunch/plan/trainer_env.h"
+#include "pdlaunch/plan/training_command.h"
+#include "pdlaunch/process/pod_console.h"
+#include "pdlaunch/process/process.h"
+#include "pdlaunch/process/run_recorder.h"
+#include "pdlaunch/process/supervisor.h"
+#include "run/launch_support.h"
+
+namespace pdlaunch {
+namespace fs = std::filesystem;
+
+namespace {
+
+using internal::BuildTrainerProcesses;
+using internal::CheckFixedPortsFree;
+using internal::ChooseEcho;
+using internal::DecidePs;
+using internal::EnvironmentMap;
+using internal::GatherNodeEnv;
+using internal::GetEnv;
+using internal::GivenStartPort;
+using internal::LocalPorts;
+using internal::PlanLocalPorts;
+using internal::PrepareLogDir;
+using internal::PsDecision;
+using internal::ResolveCollectiveDevices;
+using internal::TempDir;
+
+/// Paddle's default start port for multi-node jobs (contract §3.4).
+constexpr int kDefaultMultiNodeStartPort = 6070;
+
+/// Fixed ports for several nodes or under PaddleCloud (contract §3.4), else free locked ports.
+LocalPorts PlanPorts(const LaunchOptions& options, const NodeIdentity& node, int num_local,
+                     bool cloud) {
+  std::optional<int> start = GivenStartPort(options);
+  if (!start && (node.node_ips.size() > 1 || cloud)) start = kDefaultMultiNodeStartPort;
+  return PlanLocalPorts(start, num_local);
+}
+
+/// Fixed ports are checked on the node that uses them: its trainers' ports, and MASTER_PORT on
+/// node 0 (where the rendezvous store listens).
+void CheckLocalPortsFree(const Cluster& cluster) {
+  std::vector<int> ports;
+  for (const Trainer& trainer : cluster.local_pod().trainers)
+    ports.push_back(trainer.endpoint.port);
+  if (cluster.local_index == 0) ports.push_back(cluster.master.port);
+  CheckPortsFree(ports);
+}
+
+/// Which entry of --ips this node is; host names in --ips are resolved (forward) only if needed.
+NodeIdentity ResolveThisNode(const LaunchOptions& options) {
+  const NodeEnv env = GatherNodeEnv(options.ips, options.host);
+  NodeIdentity node = ResolveNode(options.ips, options.host, env);
+  if (node.node_ips.size() > 1) {
+    PDLOG_INFO("This node is {}, node {} of {} in --ips (found by {})",
+               node.node_ips[static_cast<size_t>(node.node_index)], node.node_index,
+               node.node_ips.size(), node.how);
+  }
+  return node;
+}
+
+/// The cluster from the PaddleCloud variables (contract §5.2).
+Cluster PlanCloudCluster(const LaunchOptions& options, const CloudEnv& cloud,
+                         const DevicePlan& devices) {
+  const int start = GivenStartPort(options).value_or(kDefaultCloudStartPort);
+  CloudCluster result = BuildCloudCluster(cloud, options.ips, devices, start);
+  for (const std::string& warning : result.warnings) PDLOG_WARN("{}", warning);
+  const Cluster& cluster = result.cluster;
+  PDLOG_INFO("PaddleCloud job: this node is {}, node {} of {} in PADDLE_TRAINERS",
+             cluster.local_pod().ip, cluster.local_index, cluster.pods.size());
+  return std::move(result.cluster);
+}
+
+/// The plan's warnings and notes; the legacy console adds its mode lines, which today's
+/// launcher does not print.
+void LogDevicePlan(const DevicePlan& plan, bool todays_console) {
+  for (const std::string& line : plan.warnings) PDLOG_WARN("{}", line);
+  for (const std::string& line : plan.info) PDLOG_INFO("{}", line);
+  if (todays_console) return;
+  if (plan.backend == "gloo") PDLOG_WARN("launch start with CPUONLY mode");
+  fmt::print("{}\n", plan.mode_line);
+}
+
+/// Everything needed to start the local trainers, decided before anything starts.
+struct CollectivePlan {
+  Cluster cluster;
+  LocalPorts ports;
+  DevicePlan devices;
+};
+
+CollectivePlan PlanCollective(const LaunchOptions& options, const EnvMap& env) {
+  CollectivePlan plan;
+  plan.devices = ResolveCollectiveDevices(options);
+  const std::optional<CloudEnv> cloud = DetectCloud(env);
+  if (cloud && UsesCloudCluster(*cloud)) {
+    plan.cluster = PlanCloudCluster(options, *cloud, plan.devices);
+  } else {
+    const NodeIdentity node = ResolveThisNode(options);
+    const int num_local = static_cast<int>(plan.devices.devices_per_proc.size());
+    plan.ports = PlanPorts(options, node, num_local, cloud.has_value());
+    plan.cluster =
+        BuildCollectiveCluster(node, plan.devices, plan.ports.ports, plan.ports.master_port);
+  }
+  if (!plan.ports.reservation) CheckLocalPortsFree(plan.cluster);
+  return plan;
+}
+
+}  // namespace
+
+/// What a command line asks for, decided before anything is printed or started: every check
+/// that can end in a usage error (exit 2) happens here, before the configuration dump and before
+/// any check that gives exit 1 (a missing script must not hide a bad --gpus).
+struct JobDecision {
+  LaunchOptions options;  ///< With `--master etcd://` mapped to the elastic flags.
+  LaunchPath path;
+  JobMode mode = JobMode::kCollective;
+  bool rpc = false;
+  bool ps_counts = false;  ///< Today's PS form: counts, not endpoint lists (§7.2.2).
+  ElasticDecision elastic;
+  std::optional<SlurmStep> slurm;  ///< Inside an srun step of several nodes (docs/slurm.md).
+};
+
+/// A Slurm step of several nodes is the --ips job of its nodes, this node chosen by SLURM_NODEID;
+/// the names are resolved once, forward only (docs/slurm.md).
+void ApplySlurmStep(LaunchOptions& options, const SlurmStep& step) {
+  std::vector<std::string> addresses;
+  for (const std::string& name : step.nodes) {
+    if (IsIpLiteral(name)) {
+      addresses.push_back(name);
+      continue;
+    }
+    std::vector<std::string> found;
+    try {
+      found = ResolveHostName(name);
+    } catch (const LaunchError&) {
+    }
+    if (found.empty()) {
+      throw LaunchError(fmt::format("cannot resolve the Slurm node name '{}' (from {})", name,
+                                    step.source));
+    }
+    addresses.push_back(found.front());
+  }
+  const std::string& self = addresses.at(static_cast<size_t>(step.node_rank));
+  PDLOG_INFO("Slurm step of {} nodes [{}] ({}); this node is {} ({}), SLURM_NODEID {}",
+             step.nodes.size(), fmt::join(step.nodes, ", "), step.source,
+             step.nodes[static_cast<size_t>(step.node_rank)], self, step.node_rank);
+  options.ips = fmt::format("{}", fmt::join(addresses, ","));
+  options.given.insert("ips");
+  if (!options.host) options.host = self;
+}
+
+/// Flags that act only in elastic jobs; given to another job they are said to do nothing.
+void WarnModeBoundFlags(const LaunchOptions& options) {
+  for (const char* dest : {"max_restart", "elastic_pre_hook", "scale", "force"}) {
+    if (!options.WasGiven(dest) || options.from_env.count(dest) != 0) continue;
+    PDLOG_WARN(
+        "--{} has no effect here: it applies to elastic jobs (--elastic_server, --job_id and "
+        "--np, or --master etcd://host:port); this job runs once and is not restarted "
+        "(docs/elastic.md)",
+        dest);
+  }
+}
+
+/// A --master (HTTP) that the job does not use because a multi-node --ips gives the nodes
+/// (docs/master.md, "Which path"): said once, by the run and by --dry_run.
+std::optional<std::string> UnusedMasterNote(const JobDecision& d) {
+  const LaunchOptions& options = d.options;
+  if (d.path.kind != LaunchPath::Kind::kDefault || d.rpc || d.ps_counts || !options.master ||
+      !options.WasGiven("ips") || SplitAndStrip(options.ips, ',').size() < 2) {
+    return std::nullopt;
+  }
+  return fmt::format(
+      "--master {} is not used: --ips lists the nodes, and the job forms from that list without "
+      "a master (give one of the two)",
+      *options.master);
+}
+
+/// --gpus and --nproc_per_node against CUDA_VISIBLE_DEVICES, and the fixed ports they need,
+/// without probing the machine (the real plan comes later).
+void CheckDeviceUsage(const LaunchOptions& options, const EnvMap& env) {
+  const auto cuda = env.find("CUDA_VISIBLE_DEVICES");
+  const std::optional<std::string> visible =
+      cuda == env.end() || cuda->second.empty() ? std::nullopt
+                                                : std::optional<std::string>(cuda->second);
+  const std::optional<int> start = GivenStartPort(options);
+  if (!options.gpus && !visible && !options.nproc_per_node && !start) return;
+  FakeDeviceProbe probe(0);  // No GPU unless listed: never a usage error the machine would not give.
+  DevicePlan plan;
+  try {
+    plan = ResolveDevices(options.gpus, options.nproc_per_node, options.backend,
+                          internal::DeviceEnvOf(options, visible), probe);
+  } catch (const UsageError&) {
+    throw;
+  } catch (const LaunchError&) {
+    return;  // Not a usage error (e.g. nccl without GPUs): Run reports it.
+  }
+  // At least one process (GPUs the machine has but the command does not list may add more:
+  // those are checked when the ports are planned).
+  const int processes = std::max<int>(1, static_cast<int>(plan.devices_per_proc.size()));
+  const int needed = processes + 1;  // + MASTER_PORT.
+  if (start && *start + needed - 1 > 65535) {
+    throw UsageError(fmt::format(
+        "--start_port {}: {} process{} and MASTER_PORT need ports {}..{}, past 65535", *start,
+        processes, processes == 1 ? "" : "es", *start, *start + needed - 1));
+  }
+}
+
+JobDecision Decide(const LaunchOptions& given_options, const EnvMap& env) {
+  JobDecision d;
+  d.options = given_options;
+  LaunchOptions& options = d.options;
+  CheckAddressArguments(options);  // A malformed address never reaches the resolver.
+  CheckAddressVariables(options, env);
+  d.path = SelectLaunchPath(options, env);
+  // --start_port, FLAGS_START_PORT and PADDLE_START_PORT, in every mode: a bad one must not wait
+  // until a path plans its ports (a --master node would be hosting by then).
+  GivenStartPort(options);
+  if (d.path.kind == LaunchPath::Kind::kEtcd) {
+    // --master etcd://host:port is the elastic controller with --nnodes as its np (docs/master.md).
+    options.elastic_server = d.path.etcd_server;
+    options.np = d.path.etcd_np;
+    options.given.insert("elastic_server");
+    options.given.insert("np");
+  }
+  d.rpc = options.run_mode == "rpc";
+  if (d.rpc && !options.master) {
+    throw UsageError("--run_mode rpc needs --master host:port (the RPC master endpoint)");
+  }
+  d.mode = d.rpc ? JobMode::kCollective : SelectMode(options);
+  d.ps_counts = d.mode == JobMode::kPs && options.servers.empty() && options.workers.empty() &&
+                (d.path.kind == LaunchPath::Kind::kMaster || UsesNewInterface(options) ||
+                 (!options.server_num && !options.worker_num));
+  if (d.ps_counts) {
+    // Today's form takes 0 (or nothing) as one, as Paddle's `args.server_num or 1`; a negative
+    // count is no count at all (Paddle would start no process of that role).
+    for (const auto& [count, dest] : {std::pair{options.server_num, "server_num"},
+                                      std::pair{options.worker_num, "worker_num"}}) {
+      if (!count) continue;
+      CheckProcessCount(options.FlagName(dest), *count, 0, " (0 means 1)");
+    }
+  }
+  if (d.path.kind == LaunchPath::Kind::kMaster && d.mode != JobMode::kCollective &&
+      !d.ps_counts) {
+    throw UsageError(
+        "--master/--nnodes takes --server_num/--trainer_num, not --servers/--trainers lists or "
+        "heter workers (give the lists to every node without --master instead)");
+  }
+  if (d.mode == JobMode::kCollective && d.path.kind != LaunchPath::Kind::kMaster && !d.rpc) {
+    d.elastic = ResolveElasticConfig(options, env);
+  }
+  if (d.mode == JobMode::kCollective) CheckDeviceUsage(options, env);
+  // Explicit flags, PaddleCloud and Kubeflow always win over Slurm.
+  if (d.mode == JobMode::kCollective && d.path.kind == LaunchPath::Kind::kDefault && !d.rpc &&
+      !d.elastic.config && !options.WasGiven("ips") && !options.master && !DetectCloud(env)) {
+    d.slurm = DetectSlurmStep(env);
+    if (d.slurm && d.slurm->nodes.size() < 2) d.slurm.reset();  // One node: nothing to do.
+  }
+  return d;
+}
+
+/// Where the run's topology comes from, for --report and --dry_run.
+const char* PathName(const JobDecision& d) {
+  if (d.elastic.config) return "elastic";
+  if (d.slurm) return "slurm";
+  switch (d.path.kind) {
+    case LaunchPath::Kind::kMaster: return "master";
+    case LaunchPath::Kind::kEtcd: return "elastic";
+    case LaunchPath::Kind::kDefault: break;
+  }
+  return d.options.WasGiven("ips") ? "ips" : "local";
+}
+
+DryRunPlan::PsJob PsJobOf(const PsPlan& plan) {
+  DryRunPlan::PsJob job;
+  job.servers = EndpointStrings(plan.servers);
+  job.workers = EndpointStrings(plan.workers);
+  for (const auto& stage : plan.heter_stages) job.heter_stages.push_back(EndpointStrings(stage));
+  job.gloo_http = plan.http.ToString();
+  job.hosts = plan.node.node_ips;
+  if (!job.hosts.empty()) job.this_host = job.hosts[static_cast<size_t>(plan.node.node_index)];
+  return job;
+}
+
+/// --dry_run: the decisions and the plan of a real run as JSON; nothing is started or written.
+int RunDryRun(JobDecision decision) {
+  if (decision.slurm) ApplySlurmStep(decision.options, *decision.slurm);
+  const LaunchOptions& options = decision.options;
+  const EnvMap env = EnvironmentMap();
+  DryRunPlan plan;
+  plan.mode = decision.rpc ? "rpc" : decision.mode == JobMode::kCollective ? "collective" : "ps";
+  plan.launch_path = PathName(decision);
+  const TrainingCommand command = ResolveTrainingCommand(
+      options.training_script, options.training_script_args, GetEnv("PADDLE_LAUNCH_PYTHON"),
+      GetEnv("PATH").value_or("/bin:/usr/bin"));  // A missing script: the real run's error.
+  plan.command = command.argv;
+  if (const std::optional<std::string> note = UnusedMasterNote(decision)) {
+    plan.notes.push_back(*note);
+  }
+  if (decision.path.kind == LaunchPath::Kind::kMaster || decision.rpc || decision.ps_counts) {
+    const MasterSettings& master = *decision.path.master;
+    plan.notes.push_back(fmt::format(
+        "the cluster is decided at the rendezvous: {} nodes through the master {}", master.nnodes,
+        master.master_given ? fmt::format("{}:{}", master.master_host, master.master_port)
+                            : std::string("this node would host (its address and a free port)")));
+  } else if (decision.elastic.config) {
+    plan.notes.push_back("the cluster is decided in etcd when the nodes register (elastic)");
+  } else if (decision.mode != JobMode::kCollective) {
+    if (DetectCloud(env)) {
+      plan.notes.push_back(
+          "PaddleCloud starts each role itself: the script would run once, as it is, with the "
+          "launcher's environment and console");
+    } else {
+      const PsDecision ps = DecidePs(options, decision.mode, "(a new temporary directory)",
+                                     fs::absolute(options.log_dir).string());
+      if (!ps.reservation) CheckFixedPortsFree(ps.plan);
+      plan.device_mode = ps.accelerators > 0 ? "gpu" : "cpu";
+      plan.ps = PsJobOf(ps.plan);
+      for (const PsProcess& p : ps.plan.processes) {
+        plan.processes.push_back({PsRoleName(p.role), p.global_id, p.local_index, p.log_name,
+                                  p.env});
+      }
+    }
+  } else {
+    const CollectivePlan collective = PlanCollective(options, env);
+    plan.device_mode = collective.devices.mode == DeviceMode::kGpu ? "gpu" : "cpu";
+    plan.cluster = collective.cluster;
+    const JobEnv job{"(a new temporary directory)", GetEnv("PADDLE_WITH_GLOO").value_or("0"),
+                     fs::absolute(options.log_dir).string()};
+    const WorldValues world(collective.cluster);
+    for (const Trainer& trainer : collective.cluster.local_pod().trainers) {
+      plan.processes.push_back({"trainer", trainer.global_rank, trainer.local_rank,
+                                fmt::format("workerlog.{}", trainer.local_rank),
+                                TrainerVariables(collective.cluster, trainer, job, world)});
+    }
+  }
+  fmt::print("{}", FormatDryRun(plan));
+  return 0;
+}
+
+// `announce` prints the configuration dump: called once the job's usage checks have passed
+// (the cluster, the PS plan, the start port, PaddleCloud's variables), before anything starts,
+// so that a usage error stays one line on stderr and nothing on stdout (docs/cli.md).
+int RunDecided(JobDecision decision, const EnvMap& env, const std::function<void()>& announce) {
+  if (decision.slurm) ApplySlurmStep(decision.options, *decision.slurm);
+  const LaunchOptions& options = decision.options;
+  const LaunchPath& path = decision.path;
+  const JobMode mode = decision.mode;
+  const bool rpc = decision.rpc;
+  const bool ps_counts = decision.ps_counts;
+  if (!decision.elastic.config) WarnModeBoundFlags(options);
+  if (const std::optional<std::string> note = UnusedMasterNote(decision)) PDLOG_WARN("{}", *note);
+  const TrainingCommand command = ResolveTrainingCommand(
+      options.training_script, options.training_script_args, GetEnv("PADDLE_LAUNCH_PYTHON"),
+      GetEnv("PATH").value_or("/bin:/usr/bin"));
+  if (path.kind == LaunchPath::Kind::kMaster || rpc || ps_counts) {
+    if (!path.master) throw UsageError("--ips cannot be combined with this job's mode");
+    announce();
+    return internal::RunMaster(options, *path.master, command, ps_counts, rpc);
+  }
+  if (mode != JobMode::kCollective) return internal::RunPs(options, mode, command, announce);
+  const ElasticDecision& elastic = decision.elastic;
+  // The legacy launcher's note on its elastic mode; held until the dump is out.
+  const bool todays_console = UsesNewInterface(options);
+  if (!elastic.info.empty() && !todays_console) PDLOG_INFO("{}", elastic.info);
+  if (elastic.config) {
+    announce();
+    if (options.WasGiven("ips")) {
+      PDLOG_WARN("--ips is ignored in elastic mode: the nodes come from etcd");
+    }
+    return internal::RunElastic(options, *elastic.config, command);
+  }
+  CollectivePlan plan = PlanCollective(options, env);
+  announce();
+  LogDevicePlan(plan.devices, todays_console);
+  const fs::path log_dir = PrepareLogDir(options.log_dir);
+  TempDir gloo_dir;
+  const JobEnv job{gloo_dir.path(), GetEnv("PADDLE_WITH_GLOO").value_or("0"), log_dir.string()};
+  const WorldValues world(plan.cluster);
+  std::vector<SupervisedProcess> processes =
+      BuildTrainerProcesses(plan.cluster, world, command, job, log_dir, options.log_overwrite);
+  // One rule for the files and the console (docs/cli.md): today's interface gets the pod log
+  // and today's console, the legacy one endpoints.log and its console.
+  const std::string pod = todays_console ? internal::NewPodName() : std::string();
+  internal::WriteEndpointsFile(log_dir, options.job_id.value_or("default"), pod,
+                               plan.cluster.world_endpoints(), options.log_overwrite);
+
+  const Cluster& cluster = plan.cluster;
+  TheRunReport().node_rank = cluster.local_index;
+  TheRunReport().nodes = static_cast<int>(cluster.pods.size());
+  if (todays_console) {
+    PDLOG_DEBUG(
+        "First process distributed environment info: {}",
+        FormatDistributedEnvs(TrainerTable(cluster, cluster.local_pod().trainers.at(0), world)));
+  } else {
+    PDLOG_INFO(
+        "Local start {} processes. First process distributed environment info (Only For Debug): "
+        "{}",
+        processes.size(),
+        FormatDistributedEnvs(TrainerTable(cluster, cluster.local_pod().trainers.at(0), world)));
+    PDLOG_INFO(
+        "details about PADDLE_TRAINER_ENDPOINTS can be found in {}/endpoints.log, and detail "
+        "running logs maybe found in {}/workerlog.0",
+        options.log_dir, options.log_dir);
+  }
+
+  SupervisorOptions supervisor;
+  internal::ChooseConsole(supervisor, pod);
+  supervisor.grace_seconds = options.grace;
+  supervisor.echo_path = processes.front().log_path;
+  ChooseEcho(supervisor, options, cluster.pods.size() > 1, cluster.local_pod().ip);
+  supervisor.remove_if_killed = {gloo_dir.path()};
+  return RunSupervised(std::move(processes), supervisor);
+}
+
+int Run(const LaunchOptions& options) {
+  const EnvMap env = EnvironmentMap();
+  return RunDecided(Decide(options, env), env, [] {});
+}
+
+namespace {
+
+/// A launch refused at set-up (a missing script, a bad #! line, a duplicate endpoint) must not
+/// leave behind a log directory it created: removed when this run created it and no process
+/// wrote a byte there (what is left are empty logs and the launcher's own endpoints/pod logs).
+class LogDirGuard {
+ public:
+  explicit LogDirGuard(std::string dir)
+      : dir_(std::move(dir)), made_(internal::MissingDirectories(dir_)) {}
+  void CleanUp() const {
+    std::error_code ec;
+    if (made_.empty() || !fs::is_directory(dir_, ec)) return;
+    for (const fs::directory_entry& entry : fs::directory_iterator(dir_, ec)) {
+      const std::string name = entry.path().filename().string();
+      const bool output = name.starts_with("workerlog.") || name.starts_with("serverlog.") ||
+                          name.starts_with("heterlog.");
+      if (!entry.is_regular_file(ec) || (output && entry.file_size(ec) != 0)) return;
+    }
+    fs::remove_all(dir_, ec);
+    internal::RemoveEmptyDirectories(made_);  // The parents this run made, if still empty.
+  }
+
+ private:
+  std::string dir_;
+  std::vector<fs::path> made_;  // Deepest first; empty: the directory existed.
+};
+
+}  // namespace
+
+namespace {
+
+/// Fills in the outcome and writes --report, if asked; the launcher's exit code is unchanged.
+int Finish(const std::optional<std::string>& report_path, int code, const std::string& error) {
+  if (!report_path) return code;
+  RunReport& report = TheRunReport();
+  report.exit_code = code;
+  report.end_time = WallClockNow();
+  if (!error.empty()) {
+    report.reason = error;
+  } else if (code == 0) {
+    report.reason = "success";
+  } else if (report.root_cause) {
+    report.reason = "process failure";
+  } else if (report.signal) {
+    report.reason = "signal " + SignalName(*report.signal);
+  } else {
+    report.reason = fmt::format("exit code {}", code);
+  }
+  if (const auto failed = WriteRunReport(*report_path, report)) {
+    fmt::print(stderr, "launch: warning: --report: {}\n", *failed);
+  }
+  return code;
+}
+
+std::string HostName() {
+  char name[256] = {};
+  return ::gethostname(name, sizeof name - 1) == 0 ? std::string(name) : std::string();
+}
+
+}  // namespace
+
+int Main(int argc, char** argv) {
+  // Descriptors 0-2 exist (on /dev/null where the caller closed them, `launch ... >&-`): a file
+  // opened later must not become our stdout or stderr, nor a rank's log its own stdout.
+  for (int fd = 0; fd <= 2; ++fd) {
+    if (::fcntl(fd, F_GETFD) < 0 && errno == EBADF) ::open("/dev/null", O_RDWR);
+  }
+  // The console may go away (a closed pipe); that must not kill the launcher and orphan the job.
+  ::signal(SIGPIPE, SIG_IGN);
+  // An inherited SIG_IGN would make the kernel reap our children before we see their status.
+  ::signal(SIGCHLD, SIG_DFL);
+  RaiseOpenFileLimit();
+  SetupLogging();
+  RunReport& report = TheRunReport();
+  report.version = kVersion;
+  report.command_line.assign(argv, argv + argc);
+  report.host = HostName();
+  report.start_time = WallClockNow();
+  std::optional<LogDirGuard> log_dir;
+  std::optional<std::string> report_path;  // Known once parsed; a usage error writes none.
+  std::function<void()> announce;          // Prints the configuration dump, once.
+  try {
+    CommandLine command_line = ParseCommandLine(std::vector<std::string>(argv + 1, argv + argc));
+    if (command_line.exit_text) {
+      fmt::print("{}", *command_line.exit_text);
+      return 0;
+    }
+    LaunchOptions& options = command_line.options;
+    const EnvMap env = EnvironmentMap();
+    const std::vector<std::string> notes = ApplyEnvironmentTwins(options, env);
+    SetLogLevel(options.log_level);
+    // Today's interface gets today's console (docs/cli.md, "Console"), usage errors aside.
+    const bool todays_console = UsesNewInterface(options);
+    if (todays_console) SetLogStyle(LogStyle::kLaunch);
+    options.program = argv[0];
+    options.command_line.assign(argv + 1, argv + argc);
+    JobDecision decision = Decide(options, env);  // Usage errors: one line, nothing else.
+    if (options.dry_run) return RunDryRun(decision);  // No dump, no log dir, no report.
+    if (options.report) {
+      // A report that cannot be written is said now, before anything starts: set-up error.
+      if (const std::optional<std::string> problem = ReportPathProblem(*options.report)) {
+        throw LaunchError(fmt::format("cannot write --report file '{}': {}", *options.report,
+                                      *problem));
+      }
+    }
+    report_path = options.report;
+    report.mode = decision.rpc ? "rpc" : decision.mode == JobMode::kCollective ? "collective" : "ps";
+    report.launch_path = PathName(decision);
+    log_dir.emplace(decision.options.log_dir);
+    // The dump comes first on the console, once the path's usage checks have passed: what the
+    // planning logs before it is held and written right after it (logging.h).
+    HoldLines();
+    for (const std::string& note : notes) PDLOG_INFO("{}", note);
+    // By value: the error handlers below may call it after `options` is gone.
+    if (todays_console) {
+      // Paddle 2.3+ logs its options, then the job, through its logger (contract §10.2).
+      std::vector<std::string> first = ConfigurationLogLines(options);
+      first.push_back(FormatJobLine(options.job_id.value_or("default"), report.mode,
+                                    options.nnodes.value_or("")));
+      announce = [first = std::move(first), announced = false]() mutable {
+        if (announced) return;
+        announced = true;
+        ReleaseHeldLines(first);
+      };
+    } else {
+      announce = [dump = FormatConfigurationArguments(options), announced = false]() mutable {
+        if (announced) return;
+        announced = true;
+        fmt::print("{}", dump);
+        std::fflush(stdout);
+        ReleaseHeldLines();
+      };
+    }
+    const int code = RunDecided(std::move(decision), env, announce);
+    ReleaseHeldLines();
+    // Paddle's finalize line, once a pod was deployed (not after a failed rendezvous).
+    // A run ended by a signal ends with "Exit with signal N" instead, as Paddle's.
+    if (todays_console && !report.processes.empty() && !report.signal) {
+      PDLOG_INFO("Exit code {}", code);
+    }
+    return Finish(report_path, code, "");
+  } catch (const LaunchError& e) {
+    // A usage error is alone; a set-up error comes after the dump and what was logged, as the
+    // run would have printed them.
+    if (e.exit_code() == kExitUsageError) {
+      DropHeldLines();
+    } else if (announce) {
+      announce();
+    }
+    std::fflush(stdout);
+    if (argc == 1) {  // A bare `launch`: the short usage line.
+      fmt::print(stderr, "usage: launch [options] training_script [training_script_args ...]\n");
+    }
+    fmt::print(stderr, "launch: error: {}\n", OneLine(e.what()));
+    if (log_dir) log_dir->CleanUp();
+    return Finish(e.exit_code() == kExitUsageError ? std::nullopt : report_path, e.exit_code(),
+                  e.what());
+  } catch (const std::exception& e) {
+    if (announce) announce();
+    std::fflush(stdout);
+    fmt::print(stderr, "launch: error: {}\n", OneLine(e.what()));
+    if (log_dir) log_dir->CleanUp();
+    return Finish(report_path, kExitSetupError, e.what());
+  }
+}
+
+}  // namespace pdlaunch

@@ -1,0 +1,800 @@
+// The master-rendezvous controller (docs/master.md): one node of a collective job whose nodes find
+// each other through an HTTP KV master (`--master ip:port --nnodes N`, or no --master: this node
+// hosts it). Phases, all on one event loop shared with the master's server and clients:
+//   1. rendezvous: publish this node, wait (with a deadline) until --nnodes nodes have;
+//   2. run: the ranks, supervised; heartbeats and the job's failure record watched meanwhile;
+//   3. completion: report done; the hosting node stays until every node has.
+// Decisions come from rendezvous.h (pure); this file carries them out.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <system_error>
+
+#include "pdlaunch/base/endpoint.h"
+#include "pdlaunch/base/errors.h"
+#include "pdlaunch/base/exit_status.h"
+#include "pdlaunch/base/logging.h"
+#include "pdlaunch/cli/cli.h"
+#include "pdlaunch/cli/master_config.h"
+#include "pdlaunch/cli/options.h"
+#include "pdlaunch/coord/http_master.h"
+#include "pdlaunch/coord/rendezvous.h"
+#include "pdlaunch/plan/messages.h"
+#include "pdlaunch/plan/node.h"
+#include "pdlaunch/plan/trainer_env.h"
+#include "pdlaunch/process/run_recorder.h"
+#include "pdlaunch/process/supervisor.h"
+#include "run/launch_support.h"
+#include "run/master_jobs.h"
+
+namespace pdlaunch::internal {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+/// Seconds between two "waiting" lines.
+constexpr double kStatusInterval = 5.0;
+/// How long a participant's long-poll may be parked at the master.
+constexpr double kPollSeconds = 20.0;
+/// Polling period against a master that is not pdlaunch's (Paddle's cannot long-poll).
+constexpr double kForeignPollSeconds = 0.5;
+/// Longest pause between two attempts to reach the master.
+constexpr double kMaxBackoff = 1.0;
+/// How long an exiting launcher keeps the loop running to deliver its last record.
+constexpr double kFlushSeconds = 3.0;
+
+double SecondsSince(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+bool IsLocalAddress(const std::string& address) {
+  if (IsLoopbackAddress(address)) return true;
+  for (const std::string& local : LocalInterfaceAddresses()) {
+    if (local == address) return true;
+  }
+  return false;
+}
+
+/// This node's address without a master to route to: --host/POD_IP, else the first
+/// non-loopback IPv4 address of an interface, else 127.0.0.1.
+std::string AddressWithoutMaster(const std::optional<std::string>& host) {
+  if (host) return *host;
+  for (const std::string& address : LocalInterfaceAddresses()) {
+    if (address.find(':') == std::string::npos && !IsLoopbackAddress(address)) return address;
+  }
+  PDLOG_WARN("no non-loopback IPv4 address found; this node is 127.0.0.1 (set --host)");
+  return "127.0.0.1";
+}
+
+std::string DescribePeer(const PeerInfo& peer) {
+  return fmt::format("{} ({})", ParseEndpoint(peer.candidate).host, peer.name);
+}
+
+class MasterNode {
+ public:
+  MasterNode(const LaunchOptions& options, const MasterSettings& settings,
+             std::unique_ptr<MasterJob> job)
+      : options_(options),
+        settings_(settings),
+        job_(std::move(job)),
+        keys_(settings.job_id),
+        pod_(NewPodName()) {}
+
+  int Run();
+
+ private:
+  enum class Phase { kRendezvous, kRunning, kCompleting, kDone };
+
+  std::optional<int> Plan();
+  std::optional<int> ChooseHost();
+  std::optional<int> ResolveMaster(Clock::time_point deadline);
+  bool TryToServe();
+  void SetOwnKey();
+  void StartRendezvous();
+  void StartServing();
+  std::optional<int> WaitForWorld();
+  std::optional<int> WaitIdle(std::string waiting_for);
+  int RunRanks();
+  int Complete();
+  int Finish(int code);
+
+  // The participant's side of the wire.
+  void Contact();
+  void Register();
+  void Poll();
+  void Heartbeat();
+  void Retry(std::function<void()> call, const std::string& error);
+  void Put(const std::string& key, const std::string& value, const std::string& query,
+           std::function<void(bool)> done);
+
+  void OnTick();
+  void OnNews(const std::map<std::string, std::string>& kvs);
+  void OnRendezvousNews(const std::map<std::string, std::string>& kvs, const CoordState& coord);
+  void OnRunNews(const CoordState& coord);
+  void PublishFailure(const JobFailure& failure);
+  void PublishDone();
+  void Stop();
+  std::string MasterText() const { return Endpoint{settings_.master_host, port_}.ToString(); }
+
+  const LaunchOptions& options_;
+  MasterSettings settings_;
+  std::unique_ptr<MasterJob> job_;
+  MasterKeys keys_;
+  std::string pod_;
+
+  EventLoopHandle loop_;
+  std::unique_ptr<KvHttpServer> server_;    // Set on the hosting node.
+  std::unique_ptr<KvHttpClient> client_;    // Set on the others.
+  std::unique_ptr<LoopTimer> tick_;
+  std::unique_ptr<LoopTimer> retry_;
+  std::function<void()> stop_;              // The running Supervise call's stop hook.
+
+  std::unique_ptr<PortReservation> master_port_;
+  std::string master_address_;  // Numeric.
+  bool master_is_local_ = false;  // master_address_ is this host's: it may serve the master.
+  int port_ = 0;
+  std::string node_ip_;
+  std::string value_;  // What this node publishes under own_key_.
+  std::string own_key_;
+
+  Phase phase_ = Phase::kRendezvous;
+  Clock::time_point start_ = Clock::now();
+  Clock::time_point last_status_ = Clock::now();
+  Clock::time_point last_contact_ = Clock::now();
+  Clock::time_point last_heartbeat_{};
+  double backoff_ = 0.1;
+  bool foreign_ = false;     // The master is not pdlaunch's (Paddle's own): no long-poll, no TTL.
+  bool registered_ = false;  // Our keys are at the master.
+  bool answered_ = false;    // The master has answered this participant once.
+  bool polling_ = false;
+  int64_t revision_ = 0;
+  std::string last_error_;
+  std::map<std::string, std::string> kvs_;
+  std::set<std::string> seen_alive_;
+  std::vector<std::string> members_;
+  std::vector<std::string> peer_keys_;
+  std::vector<std::string> member_addresses_;
+  int own_index_ = 0;
+  std::optional<std::string> rendezvous_error_;
+  std::optional<JobFailure> failure_;  // The job's root cause, once known.
+  bool lost_reported_ = false;
+  int pending_puts_ = 0;
+};
+
+int MasterNode::Run() {
+  // A log directory that cannot be made fails the node now, not after the rendezvous; one made
+  // here is removed again if the world never forms (it is still empty then).
+  const std::vector<fs::path> made = MissingDirectories(options_.log_dir);
+  PrepareLogDir(options_.log_dir);
+  if (const std::optional<int> code = Plan()) {  // Stopped by a signal.
+    RemoveEmptyDirectories(made);
+    return Finish(*code);
+  }
+  StartRendezvous();
+  if (const std::optional<int> code = WaitForWorld()) {
+    RemoveEmptyDirectories(made);
+    return Finish(*code);
+  }
+  return RunRanks();
+}
+
+// A one-node job (--nnodes 1: a PS or RPC job of today's interface) contacts no master, as
+// Paddle's: its world is itself.
+bool Solo(const MasterSettings& settings) { return settings.nnodes == 1; }
+
+std::optional<int> MasterNode::Plan() {
+  if (Solo(settings_)) {
+    node_ip_ = settings_.host.value_or("127.0.0.1");
+  } else if (const std::optional<int> code = ChooseHost()) {
+    return code;
+  }
+  job_->Plan(node_ip_);
+  value_ = job_->Value(pod_, settings_.rank);
+  SetOwnKey();
+  return std::nullopt;
+}
+
+// The address of the master's host into master_address_, resolved (forward only). A host name
+// is tried again every 0.5 s until the rendezvous deadline, from the loop (signals handled): a
+// Kubernetes service name resolves only once its pod exists. Each try is a blocking
+// getaddrinfo, as long as the resolver's own timeout at most. Returns the exit code when a
+// signal stopped the wait.
+std::optional<int> MasterNode::ResolveMaster(Clock::time_point deadline) {
+  const std::string& host = settings_.master_host;
+  if (IsIpLiteral(host)) {
+    master_address_ = host;
+    return std::nullopt;
+  }
+  std::optional<std::string> failure;
+  Clock::time_point last_line{};
+  bool in_loop = false;           // The waiting line only from the loop, once signals are handled.
+  auto attempt = [&]() -> bool {  // True when done: resolved, or failed for good.
+    try {
+      const std::vector<std::string> addresses = ResolveHostName(host, "--master");
+      if (addresses.empty()) return false;
+      PDLOG_INFO("master host {} is {}", host, addresses.front());
+      master_address_ = addresses.front();
+      return true;
+    } catch (const LaunchError& e) {
+      if (Clock::now() >= deadline) {
+        failure = fmt::format(
+            "cannot resolve the master's host name '{}' before the rendezvous "
+            "deadline: {}",
+            host, e.what());
+        return true;
+      }
+      if (in_loop && SecondsSince(last_line) >= kStatusInterval) {
+        PDLOG_WARN("waiting for the master's host name '{}' to resolve ({})", host, e.what());
+        last_line = Clock::now();
+      }
+      return false;
+    }
+  };
+  if (!attempt()) {
+    in_loop = true;
+    LoopTimer retry(loop_.get(), 0.5, [&] {
+      if (stop_ && master_address_.empty() && !failure && attempt()) stop_();
+    });
+    const std::optional<int> code =
+        WaitIdle(fmt::format("the master's host name '{}' to resolve", host));
+    if (code) return code;
+  }
+  if (failure) throw LaunchError(*failure);
+  return std::nullopt;
+}
+
+void MasterNode::SetOwnKey() {
+  const bool hosting = server_ != nullptr || Solo(settings_);
+  own_key_ = keys_.info(hosting && settings_.rank < 0 ? std::string(kHostKeyName) : pod_,
+                        settings_.rank);
+}
+
+// Serving a master on this host's address: true when this launcher now serves it, false when
+// the port is taken. Taken is not proof that another launcher serves it: two sockets bound with
+// SO_REUSEADDR can both fail listen() at the same instant (each sees the other already in
+// LISTEN state), so Contact() tries again when nobody answers there.
+bool MasterNode::TryToServe() {
+  try {
+    server_ = std::make_unique<KvHttpServer>(loop_.get(), master_address_, port_);
+    return true;
+  } catch (const std::system_error& e) {
+    if (e.code().value() != EADDRINUSE) {
+      throw LaunchError(fmt::format("cannot serve the master at {}: {}", MasterText(), e.what()));
+    }
+    return false;
+  }
+}
+
+std::optional<int> MasterNode::ChooseHost() {
+  const Clock::time_point deadline = start_ + std::chrono::duration_cast<Clock::duration>(
+                                                  std::chrono::duration<double>(
+                                                      settings_.rendezvous_timeout));
+  if (!settings_.master_given) {
+    node_ip_ = AddressWithoutMaster(settings_.host);
+    master_port_ = MakeLockingPortAllocator()->Reserve(1);
+    port_ = master_port_->ports().front();
+    server_ = std::make_unique<KvHttpServer>(loop_.get(), node_ip_, port_);
+    master_address_ = node_ip_;
+    settings_.master_host = node_ip_;
+    // This node's own --host and --rank would make every node that pastes the command claim
+    // them (Paddle copies its whole argv).
+    std::string others;
+    for (const std::string& arg : WithoutOptions(options_.command_line, {"host", "rank"})) {
+      others += " " + arg;
+    }
+    fmt::print(
+        "Copy the following command to other nodes to run.\n{}\n{} --master {}{}\n{}\n",
+        std::string(80, '-'), options_.program, Endpoint{node_ip_, port_}.ToString(), others,
+        std::string(80, '-'));
+    std::fflush(stdout);
+    if (settings_.rank >= 0) {
+      PDLOG_WARN("--rank set in the command may not compatible in auto mode");
+      // The command above leaves this node's --rank out, and a world with ranks on some nodes
+      // only is refused: say what the others need.
+      PDLOG_WARN(
+          "the command above has no --rank: give each other node its own (--rank 0..{} "
+          "but {}), or drop --rank here",
+          settings_.nnodes - 1, settings_.rank);
+    }
+  } else {
+    port_ = settings_.master_port;
+    if (const std::optional<int> code = ResolveMaster(deadline)) return code;
+    if (settings_.host) {
+      node_ip_ = *settings_.host;
+    } else if (auto source = SourceAddressFor(master_address_)) {
+      node_ip_ = *source;
+    } else {
+      throw LaunchError(fmt::format("no route from this host to the master {} ({})",
+                                    MasterText(), master_address_));
+    }
+    master_is_local_ = IsLocalAddress(master_address_);
+    if (master_is_local_ && !TryToServe()) {
+      PDLOG_INFO(
+          "the master's port {} is taken on this host (by another launcher, serving it, "
+          "or by another program); this node contacts it",
+          MasterText());
+    }
+  }
+  if (server_) {
+    PDLOG_INFO("this node ({}) hosts the master at {} for job {} ({} nodes)", node_ip_,
+               MasterText(), settings_.job_id, settings_.nnodes);
+  } else {
+    PDLOG_INFO("this node is {}; master {} for job {} ({} nodes)", node_ip_, MasterText(),
+               settings_.job_id, settings_.nnodes);
+  }
+  return std::nullopt;
+}
+
+void MasterNode::StartRendezvous() {
+  if (Solo(settings_)) {
+    registered_ = true;
+    return OnNews({{own_key_, value_}});
+  }
+  PDLOG_INFO("Waiting peer start...");
+  tick_ = std::make_unique<LoopTimer>(loop_.get(), 0.25, [this] { OnTick(); });
+  if (server_) return StartServing();
+  client_ = std::make_unique<KvHttpClient>(loop_.get(), master_address_, port_);
+  Contact();
+}
+
+void MasterNode::StartServing() {
+  KvMemoryStore& store = server_->store();
+  store.Put(keys_.alive(pod_), "1");
+  store.Put(own_key_, value_);
+  registered_ = true;
+  server_->set_on_change([this] { OnNews(server_->store().Prefix(keys_.job_prefix())); });
+  server_->Changed();
+}
+
+// Phase 1 waits in the supervisor's loop (signals handled) with no processes. Returns the exit
+// code when the rendezvous did not complete.
+// A wait in the supervisor's loop with no processes, until stop_ is called (the loop's handlers
+// on the shared io) or a signal comes: then its exit code, 128 + n. Today's console says
+// "Terminating with signal N" and "Exit with signal N" here too, as Paddle's handler does from
+// the start of its rendezvous; `waiting_for` is told with the signal.
+std::optional<int> MasterNode::WaitIdle(std::string waiting_for) {
+  SupervisorOptions wait;
+  wait.io = &loop_.get();
+  wait.stop_hook = &stop_;
+  if (UsesNewInterface(options_)) wait.pod_name = pod_;
+  wait.waiting_for = std::move(waiting_for);
+  const SupervisorResult result = Supervise({}, wait);
+  if (result.signal) return 128 + *result.signal;
+  return std::nullopt;
+}
+
+std::optional<int> MasterNode::WaitForWorld() {
+  if (phase_ == Phase::kRendezvous && !rendezvous_error_) {
+    if (const std::optional<int> code = WaitIdle("the other nodes")) return code;
+  }
+  if (rendezvous_error_) {
+    std::fflush(stdout);
+    fmt::print(stderr, "launch: error: {}\n", OneLine(*rendezvous_error_));
+    return kExitSetupError;
+  }
+  return std::nullopt;
+}
+
+void MasterNode::Contact() {
+  client_->Request("GET", "/healthy", "", 5.0, [this](const HttpReply& reply) {
+    if (reply.status == 0 && master_is_local_ && TryToServe()) {
+      // Nobody listens at the master's port on this host, and now this launcher does: the
+      // launcher that had it is gone, or both lost the race described at TryToServe().
+      PDLOG_INFO(
+          "nobody answered at the master {} ({}); this node ({}) hosts it now for job {} "
+          "({} nodes)",
+          MasterText(), reply.error, node_ip_, settings_.job_id, settings_.nnodes);
+      client_.reset();
+      SetOwnKey();
+      return StartServing();
+    }
+    if (reply.status != 200) {
+      return Retry([this] { Contact(); },
+                   reply.status == 0 ? reply.error : fmt::format("HTTP {}", reply.status));
+    }
+    foreign_ = !reply.server.starts_with("pdlaunch/");
+    if (foreign_) {
+      PDLOG_WARN("the master at {} is not pdlaunch's ({}): no failure detection between nodes",
+                 MasterText(), reply.server);
+    }
+    backoff_ = 0.1;
+    last_contact_ = Clock::now();
+    answered_ = true;
+    Register();
+  });
+}
+
+void MasterNode::Register() {
+  const std::string ttl = fmt::format("?ttl={}", settings_.heartbeat_timeout);
+  const auto put_info = [this](bool ok) {
+    if (!ok) return Retry([this] { Register(); }, last_error_);
+    Put(own_key_, value_, "", [this](bool ok2) {
+      if (!ok2) return Retry([this] { Register(); }, last_error_);
+      registered_ = true;
+      last_heartbeat_ = Clock::now();
+      Poll();
+    });
+  };
+  if (foreign_) return put_info(true);
+  Put(keys_.alive(pod_), "1", ttl, put_info);
+}
+
+void MasterNode::Put(const std::string& key, const std::string& value, const std::string& query,
+                     std::function<void(bool)> done) {
+  ++pending_puts_;
+  client_->Request("PUT", key + query, value, 5.0,
+                   [this, done = std::move(done)](const HttpReply& reply) {
+                     --pending_puts_;
+                     const bool ok = reply.status == 200 || reply.status == 412;
+                     if (ok) {
+                       last_contact_ = Clock::now();
+                     } else {
+                       last_error_ = reply.status == 0 ? reply.error
+                                                       : fmt::format("HTTP {}", reply.status);
+                     }
+                     if (done) done(ok);
+                   });
+}
+
+void MasterNode::Poll() {
+  if (polling_ || phase_ == Phase::kDone) return;
+  polling_ = true;
+  const std::string target =
+      foreign_ ? keys_.info_prefix()
+               : fmt::format("{}?wait={}&timeout={}", keys_.job_prefix(), revision_, kPollSeconds);
+  client_->Request("GET", target, "", kPollSeconds + 5.0, [this](const HttpReply& reply) {
+    polling_ = false;
+    if (reply.status != 200 && reply.status != 404) {
+      return Retry([this] { Poll(); },
+                   reply.status == 0 ? reply.error : fmt::format("HTTP {}", reply.status));
+    }
+    last_contact_ = Clock::now();
+    backoff_ = 0.1;
+    if (reply.revision >= 0) revision_ = reply.revision;
+    std::map<std::string, std::string> kvs;
+    if (reply.status == 200) {
+      try {
+        kvs = DecodeJsonObject(reply.body);
+      } catch (const LaunchError& e) {
+        return Retry([this] { Poll(); }, e.what());
+      }
+    }
+    OnNews(kvs);
+    if (!foreign_) return Poll();
+    retry_ = std::make_unique<LoopTimer>(loop_.get(), kForeignPollSeconds, [this] {
+      retry_.reset();
+      Poll();
+    });
+  });
+}
+
+void MasterNode::Retry(std::function<void()> call, const std::string& error) {
+  last_error_ = error;
+  const double delay = backoff_;
+  backoff_ = std::min(kMaxBackoff, backoff_ * 2);
+  retry_ = std::make_unique<LoopTimer>(loop_.get(), delay, [this, call = std::move(call)] {
+    auto keep = std::move(retry_);  // Destroyed after the call: no re-arm.
+    call();
+  });
+}
+
+void MasterNode::Heartbeat() {
+  if (!registered_ || foreign_ || !client_ || phase_ == Phase::kDone) return;
+  if (SecondsSince(last_heartbeat_) < settings_.heartbeat_timeout / 4) return;
+  last_heartbeat_ = Clock::now();
+  Put(keys_.alive(pod_), "1", fmt::format("?ttl={}", settings_.heartbeat_timeout), nullptr);
+}
+
+void MasterNode::OnTick() {
+  if (phase_ == Phase::kDone) return;
+  Heartbeat();
+  if (client_ && registered_ && !foreign_ && phase_ != Phase::kRendezvous &&
+      SecondsSince(last_contact_) > settings_.heartbeat_timeout && !failure_) {
+    failure_ = JobFailure{MasterText(), "",
+                             fmt::format("lost the master at {}: no answer for {} s ({})",
+                                         MasterText(), settings_.heartbeat_timeout, last_error_),
+                             1};
+    PDLOG_ERROR("{}", failure_->cause);
+    Stop();
+    return;
+  }
+  if (phase_ != Phase::kRendezvous) return;
+  // Registered, then the master went away (its launcher failed or was killed before the world
+  // formed): waiting for the rendezvous deadline would only hide that.
+  if (client_ && answered_ && !foreign_ &&
+      SecondsSince(last_contact_) > settings_.heartbeat_timeout) {
+    rendezvous_error_ = fmt::format(
+        "lost the master at {} during the rendezvous: no answer for {} s ({}); see the log of "
+        "the node that hosted it",
+        MasterText(), settings_.heartbeat_timeout, last_error_);
+    Stop();
+    return;
+  }
+  const size_t registered = [&] {
+    size_t n = 0;
+    for (const auto& [key, value] : kvs_) n += key.starts_with(keys_.info_prefix()) ? 1 : 0;
+    return n;
+  }();
+  if (SecondsSince(start_) > settings_.rendezvous_timeout) {
+    std::vector<std::string> names;
+    for (const auto& [key, value] : kvs_) {
+      if (!key.starts_with(keys_.info_prefix())) continue;
+      try {
+        names.push_back(DescribePeer(DecodePeerInfo(key, value)));
+      } catch (const LaunchError&) {
+        names.push_back(key);
+      }
+    }
+    rendezvous_error_ = fmt::format(
+        "rendezvous timed out after {} s (--rendezvous_timeout) at master {}: {} of {} nodes "
+        "registered [{}], {} missing{}",
+        settings_.rendezvous_timeout, MasterText(), registered, settings_.nnodes,
+        fmt::join(names, ", "), settings_.nnodes - static_cast<int>(registered),
+        registered_ ? "" : fmt::format("; this node never reached the master ({})", last_error_));
+    Stop();
+    return;
+  }
+  if (SecondsSince(last_status_) >= kStatusInterval) {
+    last_status_ = Clock::now();
+    if (!registered_) {
+      PDLOG_WARN("master not ready: {} does not answer yet ({}); retrying until {} s",
+                 MasterText(), last_error_, settings_.rendezvous_timeout);
+    } else {
+      PDLOG_INFO("waiting for {} more node(s) of {} at master {} (job {}, {:.0f} s of {} s)",
+                 settings_.nnodes - static_cast<int>(registered), settings_.nnodes, MasterText(),
+                 settings_.job_id, SecondsSince(start_), settings_.rendezvous_timeout);
+    }
+  }
+}
+
+void MasterNode::OnNews(const std::map<std::string, std::string>& kvs) {
+  kvs_ = kvs;
+  const CoordState coord = ParseCoordState(keys_, kvs);
+  seen_alive_.insert(coord.alive.begin(), coord.alive.end());
+  if (phase_ == Phase::kRendezvous) {
+    OnRendezvousNews(kvs, coord);
+  } else if (phase_ != Phase::kDone) {
+    OnRunNews(coord);
+  }
+}
+
+void MasterNode::OnRendezvousNews(const std::map<std::string, std::string>& kvs,
+                                  const CoordState& coord) {
+  if (!registered_) return;
+  std::map<std::string, std::string> info;
+  for (const auto& [key, value] : kvs) {
+    if (key.starts_with(keys_.info_prefix())) info.emplace(key, value);
+  }
+  // The host forgets a node that left before the job started (its heartbeat expired), so that a
+  // restarted node can take its place; Paddle's nodes publish no heartbeat and are never dropped.
+  if (server_) {
+    bool dropped = false;
+    for (auto it = info.begin(); it != info.end();) {
+      std::string name;
+      try {
+        name = DecodePeerInfo(it->first, it->second).name;
+      } catch (const LaunchError&) {
+      }
+      if (!name.empty() && name != pod_ && seen_alive_.count(name) && !coord.alive.count(name)) {
+        PDLOG_WARN("node {} left before the job started; forgetting it", name);
+        server_->store().Delete(it->first);
+        it = info.erase(it);
+        dropped = true;
+      } else {
+        ++it;
+      }
+    }
+    if (dropped) return server_->Changed();
+  }
+  if (static_cast<int>(info.size()) < settings_.nnodes) return;
+  if (static_cast<int>(info.size()) > settings_.nnodes) {
+    std::vector<std::string> names;
+    for (const auto& [key, value] : info) names.push_back(key);
+    rendezvous_error_ =
+        fmt::format("{} nodes registered at master {} for job {} but --nnodes is {}: {}",
+                    info.size(), MasterText(), settings_.job_id, settings_.nnodes,
+                    fmt::join(names, ", "));
+    return Stop();
+  }
+  try {
+    const MasterWorld world = job_->Form(info, own_key_, settings_.sort_ip);
+    members_ = world.members;
+    member_addresses_ = world.addresses;
+    peer_keys_ = world.keys;
+    own_index_ = world.own_index;
+    TheRunReport().node_rank = own_index_;
+    TheRunReport().nodes = static_cast<int>(member_addresses_.size());
+  } catch (const LaunchError& e) {
+    rendezvous_error_ = e.what();
+    return Stop();
+  }
+  phase_ = Phase::kRunning;
+  if (!Solo(settings_)) {
+    PDLOG_INFO("all {} nodes joined in {:.3f} s; this node is rank {} of [{}]", settings_.nnodes,
+               SecondsSince(start_), own_index_, fmt::join(member_addresses_, ", "));
+  }
+  Stop();
+}
+
+void MasterNode::OnRunNews(const CoordState& coord) {
+  const MasterStep step = DecideMasterStep(coord, members_, seen_alive_);
+  switch (step.kind) {
+    case MasterStep::Kind::kContinue:
+      return;
+    case MasterStep::Kind::kJobFailed:
+      if (!failure_ || failure_->pod.empty()) {
+        const bool first = !failure_;
+        failure_ = step.failure;
+        if (first && step.failure.pod != pod_) {
+          PDLOG_ERROR("job failed: {}; stopping this node's processes", step.failure.cause);
+        }
+      }
+      return Stop();
+    case MasterStep::Kind::kNodesLost: {
+      if (lost_reported_) return;
+      lost_reported_ = true;
+      std::vector<std::string> names;
+      for (const std::string& pod : step.lost) {
+        std::string address = pod;
+        for (size_t i = 0; i < members_.size(); ++i) {
+          if (members_[i] == pod) address = member_addresses_[i];
+        }
+        names.push_back(address);
+      }
+      PublishFailure(JobFailure{
+          node_ip_, "",
+          fmt::format("node {} lost: no heartbeat for {} s", fmt::join(names, ", "),
+                      settings_.heartbeat_timeout),
+          1});
+      return;
+    }
+    case MasterStep::Kind::kAllDone:
+      if (phase_ == Phase::kCompleting) Stop();
+      return;
+  }
+}
+
+void MasterNode::Stop() {
+  if (stop_) stop_();
+}
+
+void MasterNode::PublishFailure(const JobFailure& failure) {
+  if (server_) {
+    if (server_->store().PutIfAbsent(keys_.failure(), EncodeFailure(failure))) server_->Changed();
+    return;
+  }
+  if (foreign_ || !registered_) return;
+  Put(keys_.failure(), EncodeFailure(failure), "?create=1", nullptr);
+}
+
+void MasterNode::PublishDone() {
+  if (server_) {
+    server_->store().Put(keys_.done(pod_), "0");
+    server_->Changed();
+    return;
+  }
+  if (foreign_) return;
+  Put(keys_.done(pod_), "0", "", nullptr);
+}
+
+int MasterNode::RunRanks() {
+  const fs::path log_dir = PrepareLogDir(options_.log_dir);
+  std::vector<std::string> peers;
+  for (const std::string& key : peer_keys_) {
+    peers.push_back(key == own_key_ ? value_ : kvs_.count(key) ? kvs_.at(key) : key);
+  }
+  WritePodLog(log_dir / fmt::format("{}.{}.log", settings_.job_id, pod_), PythonListRepr(peers),
+              options_.log_overwrite);
+  MasterLocal local = job_->Build(log_dir, pod_);
+  // Today's console unless --legacy (docs/cli.md, "Console"): the pod lines, not these.
+  const bool todays_console = UsesNewInterface(options_);
+  SupervisorOptions& supervisor = local.supervisor;
+  ChooseConsole(supervisor, todays_console ? pod_ : std::string());
+  if (todays_console) {
+    PDLOG_DEBUG("First process distributed environment info: {}", local.debug_table);
+  } else {
+    if (!local.mode_line.empty()) fmt::print("{}\n", local.mode_line);
+    PDLOG_INFO(
+        "Local start {} processes. First process distributed environment info (Only For "
+        "Debug): {}",
+        local.processes.size(), local.debug_table);
+  }
+  supervisor.io = &loop_.get();
+  supervisor.stop_hook = &stop_;
+  supervisor.grace_seconds = options_.grace;
+  supervisor.on_first_failure = [this](const SupervisedProcess& p, const ExitStatus& status) {
+    if (failure_) return;  // Stopping for another node's failure: ours are consequences.
+    failure_ = JobFailure{node_ip_, pod_,
+                          fmt::format("{} {} on node {} {}",
+                                      p.role == "trainer" ? "rank" : p.role, p.rank, node_ip_,
+                                      status.signaled
+                                          ? fmt::format("was killed by signal {} ({})",
+                                                        status.value, SignalName(status.value))
+                                          : fmt::format("exited with code {}", status.value)),
+                          status.ShellCode()};
+    PublishFailure(*failure_);
+  };
+  if (local.job_wide_completion) {
+    // This node's workers are done: say so; the servers stay until every node's are (OnRunNews).
+    supervisor.hold_secondaries = true;
+    supervisor.on_primaries_done = [this] {
+      PDLOG_INFO("this node's workers are done; its servers stay until every node's are");
+      phase_ = Phase::kCompleting;
+      PublishDone();
+    };
+  }
+  std::vector<SupervisedProcess>& processes = local.processes;
+  // A failure published while nothing could stop us yet (between the phases) takes effect now.
+  if (failure_) {
+    PDLOG_ERROR("job failed before this node started: {}", failure_->cause);
+    return Finish(failure_->exit_code);
+  }
+  const SupervisorResult result = Supervise(std::move(processes), supervisor);
+  if (result.failed && failure_ && failure_->pod == pod_) return Finish(result.exit_code);
+  if (result.signal) {
+    if (!failure_) {
+      failure_ = JobFailure{node_ip_, pod_,
+                               fmt::format("the launcher on node {} received {}", node_ip_,
+                                           SignalName(*result.signal)),
+                               128 + *result.signal};
+      PublishFailure(*failure_);
+    }
+    return Finish(128 + *result.signal);
+  }
+  if (failure_) {
+    PDLOG_ERROR("job failed: {}", failure_->cause);
+    return Finish(failure_->exit_code);
+  }
+  if (result.exit_code != 0) return Finish(result.exit_code);
+  return Complete();
+}
+
+int MasterNode::Complete() {
+  if (Solo(settings_)) return Finish(0);
+  phase_ = Phase::kCompleting;
+  PublishDone();
+  if (server_) {
+    // The host stays until every node has reported (or the job fails): they talk to it.
+    OnNews(server_->store().Prefix(keys_.job_prefix()));
+    if (phase_ == Phase::kCompleting && !failure_ &&
+        DecideMasterStep(ParseCoordState(keys_, server_->store().Prefix(keys_.job_prefix())),
+                         members_, seen_alive_)
+                .kind != MasterStep::Kind::kAllDone) {
+      PDLOG_INFO("waiting for the other nodes to finish");
+      if (const std::optional<int> code = WaitIdle("the other nodes to finish")) {
+        return Finish(*code);
+      }
+    }
+    if (failure_) {
+      PDLOG_ERROR("job failed: {}", failure_->cause);
+      return Finish(failure_->exit_code);
+    }
+    PDLOG_INFO("all {} nodes completed", members_.size());
+  }
+  return Finish(0);
+}
+
+// Delivers what is still in flight (a failure record, a done report), then leaves.
+int MasterNode::Finish(int code) {
+  if (client_) loop_.RunUntil([this] { return pending_puts_ == 0; }, kFlushSeconds);
+  phase_ = Phase::kDone;
+  tick_.reset();
+  retry_.reset();
+  return code;
+}
+
+}  // namespace
+
+int RunMaster(const LaunchOptions& options, const MasterSettings& settings,
+              const TrainingCommand& command, bool ps, bool rpc) {
+  const MasterJobKind kind =
+      ps ? MasterJobKind::kPs : rpc ? MasterJobKind::kRpc : MasterJobKind::kCollective;
+  MasterNode node(options, settings, MakeMasterJob(kind, options, command));
+  return node.Run();
+}
+
+}  // namespace pdlaunch::internal

@@ -1,0 +1,159 @@
+// The parameter-server run path: plan with PlanPs (pure), start servers, workers and heter
+// workers under the one supervisor, and finish when the workers are done (docs/ps.md).
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <memory>
+
+#include "pdlaunch/base/logging.h"
+#include "pdlaunch/cli/master_config.h"
+#include "pdlaunch/plan/cloud.h"
+#include "pdlaunch/plan/devices.h"
+#include "pdlaunch/plan/ports.h"
+#include "pdlaunch/process/supervisor.h"
+#include "run/launch_support.h"
+
+namespace pdlaunch::internal {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string JoinHosts(const std::vector<std::string>& hosts) {
+  return fmt::format("{}", fmt::join(hosts, ","));
+}
+
+int RoleSize(const PsPlan& plan, PsRole role) {
+  switch (role) {
+    case PsRole::kServer:
+      return static_cast<int>(plan.servers.size());
+    case PsRole::kWorker:
+      return static_cast<int>(plan.workers.size());
+    case PsRole::kHeterWorker: {
+      size_t total = 0;
+      for (const auto& stage : plan.heter_stages) total += stage.size();
+      return static_cast<int>(total);
+    }
+  }
+  return 0;
+}
+
+// Under PaddleCloud the platform starts every server and worker itself (contract §4.1): the
+// script runs once, with the environment and console as they are. Paddle then exits 0 whatever
+// the script returned; its exit code is passed through here.
+int RunPsDirect(const LaunchOptions& options, const TrainingCommand& command) {
+  PDLOG_INFO(
+      "PaddleCloud parameter-server job: the platform starts each role; running {} once, "
+      "as it is",
+      options.training_script);
+  SupervisedProcess process;
+  process.role_size = 1;
+  process.spec = ProcessSpec{command.executable, command.argv, ParentEnvironment(), -1};
+  SupervisorOptions supervisor;
+  supervisor.grace_seconds = options.grace;
+  if (UsesNewInterface(options)) supervisor.pod_name = NewPodName();
+  std::vector<SupervisedProcess> processes;
+  processes.push_back(std::move(process));
+  const int code = RunSupervised(std::move(processes), supervisor);
+  if (code != 0) {
+    PDLOG_ERROR("{}'s output is above: in this mode it goes to the console, not to a log file",
+                options.training_script);
+  }
+  return code;
+}
+
+}  // namespace
+
+void CheckFixedPortsFree(const PsPlan& plan) {
+  std::vector<int> ports;
+  for (const PsProcess& p : plan.processes) ports.push_back(p.endpoint.port);
+  CheckPortsFree(ports);
+}
+
+PsDecision DecidePs(const LaunchOptions& options, JobMode mode, const std::string& gloo_dir,
+                     const std::string& log_dir) {
+  PsDecision decision;
+  PsInputs inputs;
+  inputs.options = options;
+  inputs.mode = mode;
+  inputs.cuda_visible_devices = GetEnv("CUDA_VISIBLE_DEVICES");
+  auto probe = MakeSystemDeviceProbe();
+  inputs.devices = ResolveDevices(options.gpus, std::nullopt, "auto",
+                                  DeviceEnvOf(options, inputs.cuda_visible_devices), *probe);
+  decision.accelerators = inputs.devices.mode == DeviceMode::kGpu
+                              ? static_cast<int>(inputs.devices.devices_per_proc.size())
+                              : 0;
+
+  const std::vector<std::string> hosts = PsNodeIps(options, mode);
+  inputs.node = GatherNodeEnv(
+      JoinHosts(hosts), options.host,
+      options.servers.empty() && options.workers.empty() ? "--ips" : "--servers/--workers");
+  inputs.start_port = GivenStartPort(options);
+  // Free ports differ from host to host; a job on several hosts needs the same list everywhere.
+  if (!inputs.start_port && hosts.size() > 1) inputs.start_port = kPsDefaultStartPort;
+  if (!inputs.start_port) {
+    decision.reservation = MakeLockingPortAllocator()->Reserve(PsPortsNeeded(options, mode));
+    inputs.free_ports = decision.reservation->ports();
+  }
+  inputs.job = JobEnv{gloo_dir, GetEnv("PADDLE_WITH_GLOO").value_or("0"), log_dir};
+  decision.plan = PlanPs(inputs);
+  if (UsesNewInterface(options)) {
+    // Today's launcher also names the role in PADDLE_ROLE (§7.2.1).
+    for (PsProcess& p : decision.plan.processes) {
+      p.env.emplace_back("PADDLE_ROLE", p.role == PsRole::kServer   ? "PSERVER"
+                                        : p.role == PsRole::kWorker ? "TRAINER"
+                                                                    : "HETER_TRAINER");
+    }
+  }
+  return decision;
+}
+
+int RunPs(const LaunchOptions& options, JobMode mode, const TrainingCommand& command,
+          const std::function<void()>& announce) {
+  if (mode == JobMode::kPs && DetectCloud(EnvironmentMap())) {
+    announce();
+    return RunPsDirect(options, command);
+  }
+  TempDir gloo_dir;
+  const PsDecision decision =
+      DecidePs(options, mode, gloo_dir.path(), fs::absolute(options.log_dir).string());
+  announce();
+  const fs::path log_dir = PrepareLogDir(options.log_dir);
+  const PsPlan& plan = decision.plan;
+  // Logged once the command line has proven valid: a usage error stays one line. Today's
+  // launcher does not print the legacy mode line: DEBUG there.
+  const bool todays_console = UsesNewInterface(options);
+  if (todays_console) {
+    PDLOG_DEBUG("{}", FormatPsModeLine(options, decision.accelerators));
+  } else {
+    PDLOG_INFO("{}", FormatPsModeLine(options, decision.accelerators));
+  }
+  for (const std::string& line : plan.warnings) PDLOG_WARN("{}", line);
+  if (!decision.reservation) CheckFixedPortsFree(plan);
+  const std::vector<PsProcess>& ps = plan.processes;
+  const std::string pod = todays_console ? NewPodName() : std::string();
+  if (todays_console) {
+    // Today's interface: the pod log (docs/cli.md, "Files").
+    WritePodLog(log_dir / fmt::format("{}.{}.log", options.job_id.value_or("default"), pod),
+                PythonListRepr({JoinEndpoints(plan.servers), JoinEndpoints(plan.workers)}),
+                options.log_overwrite);
+  }
+  std::vector<SupervisedProcess> processes = BuildPsProcesses(
+      ps,
+      {{PsRole::kServer, RoleSize(plan, PsRole::kServer)},
+       {PsRole::kWorker, RoleSize(plan, PsRole::kWorker)},
+       {PsRole::kHeterWorker, RoleSize(plan, PsRole::kHeterWorker)}},
+      command, log_dir, options.log_overwrite);
+  for (const std::string& line : plan.info) PDLOG_INFO("{}", line);
+
+  SupervisorOptions supervisor;
+  supervisor.grace_seconds = options.grace;
+  supervisor.pod_name = pod;
+  supervisor.remove_if_killed = {gloo_dir.path()};
+  SetPsSupervision(processes, supervisor);
+  ChooseEcho(supervisor, options, false, "");  // Roles and ranks name a PS process already.
+  return RunSupervised(std::move(processes), supervisor);
+}
+
+}  // namespace pdlaunch::internal

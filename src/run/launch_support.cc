@@ -1,0 +1,334 @@
+#include "run/launch_support.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <linux/magic.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <random>
+#include <string_view>
+#include <system_error>
+
+#include "base/unique_fd.h"
+#include "pdlaunch/base/errors.h"
+#include "pdlaunch/cli/cli.h"
+#include "pdlaunch/cli/echo_choice.h"
+#include "pdlaunch/cli/options.h"
+#include "pdlaunch/plan/messages.h"
+#include "pdlaunch/plan/ports.h"
+
+extern char** environ;
+
+namespace pdlaunch::internal {
+
+namespace fs = std::filesystem;
+
+EnvMap EnvironmentMap() {
+  EnvMap env;
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    const std::string_view text = *entry;
+    const size_t equals = text.find('=');
+    if (equals != std::string_view::npos) {
+      env.emplace(text.substr(0, equals), text.substr(equals + 1));
+    }
+  }
+  return env;
+}
+
+std::optional<std::string> GetEnv(const char* name) {
+  const char* value = ::getenv(name);
+  if (value == nullptr || *value == '\0') return std::nullopt;
+  return std::string(value);
+}
+
+std::string NewPodName() {
+  std::random_device device;
+  std::mt19937 random(device());
+  std::uniform_int_distribution<int> letter('a', 'z');
+  std::string name;
+  for (int i = 0; i < 6; ++i) name += static_cast<char>(letter(random));
+  return name;
+}
+
+// Every child also gets kNestedMarker (docs/cli.md, "Nested launches").
+std::vector<std::string> ParentEnvironment() {
+  const std::string marker = std::string(kNestedMarker) + "=";
+  std::vector<std::string> env;
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    if (!std::string_view(*entry).starts_with(marker)) env.emplace_back(*entry);
+  }
+  env.push_back(NestedMarkerEntry());
+  return env;
+}
+
+std::optional<int> GivenStartPort(const LaunchOptions& options) {
+  return FixedStartPort(options.start_port, GetEnv("FLAGS_START_PORT"),
+                        GetEnv("PADDLE_START_PORT"));
+}
+
+NodeEnv GatherNodeEnv(const std::string& ips, const std::optional<std::string>& host,
+                      std::string_view source) {
+  NodeEnv env{GetEnv("POD_IP"), {}, {}};
+  if (ips.find(',') != std::string::npos) env.local_addresses = LocalInterfaceAddresses();
+  for (const std::string& name : HostNamesToResolve(ips, host, env.pod_ip)) {
+    env.resolved[name] = ResolveHostName(name, source);
+  }
+  return env;
+}
+
+fs::path PrepareLogDir(const std::string& log_dir) {
+  std::error_code ec;
+  fs::create_directories(log_dir, ec);
+  if (ec) {
+    throw LaunchError(fmt::format("cannot create log directory '{}': {}", log_dir, ec.message()));
+  }
+  return fs::absolute(log_dir);
+}
+
+std::vector<fs::path> MissingDirectories(const std::string& dir) {
+  std::vector<fs::path> missing;
+  // Usually it exists: one stat, not the 15 us of getcwd and path arithmetic below.
+  struct stat st {};
+  if (!dir.empty() && ::stat(dir.c_str(), &st) == 0) return missing;
+  std::error_code ec;
+  for (fs::path p = fs::absolute(dir, ec).lexically_normal(); !p.empty(); p = p.parent_path()) {
+    if (p.filename().empty() && p.has_parent_path() && p != p.root_path()) continue;  // "a/b/"
+    if (fs::exists(p, ec) || ec || p == p.root_path()) break;
+    missing.push_back(p);
+  }
+  return missing;
+}
+
+void RemoveEmptyDirectories(const std::vector<fs::path>& dirs) {
+  std::error_code ec;
+  for (const fs::path& dir : dirs) {
+    if (!fs::remove(dir, ec)) return;  // Not empty (or gone): its parents are not ours to take.
+  }
+}
+
+namespace {
+
+// Without TMPDIR: /dev/shm where it is a writable tmpfs, else /tmp. A directory on disk costs a
+// mkdir and an rmdir per job that take 0.16 ms together on ext4 mounted with `discard`
+// (docs/performance.md); the gloo file store needs no more than memory.
+fs::path TempBase() {
+  if (std::optional<std::string> tmpdir = GetEnv("TMPDIR")) return *tmpdir;
+  struct statfs shm {};
+  if (::statfs("/dev/shm", &shm) == 0 && shm.f_type == TMPFS_MAGIC &&
+      ::access("/dev/shm", W_OK | X_OK) == 0) {
+    return "/dev/shm";
+  }
+  return "/tmp";
+}
+
+}  // namespace
+
+TempDir::TempDir() {
+  const fs::path base = TempBase();
+  std::string pattern = (base / "tmpXXXXXXXX").string();
+  if (::mkdtemp(pattern.data()) == nullptr) ThrowSystemError(errno, "mkdtemp in " + base.string());
+  path_ = pattern;
+}
+
+TempDir::~TempDir() {
+  if (::rmdir(path_.c_str()) == 0) return;  // Usually empty: one call instead of a walk.
+  std::error_code ignored;
+  fs::remove_all(path_, ignored);
+}
+
+LocalPorts PlanLocalPorts(std::optional<int> start, int num_local) {
+  LocalPorts plan;
+  if (start) {
+    for (int i = 0; i < num_local; ++i) plan.ports.push_back(*start + i);
+    plan.master_port = *start + num_local;
+    return plan;
+  }
+  plan.reservation = MakeLockingPortAllocator()->Reserve(num_local + 1);
+  plan.ports = plan.reservation->ports();
+  plan.master_port = plan.ports.back();
+  plan.ports.pop_back();
+  return plan;
+}
+
+DeviceEnv DeviceEnvOf(const LaunchOptions& options,
+                      std::optional<std::string> cuda_visible_devices) {
+  return DeviceEnv{std::move(cuda_visible_devices), options.FlagName("nproc_per_node"),
+                   options.FlagName("gpus")};
+}
+
+DevicePlan ResolveCollectiveDevices(const LaunchOptions& options) {
+  auto probe = MakeSystemDeviceProbe();
+  return ResolveDevices(options.gpus, options.nproc_per_node, options.backend,
+                        DeviceEnvOf(options, GetEnv("CUDA_VISIBLE_DEVICES")), *probe);
+}
+
+void PrintStarted(const std::vector<pid_t>& pids) {
+  for (size_t i = 0; i < pids.size(); ++i) fmt::print("launch proc_id:{} idx:{}\n", pids[i], i);
+}
+
+namespace {
+
+/// All of `content` to `fd`; false on a write error (errno says which).
+bool WriteAll(int fd, std::string_view content) {
+  for (size_t done = 0; done < content.size();) {
+    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+}  // namespace
+
+void WriteTextFile(const std::filesystem::path& path, const std::string& content) {
+  // Written over in place and then cut to length, not truncated first: truncating frees the
+  // file's blocks and the write allocates them again, which on ext4 mounted with `discard`
+  // costs about 0.25 ms (a discard per run; measured, docs/performance.md). Same result.
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
+  bool ok = fd >= 0 && WriteAll(fd, content);
+  ok = ok && ::ftruncate(fd, static_cast<off_t>(content.size())) == 0;
+  const int error = errno;
+  if (fd >= 0) ::close(fd);
+  if (!ok) ThrowSystemError(error, fmt::format("cannot write '{}'", path.string()));
+}
+
+std::vector<SupervisedProcess> BuildProcesses(
+    const Cluster& cluster, const TrainingCommand& command, const std::filesystem::path& log_dir,
+    bool truncate, const std::function<EnvList(const Trainer&)>& vars_of, bool log_by_global_rank) {
+  const std::vector<Trainer>& trainers = cluster.local_pod().trainers;
+  std::vector<EnvList> vars;
+  vars.reserve(trainers.size());
+  for (const Trainer& trainer : trainers) vars.push_back(vars_of(trainer));
+  SplitEnvironments envs = ComposeEnvironments(ParentEnvironment(), vars);
+  std::vector<SupervisedProcess> processes;
+  processes.reserve(trainers.size());
+  for (size_t i = 0; i < trainers.size(); ++i) {
+    const Trainer& trainer = trainers[i];
+    SupervisedProcess p;
+    p.rank = trainer.global_rank;
+    p.role_size = cluster.world_size();
+    p.log_path = (log_dir / fmt::format("workerlog.{}", log_by_global_rank ? trainer.global_rank
+                                                                           : trainer.local_rank))
+                     .string();
+    p.spec.executable = command.executable;
+    p.spec.argv = command.argv;
+    p.spec.env = std::move(envs.own[i]);
+    p.spec.shared_env = envs.common;
+    p.spec.output_path = p.log_path;  // Created by the child (ProcessSpec::output_path).
+    p.spec.output_truncate = truncate;
+    processes.push_back(std::move(p));
+  }
+  return processes;
+}
+
+std::vector<SupervisedProcess> BuildTrainerProcesses(
+    const Cluster& cluster, const WorldValues& world, const TrainingCommand& command,
+    const JobEnv& job, const std::filesystem::path& log_dir, bool truncate, const EnvList& extra) {
+  return BuildProcesses(cluster, command, log_dir, truncate, [&](const Trainer& trainer) {
+    EnvList vars = TrainerVariables(cluster, trainer, job, world);
+    vars.insert(vars.end(), extra.begin(), extra.end());
+    return vars;
+  });
+}
+
+std::vector<SupervisedProcess> BuildPsProcesses(const std::vector<PsProcess>& ps,
+                                                const std::map<PsRole, int>& role_sizes,
+                                                const TrainingCommand& command,
+                                                const std::filesystem::path& log_dir,
+                                                bool overwrite) {
+  const bool has_worker = std::any_of(ps.begin(), ps.end(),
+                                      [](const PsProcess& p) { return p.role == PsRole::kWorker; });
+  std::vector<const EnvList*> vars;
+  vars.reserve(ps.size());
+  for (const PsProcess& one : ps) vars.push_back(&one.env);
+  SplitEnvironments envs = ComposeEnvironments(ParentEnvironment(), vars);
+  std::vector<SupervisedProcess> processes;
+  processes.reserve(ps.size());
+  for (size_t i = 0; i < ps.size(); ++i) {
+    const PsProcess& one = ps[i];
+    SupervisedProcess p;
+    p.rank = one.global_id;
+    p.role = PsRoleName(one.role);
+    const auto size = role_sizes.find(one.role);
+    p.role_size = size == role_sizes.end() ? 0 : size->second;
+    // Workers finish the job; on a node without workers, the servers' own exit does (Paddle).
+    p.primary = !has_worker || one.role == PsRole::kWorker;
+    p.log_path = (log_dir / one.log_name).string();
+    p.spec.executable = command.executable;
+    p.spec.argv = command.argv;
+    p.spec.env = std::move(envs.own[i]);
+    p.spec.shared_env = envs.common;
+    p.spec.output_path = p.log_path;
+    p.spec.output_truncate = overwrite;
+    processes.push_back(std::move(p));
+  }
+  return processes;
+}
+
+void ChooseEcho(SupervisorOptions& supervisor, const LaunchOptions& options, bool multi_node,
+                const std::string& host) {
+  if (!options.echo) return;
+  supervisor.echo = ParseEchoChoice(*options.echo);
+  supervisor.echo_host = multi_node ? host : std::string();
+}
+
+void SetPsSupervision(const std::vector<SupervisedProcess>& processes,
+                      SupervisorOptions& supervisor) {
+  for (const SupervisedProcess& p : processes) {
+    if (p.role != PsRoleName(PsRole::kWorker)) continue;
+    supervisor.echo_path = p.log_path;  // The first local worker's output, live.
+    // Paddle's line, only where workers run: a servers-only node completes silently.
+    supervisor.primaries_done_message =
+        "all workers exit, going to finish parameter server and heter_worker.";
+    supervisor.role_stopped_messages = {
+        {PsRoleName(PsRole::kHeterWorker), "all heter_worker are killed"},
+        {PsRoleName(PsRole::kServer), "all parameter server are killed"}};
+    return;
+  }
+}
+
+void ChooseConsole(SupervisorOptions& supervisor, const std::string& pod) {
+  supervisor.pod_name = pod;
+  if (pod.empty()) supervisor.on_started = PrintStarted;
+}
+
+void WriteEndpointsFile(const std::filesystem::path& log_dir, const std::string& job_id,
+                        const std::string& pod, const std::vector<Endpoint>& world, bool truncate) {
+  if (pod.empty()) {
+    WriteTextFile(log_dir / "endpoints.log", FormatEndpointsLog(world));
+    return;
+  }
+  WritePodLog(log_dir / fmt::format("{}.{}.log", job_id, pod),
+              PythonListRepr(EndpointStrings(world)), truncate);
+}
+
+void WritePodLog(const std::filesystem::path& path, const std::string& topology, bool truncate) {
+  // open(2) and write(2), as WriteTextFile: an std::ofstream would set up the C++ locale on the
+  // start of every job of today's interface (small_file.h).
+  const UniqueFd fd(
+      ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | (truncate ? O_TRUNC : O_APPEND), 0666));
+  struct stat st {};
+  const bool ok = fd.get() >= 0 && ::fstat(fd.get(), &st) == 0;
+  std::string text;
+  if (ok && st.st_size == 0) {
+    text = "{";
+    for (const std::string& entry : ParentEnvironment()) {
+      const size_t equals = entry.find('=');
+      if (equals == std::string::npos) continue;
+      text += (text.size() > 1 ? ", " : "") + PythonStrRepr(entry.substr(0, equals)) + ": " +
+              PythonStrRepr(entry.substr(equals + 1));
+    }
+    text += "}\n";
+  }
+  text += topology + "\n";
+  if (!ok || !WriteAll(fd.get(), text)) {
+    throw LaunchError(fmt::format("cannot write '{}'", path.string()));
+  }
+}
+
+}  // namespace pdlaunch::internal

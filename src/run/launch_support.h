@@ -1,0 +1,185 @@
+#pragma once
+
+// Pieces shared by the run paths of the launcher (launch.cc: collective, launch_ps.cc: parameter
+// server, launch_elastic.cc: elastic). Internal to src/.
+
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "pdlaunch/cli/master_config.h"
+#include "pdlaunch/cli/options.h"
+#include "pdlaunch/coord/elastic.h"
+#include "pdlaunch/plan/cloud.h"
+#include "pdlaunch/plan/devices.h"
+#include "pdlaunch/plan/node.h"
+#include "pdlaunch/plan/ports.h"
+#include "pdlaunch/plan/ps.h"
+#include "pdlaunch/plan/topology.h"
+#include "pdlaunch/plan/trainer_env.h"
+#include "pdlaunch/plan/training_command.h"
+#include "pdlaunch/process/supervisor.h"
+
+namespace pdlaunch::internal {
+
+/// The value of environment variable `name`; nullopt when unset or empty.
+std::optional<std::string> GetEnv(const char* name);
+
+/// The environment as a map, variables set to "" included (PaddleCloud detection counts them).
+EnvMap EnvironmentMap();
+
+/// A pod name as Paddle makes them: six random lowercase letters.
+std::string NewPodName();
+
+/// The launcher's environment as "NAME=value" entries.
+std::vector<std::string> ParentEnvironment();
+
+/// The fixed start port: --start_port, FLAGS_START_PORT, PADDLE_START_PORT, in that order.
+std::optional<int> GivenStartPort(const LaunchOptions& options);
+
+/// POD_IP, the local interface addresses (only when `ips` lists several nodes) and the
+/// addresses of the host names in `ips` that need resolving (forward only).
+NodeEnv GatherNodeEnv(const std::string& ips, const std::optional<std::string>& host,
+                      std::string_view source = "--ips");
+
+/// The ports of a node's local trainers, plus MASTER_PORT.
+struct LocalPorts {
+  std::vector<int> ports;  ///< One per local trainer.
+  int master_port = 0;
+  std::unique_ptr<PortReservation> reservation;  ///< Held for the whole job when free ports.
+};
+
+/// `start`, start+1, ... and MASTER_PORT after them when `start` is given; otherwise
+/// `num_local` + 1 free locked ports, the last one MASTER_PORT.
+LocalPorts PlanLocalPorts(std::optional<int> start, int num_local);
+
+/// ResolveDevices' environment input: `cuda_visible_devices`, and the names the device list and
+/// the process count were given under (LaunchOptions::FlagName), for its messages.
+DeviceEnv DeviceEnvOf(const LaunchOptions& options,
+                      std::optional<std::string> cuda_visible_devices);
+
+/// The collective device plan: --gpus, --nproc_per_node, --backend, CUDA_VISIBLE_DEVICES and
+/// the system's GPUs (nvidia-smi).
+DevicePlan ResolveCollectiveDevices(const LaunchOptions& options);
+
+/// Paddle's "launch proc_id:<pid> idx:<i>" line for every started process, on stdout.
+void PrintStarted(const std::vector<pid_t>& pids);
+
+/// --echo for a run: the choice, and the node's host in the prefix when the job spans nodes
+/// (`multi_node`). Without --echo the supervisor echoes `echo_path` as it is.
+void ChooseEcho(SupervisorOptions& supervisor, const LaunchOptions& options, bool multi_node,
+                const std::string& host);
+
+/// The console of a run (docs/cli.md, "Console"): today's, its lines naming `pod`, or with an
+/// empty `pod` the legacy one and its "launch proc_id" lines.
+void ChooseConsole(SupervisorOptions& supervisor, const std::string& pod);
+
+/// Creates `log_dir` (and parents); returns its absolute path. Throws LaunchError naming it.
+std::filesystem::path PrepareLogDir(const std::string& log_dir);
+
+/// The directories of `dir` and its parents that do not exist yet, deepest first: what
+/// PrepareLogDir would make, and what a refused run removes again (RemoveEmptyDirectories).
+std::vector<std::filesystem::path> MissingDirectories(const std::string& dir);
+
+/// Removes each of `dirs` (deepest first) that is empty; stops at the first that is not.
+void RemoveEmptyDirectories(const std::vector<std::filesystem::path>& dirs);
+
+/// A temporary directory (PADDLE_GLOO_FS_PATH), removed with everything in it at scope exit.
+class TempDir {
+ public:
+  TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  ~TempDir();
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+/// Writes `content` to `path`, replacing it. Throws LaunchError naming the file.
+void WriteTextFile(const std::filesystem::path& path, const std::string& content);
+
+/// The local trainers of `cluster` as processes to supervise: `command` with the parent's
+/// environment, TrainerVariables and then `extra` (elastic), output to
+/// `log_dir`/workerlog.<local rank> (truncated when `truncate`). No file is opened here: each
+/// child creates its own log, the supervisor those it echoes (ProcessSpec::output_path).
+std::vector<SupervisedProcess> BuildTrainerProcesses(const Cluster& cluster,
+                                                     const WorldValues& world,
+                                                     const TrainingCommand& command,
+                                                     const JobEnv& job,
+                                                     const std::filesystem::path& log_dir,
+                                                     bool truncate, const EnvList& extra = {});
+
+/// The local trainers of `cluster` as processes to supervise, each with the parent's
+/// environment and `vars_of(trainer)` over it, output to `log_dir`/workerlog.<local rank> (or
+/// <global rank>: RPC jobs).
+std::vector<SupervisedProcess> BuildProcesses(
+    const Cluster& cluster, const TrainingCommand& command, const std::filesystem::path& log_dir,
+    bool truncate, const std::function<EnvList(const Trainer&)>& vars_of,
+    bool log_by_global_rank = false);
+
+/// This node's parameter-server processes to supervise: `command` with the parent's environment
+/// and each process's variables, output to `log_dir`/its log name; `role_sizes` for the ABORT
+/// line. Workers are the primaries (their clean exit completes the job); on a node without
+/// workers the servers are.
+std::vector<SupervisedProcess> BuildPsProcesses(const std::vector<PsProcess>& ps,
+                                                const std::map<PsRole, int>& role_sizes,
+                                                const TrainingCommand& command,
+                                                const std::filesystem::path& log_dir,
+                                                bool overwrite);
+
+/// Paddle's PS supervision: the first local worker echoed live, and the lines Paddle logs when
+/// the workers are done and the servers stopped (only where workers run).
+void SetPsSupervision(const std::vector<SupervisedProcess>& processes,
+                      SupervisorOptions& supervisor);
+
+/// Writes today's launcher's pod log `path` (<job_id>.<pod>.log, paddle-new-launch.md §9): when
+/// the file is empty (or `truncate`), the launcher's environment as a Python dict first; then
+/// `topology` (the peers or the endpoints) and a newline.
+void WritePodLog(const std::filesystem::path& path, const std::string& topology, bool truncate);
+
+/// A collective job's endpoint file, by the one rule of docs/cli.md ("Files"): with a `pod`
+/// (today's interface) its endpoints appended to the pod log `<job_id>.<pod>.log`
+/// (WritePodLog); with an empty `pod` the legacy `endpoints.log`, rewritten.
+void WriteEndpointsFile(const std::filesystem::path& log_dir, const std::string& job_id,
+                        const std::string& pod, const std::vector<Endpoint>& world, bool truncate);
+
+/// Runs this node of a master-rendezvous job (launch_master.cc, docs/master.md); returns the
+/// launcher's exit code.
+int RunMaster(const LaunchOptions& options, const MasterSettings& settings,
+              const TrainingCommand& command, bool ps, bool rpc);
+
+/// Runs a parameter-server job (launch_ps.cc); returns the launcher's exit code. `announce`
+/// (the configuration dump) is called once the plan has passed its checks.
+int RunPs(const LaunchOptions& options, JobMode mode, const TrainingCommand& command,
+          const std::function<void()>& announce);
+
+/// What a parameter-server run decides on this node before it starts anything: the plan, with
+/// PADDLE_ROLE added for today's interface, and the free ports it holds (none with fixed ports).
+struct PsDecision {
+  PsPlan plan;
+  std::unique_ptr<PortReservation> reservation;
+  int accelerators = 0;  ///< GPUs found for the mode line (0: CPU).
+};
+
+/// The decisions of RunPs (devices, hosts, this node, ports, PlanPs), shared with --dry_run;
+/// `gloo_dir` and `log_dir` are the paths the processes are told. Throws as PlanPs.
+PsDecision DecidePs(const LaunchOptions& options, JobMode mode, const std::string& gloo_dir,
+                     const std::string& log_dir);
+
+/// Fixed ports are checked before anything starts (reserved free ports need no check): a port in
+/// use is a LaunchError naming it.
+void CheckFixedPortsFree(const PsPlan& plan);
+
+/// Runs this node of an elastic collective job (launch_elastic.cc, docs/elastic.md); returns the
+/// launcher's exit code: 0 completed, 101 or 3 failed for good, 128+signal.
+int RunElastic(const LaunchOptions& options, const ElasticConfig& config,
+               const TrainingCommand& command);
+
+}  // namespace pdlaunch::internal

@@ -1,0 +1,215 @@
+#include "run/master_jobs.h"
+
+#include <fmt/format.h>
+
+#include "pdlaunch/base/endpoint.h"
+#include "pdlaunch/base/logging.h"
+#include "pdlaunch/coord/rendezvous.h"
+#include "pdlaunch/plan/messages.h"
+#include "pdlaunch/plan/ports.h"
+#include "pdlaunch/plan/ps.h"
+#include "pdlaunch/plan/trainer_env.h"
+
+namespace pdlaunch::internal {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string Describe(const std::string& host, const std::string& pod) {
+  return fmt::format("{} ({})", host, pod);
+}
+
+/// Collective (§7.1.1) and RPC (§7.3): the same peer JSON, different variables and log names.
+class CollectiveJob : public MasterJob {
+ public:
+  CollectiveJob(const LaunchOptions& options, const TrainingCommand& command, bool rpc)
+      : options_(options), command_(command), rpc_(rpc) {}
+
+  void Plan(const std::string& node_ip) override {
+    devices_ = ResolveCollectiveDevices(options_);
+    for (const std::string& line : devices_.warnings) PDLOG_WARN("{}", line);
+    for (const std::string& line : devices_.info) PDLOG_INFO("{}", line);
+    const int local = static_cast<int>(devices_.devices_per_proc.size());
+    ports_ = PlanLocalPorts(GivenStartPort(options_), local);
+    if (!ports_.reservation) {
+      std::vector<int> all = ports_.ports;
+      all.push_back(ports_.master_port);
+      CheckPortsFree(all);
+    }
+    info_.replicas = local;
+    info_.dtype = devices_.mode == DeviceMode::kGpu ? "gpu" : "cpu";
+    info_.candidate = Endpoint{node_ip, ports_.master_port}.ToString();
+    std::vector<Endpoint> endpoints;
+    for (int port : ports_.ports) endpoints.push_back(Endpoint{node_ip, port});
+    info_.endpoints = JoinEndpoints(endpoints);
+  }
+
+  std::string Value(const std::string& pod, int rank) const override {
+    PeerInfo info = info_;
+    info.name = pod;
+    info.rank = rank;
+    return EncodePeerInfo(info);
+  }
+
+  MasterWorld Form(const std::map<std::string, std::string>& info, const std::string& own_key,
+                   bool sort_ip) override {
+    const PeerOrder order = OrderPeers(info, own_key, sort_ip);
+    cluster_ = BuildMasterCluster(order, devices_);
+    MasterWorld world;
+    world.keys = order.keys;
+    world.own_index = order.own_index;
+    for (const PeerInfo& peer : order.peers) {
+      world.members.push_back(peer.name);
+      world.addresses.push_back(Describe(ParseEndpoint(peer.candidate).host, peer.name));
+    }
+    return world;
+  }
+
+  MasterLocal Build(const fs::path& log_dir, const std::string& pod) override {
+    const Cluster& cluster = cluster_;
+    const MasterJobEnv job{pod, log_dir.string(), options_.auto_cluster_config};
+    MasterLocal local;
+    const Trainer& first = cluster.local_pod().trainers.at(0);
+    if (rpc_) {
+      local.processes = BuildProcesses(
+          cluster, command_, log_dir, options_.log_overwrite,
+          [&](const Trainer& trainer) { return RpcVariables(cluster, trainer, job); },
+          /*log_by_global_rank=*/true);
+      local.debug_table = FormatDistributedEnvs(RpcVariables(cluster, first, job));
+    } else {
+      const WorldValues world(cluster);
+      local.processes = BuildProcesses(
+          cluster, command_, log_dir, options_.log_overwrite, [&](const Trainer& trainer) {
+            return MasterTrainerVariables(cluster, trainer, job, world);
+          });
+      local.debug_table = FormatDistributedEnvs(MasterTrainerVariables(cluster, first, job, world));
+    }
+    local.mode_line = devices_.mode_line;
+    local.supervisor.echo_path = local.processes.front().log_path;
+    ChooseEcho(local.supervisor, options_, cluster.pods.size() > 1, cluster.local_pod().ip);
+    return local;
+  }
+
+ private:
+  const LaunchOptions& options_;
+  const TrainingCommand& command_;
+  bool rpc_;
+  DevicePlan devices_;
+  LocalPorts ports_;
+  PeerInfo info_;
+  Cluster cluster_;
+};
+
+/// Parameter server through the master (§7.2.2).
+class PsJob : public MasterJob {
+ public:
+  PsJob(const LaunchOptions& options, const TrainingCommand& command)
+      : options_(options), command_(command) {}
+
+  void Plan(const std::string& node_ip) override {
+    const auto [servers, trainers] = PsMasterCounts(options_);
+    const int needed = servers + trainers + 1;  // The last one: gloo's HTTP port.
+    std::vector<int> ports;
+    if (const std::optional<int> start = GivenStartPort(options_)) {
+      for (int i = 0; i < needed; ++i) ports.push_back(*start + i);
+      CheckPortsFree(ports);
+    } else {
+      reservation_ = MakeLockingPortAllocator()->Reserve(needed);
+      ports = reservation_->ports();
+    }
+    for (int i = 0; i < servers; ++i) {
+      info_.servers.push_back(Endpoint{node_ip, ports[static_cast<size_t>(i)]}.ToString());
+    }
+    for (int i = 0; i < trainers; ++i) {
+      info_.trainers.push_back(
+          Endpoint{node_ip, ports[static_cast<size_t>(servers + i)]}.ToString());
+    }
+    info_.gloo_port = ports.back();
+    node_ip_ = node_ip;
+  }
+
+  std::string Value(const std::string& pod, int rank) const override {
+    PsPeerInfo info = info_;
+    info.name = pod;
+    info.rank = rank;
+    return EncodePsPeer(info);
+  }
+
+  MasterWorld Form(const std::map<std::string, std::string>& info, const std::string& own_key,
+                   bool sort_ip) override {
+    if (sort_ip) PDLOG_WARN("--sort_ip has no effect on a parameter-server job (no candidate)");
+    std::map<std::string, PsPeerInfo> peers;
+    std::map<std::string, std::string> names;
+    std::vector<std::string> keys;
+    for (const auto& [key, value] : info) {
+      PsPeerInfo peer = DecodePsPeer(key, value);
+      names[key] = peer.servers.empty() ? peer.name : peer.servers.front();
+      keys.push_back(key);
+      peers.emplace(key, std::move(peer));
+    }
+    const KeyOrder order = OrderKeys(keys, own_key, names, nullptr);
+    MasterWorld world;
+    world.keys = order.keys;
+    world.own_index = order.own_index;
+    peers_.clear();
+    for (const std::string& key : order.keys) {
+      const PsPeerInfo& peer = peers.at(key);
+      peers_.push_back(peer);
+      world.members.push_back(peer.name);
+      const std::vector<std::string>& any = peer.servers.empty() ? peer.trainers : peer.servers;
+      world.addresses.push_back(
+          Describe(any.empty() ? std::string("?") : ParseEndpoint(any.front()).host, peer.name));
+    }
+    own_index_ = order.own_index;
+    return world;
+  }
+
+  MasterLocal Build(const fs::path& log_dir, const std::string& pod) override {
+    const JobEnv job{gloo_dir_.path(), options_.with_gloo.value_or("1"), log_dir.string()};
+    const std::vector<PsProcess> ps = PlanPsFromPeers(peers_, own_index_, node_ip_, pod, job);
+    size_t servers = 0;
+    size_t trainers = 0;
+    for (const PsPeerInfo& peer : peers_) {
+      servers += peer.servers.size();
+      trainers += peer.trainers.size();
+    }
+    MasterLocal local;
+    local.processes =
+        BuildPsProcesses(ps, {{PsRole::kServer, static_cast<int>(servers)},
+                              {PsRole::kWorker, static_cast<int>(trainers)}},
+                         command_, log_dir, options_.log_overwrite);
+    local.supervisor.remove_if_killed = {gloo_dir_.path()};
+    SetPsSupervision(local.processes, local.supervisor);
+    ChooseEcho(local.supervisor, options_, false, "");
+    local.job_wide_completion = peers_.size() > 1;
+    if (!ps.empty()) local.debug_table = FormatDistributedEnvs(ps.front().env);
+    return local;
+  }
+
+ private:
+  const LaunchOptions& options_;
+  const TrainingCommand& command_;
+  std::unique_ptr<PortReservation> reservation_;
+  PsPeerInfo info_;
+  std::string node_ip_;
+  std::vector<PsPeerInfo> peers_;
+  int own_index_ = 0;
+  TempDir gloo_dir_;
+};
+
+}  // namespace
+
+std::unique_ptr<MasterJob> MakeMasterJob(MasterJobKind kind, const LaunchOptions& options,
+                                         const TrainingCommand& command) {
+  switch (kind) {
+    case MasterJobKind::kPs:
+      return std::make_unique<PsJob>(options, command);
+    case MasterJobKind::kRpc:
+      return std::make_unique<CollectiveJob>(options, command, /*rpc=*/true);
+    case MasterJobKind::kCollective:
+      break;
+  }
+  return std::make_unique<CollectiveJob>(options, command, /*rpc=*/false);
+}
+
+}  // namespace pdlaunch::internal

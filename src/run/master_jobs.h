@@ -1,0 +1,57 @@
+#pragma once
+
+// What one node of a master-rendezvous job publishes, and what it runs once the world is formed:
+// collective (paddle-new-launch §7.1.1), parameter server (§7.2.2) and RPC (§7.3). The
+// controller (launch_master.cc) does the rest, the same for all three. Internal to src/.
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "pdlaunch/cli/options.h"
+#include "pdlaunch/process/supervisor.h"
+#include "run/launch_support.h"
+
+namespace pdlaunch::internal {
+
+/// The world as the rendezvous formed it, in node order.
+struct MasterWorld {
+  std::vector<std::string> keys;       ///< Info keys.
+  std::vector<std::string> members;    ///< Pod names.
+  std::vector<std::string> addresses;  ///< "10.0.0.2 (abcdef)" for messages.
+  int own_index = 0;
+};
+
+/// This node's share of the job.
+struct MasterLocal {
+  std::vector<SupervisedProcess> processes;
+  SupervisorOptions supervisor;  ///< Echo path, role messages, gloo temp dir.
+  std::string mode_line;         ///< Printed on stdout before the processes start; may be empty.
+  std::string debug_table;       ///< Logged at INFO ("Distributed Envs" of the first process).
+  /// Servers serve every node's workers: keep them until the whole job's workers are done.
+  bool job_wide_completion = false;
+};
+
+class MasterJob {
+ public:
+  virtual ~MasterJob() = default;
+  /// Decides devices and ports, before anything is published.
+  virtual void Plan(const std::string& node_ip) = 0;
+  /// The value this node publishes under its info key.
+  virtual std::string Value(const std::string& pod, int rank) const = 0;
+  /// Forms the world from every info entry (key → value); throws LaunchError on bad peers or
+  /// ranks.
+  virtual MasterWorld Form(const std::map<std::string, std::string>& info,
+                           const std::string& own_key, bool sort_ip) = 0;
+  /// This node's processes, their logs in `log_dir`.
+  virtual MasterLocal Build(const std::filesystem::path& log_dir, const std::string& pod) = 0;
+};
+
+enum class MasterJobKind { kCollective, kPs, kRpc };
+
+std::unique_ptr<MasterJob> MakeMasterJob(MasterJobKind kind, const LaunchOptions& options,
+                                         const TrainingCommand& command);
+
+}  // namespace pdlaunch::internal

@@ -1,0 +1,57 @@
+#include "pdlaunch/cli/echo_choice.h"
+
+#include <gtest/gtest.h>
+
+#include "pdlaunch/base/errors.h"
+
+namespace pdlaunch {
+namespace {
+
+TEST(EchoChoiceTest, AllAndLists) {
+  EXPECT_TRUE(ParseEchoChoice("all").all);
+  EXPECT_TRUE(ParseEchoChoice(" all ").all);
+  const EchoChoice list = ParseEchoChoice("5, 0,3");
+  EXPECT_FALSE(list.all);
+  EXPECT_EQ(list.locals, (std::vector<int>{0, 3, 5}));
+  EXPECT_EQ(ParseEchoChoice("0").locals, (std::vector<int>{0}));
+}
+
+TEST(EchoChoiceTest, BadValuesNameTheToken) {
+  auto message = [](const char* value) {
+    try {
+      ParseEchoChoice(value);
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(message("0,0"), "--echo: local rank 0 is listed twice in '0,0'");
+  EXPECT_EQ(message("x"),
+            "--echo: 'x' is not a local rank (expected all, or local ranks such as 0,3,5)");
+  EXPECT_EQ(message("-1"),
+            "--echo: '-1' is not a local rank (expected all, or local ranks such as 0,3,5)");
+  EXPECT_EQ(message("All"),
+            "--echo: 'All' is not a local rank (expected all, or local ranks such as 0,3,5)");
+  EXPECT_EQ(message(""),
+            "--echo: '' names no process (expected all, or local ranks such as 0,3,5)");
+  EXPECT_EQ(message("1,,2"),
+            "--echo: '1,,2' has an empty entry (expected all, or local ranks such as 0,3,5)");
+}
+
+TEST(EchoChoiceTest, PrefixesEveryLine) {
+  EXPECT_EQ(PrefixLines("a\nb\n", "[rank 1]: "), "[rank 1]: a\n[rank 1]: b\n");
+  EXPECT_EQ(PrefixLines("a\n\n", "> "), "> a\n> \n");
+  EXPECT_EQ(PrefixLines("tail", "> "), "> tail");
+  EXPECT_EQ(PrefixLines("", "> "), "");
+  EXPECT_EQ(PrefixLines("50%\r60%\n", "> "), "> 50%\r60%\n");  // a progress bar is one line
+}
+
+TEST(EchoChoiceTest, PrefixNamesRoleRankAndHost) {
+  EXPECT_EQ(EchoPrefix("trainer", 3, ""), "[rank 3]: ");
+  EXPECT_EQ(EchoPrefix("trainer", 3, "10.0.0.2"), "[10.0.0.2 rank 3]: ");
+  EXPECT_EQ(EchoPrefix("worker", 1, ""), "[worker 1]: ");
+  EXPECT_EQ(EchoPrefix("server", 0, ""), "[server 0]: ");
+}
+
+}  // namespace
+}  // namespace pdlaunch

@@ -1,0 +1,165 @@
+#include "pdlaunch/coord/kv_http.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "pdlaunch/base/errors.h"
+#include "pdlaunch/base/json_string.h"
+
+namespace pdlaunch {
+namespace {
+
+KvHttpResponse Do(KvMemoryStore& store, const std::string& method, const std::string& target,
+                  const std::string& body = "", double now = 0) {
+  return store.Handle(KvHttpRequest{method, target, body}, now);
+}
+
+TEST(KvMemoryStoreTest, StartsWithHealthyOk) {
+  KvMemoryStore store;
+  const KvHttpResponse r = Do(store, "GET", "/healthy");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, R"({"/healthy": "ok"})");
+}
+
+TEST(KvMemoryStoreTest, GetIsAPureStringPrefix) {
+  KvMemoryStore store;
+  EXPECT_EQ(Do(store, "PUT", "/metrics/latency", "1").status, 200);
+  EXPECT_EQ(Do(store, "POST", "/metrics/throughput", "2").status, 200);
+  EXPECT_EQ(Do(store, "PUT", "/metricsX", "3").status, 200);
+  EXPECT_EQ(Do(store, "GET", "/metrics/").body,
+            R"({"/metrics/latency": "1", "/metrics/throughput": "2"})");
+  EXPECT_EQ(Do(store, "GET", "/metrics").body,
+            R"({"/metrics/latency": "1", "/metrics/throughput": "2", "/metricsX": "3"})");
+  const KvHttpResponse missing = Do(store, "GET", "/nothing");
+  EXPECT_EQ(missing.status, 404);
+  EXPECT_EQ(missing.body, "");
+}
+
+TEST(KvMemoryStoreTest, PutOverwritesDeleteIsExact) {
+  KvMemoryStore store;
+  Do(store, "PUT", "/a/b", "1");
+  Do(store, "PUT", "/a/b", "2");
+  Do(store, "PUT", "/a/bc", "3");
+  EXPECT_EQ(Do(store, "GET", "/a/b").body, R"({"/a/b": "2", "/a/bc": "3"})");
+  EXPECT_EQ(Do(store, "DELETE", "/a").status, 404);
+  EXPECT_EQ(Do(store, "DELETE", "/a/b").status, 200);
+  EXPECT_EQ(Do(store, "DELETE", "/a/b").status, 404);
+  EXPECT_EQ(Do(store, "GET", "/a/b").body, R"({"/a/bc": "3"})");
+  EXPECT_EQ(Do(store, "POST", "/empty").status, 200);
+  EXPECT_EQ(Do(store, "GET", "/empty").body, R"({"/empty": ""})");
+}
+
+TEST(KvMemoryStoreTest, OtherMethodsAreNotImplemented) {
+  KvMemoryStore store;
+  EXPECT_EQ(Do(store, "PATCH", "/x").status, 501);
+  EXPECT_EQ(Do(store, "HEAD", "/healthy").status, 501);
+}
+
+TEST(KvMemoryStoreTest, EveryChangeBumpsTheRevision) {
+  KvMemoryStore store;
+  const int64_t start = store.revision();
+  Do(store, "PUT", "/k", "v");
+  EXPECT_EQ(store.revision(), start + 1);
+  Do(store, "GET", "/k");
+  EXPECT_EQ(store.revision(), start + 1);
+  Do(store, "DELETE", "/k");
+  EXPECT_EQ(store.revision(), start + 2);
+  Do(store, "DELETE", "/k");  // Nothing deleted: no change.
+  EXPECT_EQ(store.revision(), start + 2);
+}
+
+TEST(KvMemoryStoreTest, LongPollParksUntilTheRevisionPasses) {
+  KvMemoryStore store;
+  const int64_t rev = store.revision();
+  const KvHttpResponse parked = Do(store, "GET", fmt::format("/job/?wait={}&timeout=7", rev), "", 100);
+  ASSERT_TRUE(parked.wait_until);
+  EXPECT_DOUBLE_EQ(*parked.wait_until, 107);
+  EXPECT_EQ(parked.wait_revision, rev);
+  EXPECT_EQ(parked.wait_prefix, "/job/");
+  // An older revision answers at once.
+  Do(store, "PUT", "/job/x", "1");
+  const KvHttpResponse now = Do(store, "GET", fmt::format("/job/?wait={}", rev));
+  EXPECT_FALSE(now.wait_until);
+  EXPECT_EQ(now.body, R"({"/job/x": "1"})");
+  EXPECT_EQ(store.Answer("/job/").body, R"({"/job/x": "1"})");
+}
+
+TEST(KvMemoryStoreTest, LongPollTimeoutIsBounded) {
+  KvLimits limits;
+  limits.max_wait_seconds = 5;
+  KvMemoryStore store(limits);
+  const KvHttpResponse parked =
+      Do(store, "GET", fmt::format("/j?wait={}&timeout=3600", store.revision()), "", 10);
+  ASSERT_TRUE(parked.wait_until);
+  EXPECT_DOUBLE_EQ(*parked.wait_until, 15);
+}
+
+TEST(KvMemoryStoreTest, TtlKeysExpire) {
+  KvMemoryStore store;
+  EXPECT_EQ(Do(store, "PUT", "/j/alive/a?ttl=10", "1", 100).status, 200);
+  EXPECT_EQ(Do(store, "PUT", "/j/alive/b?ttl=5", "1", 100).status, 200);
+  EXPECT_EQ(store.NextExpiry(), 105);
+  EXPECT_TRUE(store.Expire(104.9).empty());
+  EXPECT_EQ(store.Expire(105), std::vector<std::string>{"/j/alive/b"});
+  // A refresh moves the expiry.
+  Do(store, "PUT", "/j/alive/a?ttl=10", "1", 108);
+  EXPECT_TRUE(store.Expire(110).empty());
+  EXPECT_EQ(store.Expire(118), std::vector<std::string>{"/j/alive/a"});
+  EXPECT_FALSE(store.NextExpiry());
+  EXPECT_EQ(Do(store, "GET", "/j/").status, 404);
+}
+
+TEST(KvMemoryStoreTest, CreateOnlyKeepsTheFirstWriter) {
+  KvMemoryStore store;
+  EXPECT_EQ(Do(store, "PUT", "/j/failure?create=1", "first").status, 200);
+  EXPECT_EQ(Do(store, "PUT", "/j/failure?create=1", "second").status, 412);
+  EXPECT_EQ(Do(store, "GET", "/j/failure").body, R"({"/j/failure": "first"})");
+}
+
+TEST(KvMemoryStoreTest, LimitsRefuseWithoutChangingTheStore) {
+  KvLimits limits;
+  limits.max_keys = 3;  // /healthy is one.
+  limits.max_bytes = 64;
+  KvMemoryStore store(limits);
+  EXPECT_EQ(Do(store, "PUT", "/a", "1").status, 200);
+  EXPECT_EQ(Do(store, "PUT", "/b", "1").status, 200);
+  EXPECT_EQ(Do(store, "PUT", "/c", "1").status, 413);
+  EXPECT_EQ(Do(store, "PUT", "/a", std::string(100, 'x')).status, 413);
+  EXPECT_EQ(Do(store, "GET", "/a").body, R"({"/a": "1"})");
+  EXPECT_EQ(Do(store, "PUT", "/a", "2").status, 200);  // Overwriting fits.
+}
+
+TEST(KvTargetTest, QueryParameters) {
+  const KvTarget t = ParseKvTarget("/j/?wait=12&timeout=2.5&ttl=10&create=1&other=x");
+  EXPECT_EQ(t.path, "/j/");
+  EXPECT_EQ(t.wait, 12);
+  EXPECT_DOUBLE_EQ(t.timeout, 2.5);
+  EXPECT_EQ(t.ttl, 10);
+  EXPECT_TRUE(t.create_only);
+  const KvTarget bad = ParseKvTarget("/j?wait=-1&timeout=x&ttl=0&create");
+  EXPECT_FALSE(bad.wait);
+  EXPECT_DOUBLE_EQ(bad.timeout, 30);
+  EXPECT_FALSE(bad.ttl);
+  EXPECT_FALSE(bad.create_only);
+  EXPECT_EQ(ParseKvTarget("/plain").path, "/plain");
+}
+
+TEST(KvJsonTest, EncodesAsPythonJsonDumps) {
+  EXPECT_EQ(EncodeJsonString("a\"b\\c\n\t"), R"("a\"b\\c\n\t")");
+  EXPECT_EQ(EncodeJsonString("\x01"), R"("\u0001")");
+  EXPECT_EQ(EncodeJsonString("caf\xc3\xa9"), R"("caf\u00e9")");
+  EXPECT_EQ(EncodeJsonString("\xf0\x9f\x98\x80"), R"("\ud83d\ude00")");
+  EXPECT_EQ(EncodeJsonString("\xff"), R"("\ufffd")");
+  EXPECT_EQ(EncodeJsonObject({}), "{}");
+}
+
+TEST(KvJsonTest, DecodeRoundTripsAndRefusesOtherJson) {
+  const std::map<std::string, std::string> values = {{"/a", "x\"y"}, {"/b", "caf\xc3\xa9"}};
+  EXPECT_EQ(DecodeJsonObject(EncodeJsonObject(values)), values);
+  EXPECT_THROW(DecodeJsonObject("[1]"), LaunchError);
+  EXPECT_THROW(DecodeJsonObject(R"({"a": 1})"), LaunchError);
+  EXPECT_THROW(DecodeJsonObject("not json"), LaunchError);
+}
+
+}  // namespace
+}  // namespace pdlaunch

@@ -1,0 +1,370 @@
+#include "pdlaunch/coord/rendezvous.h"
+
+#include <gtest/gtest.h>
+
+#include "pdlaunch/base/errors.h"
+#include "pdlaunch/cli/master_config.h"
+
+namespace pdlaunch {
+namespace {
+
+PeerInfo Peer(const std::string& name, int rank, const std::string& ip, int first_port,
+              int replicas) {
+  PeerInfo peer;
+  peer.name = name;
+  peer.rank = rank;
+  peer.replicas = replicas;
+  peer.candidate = ip + ":" + std::to_string(first_port + replicas);
+  for (int i = 0; i < replicas; ++i) {
+    peer.endpoints += (i ? "," : "") + ip + ":" + std::to_string(first_port + i);
+  }
+  return peer;
+}
+
+TEST(PeerInfoTest, EncodesPaddlesJsonAndRoundTrips) {
+  const PeerInfo peer = Peer("qhzkbw", -1, "10.0.0.1", 6000, 2);
+  EXPECT_EQ(EncodePeerInfo(peer),
+            R"({"name": "qhzkbw", "rank": -1, "replicas": 2, "dtype": "cpu", )"
+            R"("candidate": "10.0.0.1:6002", "endpoints": "10.0.0.1:6000,10.0.0.1:6001"})");
+  EXPECT_EQ(DecodePeerInfo("/k", EncodePeerInfo(peer)), peer);
+}
+
+TEST(PeerInfoTest, RefusesMalformedPeers) {
+  EXPECT_THROW(DecodePeerInfo("/k", "nope"), LaunchError);
+  EXPECT_THROW(DecodePeerInfo("/k", R"({"name": "a"})"), LaunchError);
+  PeerInfo peer = Peer("a", -1, "10.0.0.1", 6000, 2);
+  peer.replicas = 3;
+  EXPECT_THROW(DecodePeerInfo("/k", EncodePeerInfo(peer)), LaunchError);
+  peer = Peer("a", -1, "10.0.0.1", 6000, 1);
+  peer.candidate = "10.0.0.1";
+  EXPECT_THROW(DecodePeerInfo("/k", EncodePeerInfo(peer)), LaunchError);
+}
+
+TEST(OrderPeersTest, HostKeySortsFirstThenPodNames) {
+  const MasterKeys keys("job");
+  const std::map<std::string, std::string> entries = {
+      {keys.info("zzzzzz", -1), EncodePeerInfo(Peer("zzzzzz", -1, "10.0.0.3", 6000, 1))},
+      {keys.info("aaaaaa", -1), EncodePeerInfo(Peer("hostpd", -1, "10.0.0.9", 6000, 1))},
+      {keys.info("mmmmmm", -1), EncodePeerInfo(Peer("mmmmmm", -1, "10.0.0.2", 6000, 1))},
+  };
+  const PeerOrder order = OrderPeers(entries, keys.info("mmmmmm", -1), false);
+  ASSERT_EQ(order.peers.size(), 3u);
+  EXPECT_EQ(order.peers[0].name, "hostpd");
+  EXPECT_EQ(order.peers[1].name, "mmmmmm");
+  EXPECT_EQ(order.peers[2].name, "zzzzzz");
+  EXPECT_EQ(order.own_index, 1);
+  // --sort_ip orders by address instead.
+  const PeerOrder by_ip = OrderPeers(entries, keys.info("mmmmmm", -1), true);
+  EXPECT_EQ(by_ip.peers[0].name, "mmmmmm");
+  EXPECT_EQ(by_ip.peers[2].name, "hostpd");
+  EXPECT_EQ(by_ip.own_index, 0);
+}
+
+TEST(OrderPeersTest, ExplicitRanksPlaceNodes) {
+  const MasterKeys keys("j");
+  const std::map<std::string, std::string> entries = {
+      {keys.info("aaaaab", 1), EncodePeerInfo(Peer("aaaaab", 1, "10.0.0.1", 6000, 1))},
+      {keys.info("zzzzzz", 0), EncodePeerInfo(Peer("zzzzzz", 0, "10.0.0.2", 6000, 1))},
+  };
+  const PeerOrder order = OrderPeers(entries, keys.info("aaaaab", 1), false);
+  EXPECT_EQ(order.peers[0].name, "zzzzzz");
+  EXPECT_EQ(order.own_index, 1);
+}
+
+TEST(OrderPeersTest, BadExplicitRanksAreNamed) {
+  const MasterKeys keys("j");
+  const auto error = [&](std::map<std::string, std::string> entries, const std::string& own) {
+    try {
+      OrderPeers(entries, own, false);
+    } catch (const LaunchError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string a = EncodePeerInfo(Peer("a", 0, "10.0.0.1", 6000, 1));
+  const std::string b = EncodePeerInfo(Peer("b", 0, "10.0.0.2", 6000, 1));
+  EXPECT_EQ(error({{keys.info("a", 0), a}, {keys.info("b", 0), b}}, keys.info("a", 0)),
+            "nodes 10.0.0.1:6001 and 10.0.0.2:6001 both have --rank 0");
+  EXPECT_EQ(error({{keys.info("a", 0), a}, {keys.info("b", 5), b}}, keys.info("a", 0)),
+            "node 10.0.0.2:6001 has --rank 5 but the job has 2 nodes (0..1)");
+  EXPECT_EQ(error({{keys.info("a", 0), a}, {keys.info("b", -1), b}}, keys.info("a", 0)),
+            "1 of 2 nodes gave --rank and the others did not: give every node its rank or none");
+}
+
+TEST(BuildMasterClusterTest, NodesMayRunDifferentNumbersOfProcesses) {
+  PeerOrder order;
+  order.peers = {Peer("host", -1, "10.0.0.1", 6000, 3), Peer("b", -1, "10.0.0.2", 7000, 2)};
+  order.own_index = 1;
+  DevicePlan devices;
+  devices.mode = DeviceMode::kGpu;
+  devices.backend = "nccl";
+  devices.devices_per_proc = {{0}, {1}};
+  const Cluster cluster = BuildMasterCluster(order, devices);
+  EXPECT_EQ(cluster.world_size(), 5);
+  EXPECT_EQ(cluster.master.ToString(), "10.0.0.1:6003");
+  EXPECT_EQ(cluster.local_pod().ip, "10.0.0.2");
+  ASSERT_EQ(cluster.local_pod().trainers.size(), 2u);
+  EXPECT_EQ(cluster.local_pod().trainers[0].global_rank, 3);
+  EXPECT_EQ(cluster.local_pod().trainers[1].global_rank, 4);
+  EXPECT_EQ(cluster.local_pod().trainers[1].devices, std::vector<int>{1});
+  EXPECT_EQ(cluster.local_pod().trainers[1].endpoint.ToString(), "10.0.0.2:7001");
+  EXPECT_TRUE(cluster.pods[0].trainers[0].devices.empty());
+}
+
+TEST(CoordStateTest, ParsesAliveDoneAndFailure) {
+  const MasterKeys keys("j");
+  const CoordState state = ParseCoordState(
+      keys, {{keys.alive("a"), "1"},
+             {keys.alive("b"), "1"},
+             {keys.done("b"), "0"},
+             {keys.failure(), EncodeFailure({"10.0.0.2", "b", "rank 3 ended", 7})},
+             {keys.info("a", -1), "{}"}});
+  EXPECT_EQ(state.alive, (std::set<std::string>{"a", "b"}));
+  EXPECT_EQ(state.done.at("b"), 0);
+  ASSERT_TRUE(state.failure);
+  EXPECT_EQ(state.failure->exit_code, 7);
+  EXPECT_EQ(state.failure->cause, "rank 3 ended");
+  EXPECT_EQ(DecodeFailure("garbage").cause, "garbage");
+  EXPECT_EQ(DecodeFailure("garbage").exit_code, 1);
+}
+
+TEST(DecideMasterStepTest, Rules) {
+  using K = MasterStep::Kind;
+  const std::vector<std::string> members = {"a", "b", "c"};
+  CoordState state;
+  state.alive = {"a", "b", "c"};
+  EXPECT_EQ(DecideMasterStep(state, members, state.alive).kind, K::kContinue);
+  // A node seen alive whose heartbeat expired without reporting done is lost.
+  state.alive = {"a", "c"};
+  MasterStep step = DecideMasterStep(state, members, {"a", "b", "c"});
+  EXPECT_EQ(step.kind, K::kNodesLost);
+  EXPECT_EQ(step.lost, std::vector<std::string>{"b"});
+  // ... unless it was never seen alive (a node of Paddle's launcher publishes no heartbeat).
+  EXPECT_EQ(DecideMasterStep(state, members, {"a", "c"}).kind, K::kContinue);
+  // Done nodes may go away.
+  state.done["b"] = 0;
+  EXPECT_EQ(DecideMasterStep(state, members, {"a", "b", "c"}).kind, K::kContinue);
+  state.done["a"] = 0;
+  state.done["c"] = 0;
+  EXPECT_EQ(DecideMasterStep(state, members, {"a", "b", "c"}).kind, K::kAllDone);
+  // Members never seen alive (Paddle's nodes) are not waited for.
+  CoordState paddle;
+  paddle.done = {{"a", 0}};
+  EXPECT_EQ(DecideMasterStep(paddle, {"a", "p"}, {"a"}).kind, K::kAllDone);
+  // A failure wins over everything.
+  state.failure = JobFailure{"n", "a", "cause", 9};
+  step = DecideMasterStep(state, members, {"a", "b", "c"});
+  EXPECT_EQ(step.kind, K::kJobFailed);
+  EXPECT_EQ(step.failure.exit_code, 9);
+}
+
+LaunchOptions Options(std::function<void(LaunchOptions&)> set) {
+  LaunchOptions options;
+  set(options);
+  return options;
+}
+
+TEST(SelectLaunchPathTest, MasterPathAndItsSettings) {
+  LaunchOptions o = Options([](LaunchOptions& x) {
+    x.master = "10.0.0.1:8090";
+    x.nnodes = "2";
+    x.given = {"master", "nnodes"};
+  });
+  LaunchPath path = SelectLaunchPath(o, {});
+  ASSERT_EQ(path.kind, LaunchPath::Kind::kMaster);
+  EXPECT_EQ(path.master->master_host, "10.0.0.1");
+  EXPECT_EQ(path.master->master_port, 8090);
+  EXPECT_EQ(path.master->nnodes, 2);
+  EXPECT_EQ(path.master->rank, -1);
+  EXPECT_EQ(path.master->job_id, "default");
+  // PADDLE_TRAINER_ID sets the rank, except in a nested launch.
+  EXPECT_EQ(SelectLaunchPath(o, {{"PADDLE_TRAINER_ID", "1"}}).master->rank, 1);
+  EXPECT_EQ(
+      SelectLaunchPath(o, {{"PADDLE_TRAINER_ID", "1"}, {"PDLAUNCH_PARENT", "9"}}).master->rank,
+      -1);
+  // http:// is allowed; POD_IP is this node's address.
+  o.master = "http://master-0:36543";
+  path = SelectLaunchPath(o, {{"POD_IP", "10.1.2.3"}});
+  EXPECT_EQ(path.master->master_host, "master-0");
+  EXPECT_EQ(path.master->host, "10.1.2.3");
+  // No master with nnodes >= 2: this node hosts one.
+  o.master.reset();
+  o.given = {"nnodes"};
+  path = SelectLaunchPath(o, {});
+  ASSERT_EQ(path.kind, LaunchPath::Kind::kMaster);
+  EXPECT_FALSE(path.master->master_given);
+}
+
+TEST(SelectLaunchPathTest, OtherPaths) {
+  LaunchOptions o;
+  EXPECT_EQ(SelectLaunchPath(o, {}).kind, LaunchPath::Kind::kDefault);
+  o.master = "127.0.0.1:8090";  // One node: no master contacted, as Paddle.
+  o.given = {"master"};
+  EXPECT_EQ(SelectLaunchPath(o, {}).kind, LaunchPath::Kind::kDefault);
+  o.master = "etcd://127.0.0.1:2379";
+  o.nnodes = "2:4";
+  const LaunchPath etcd = SelectLaunchPath(o, {});
+  EXPECT_EQ(etcd.kind, LaunchPath::Kind::kEtcd);
+  EXPECT_EQ(etcd.etcd_server, "127.0.0.1:2379");
+  EXPECT_EQ(etcd.etcd_np, "2:4");
+  LaunchOptions ips;
+  ips.ips = "10.0.0.1,10.0.0.2";
+  ips.nnodes = "2";
+  ips.given = {"ips", "nnodes"};
+  EXPECT_EQ(SelectLaunchPath(ips, {}).kind, LaunchPath::Kind::kDefault);
+}
+
+TEST(SelectLaunchPathTest, UsageErrorsNameTheToken) {
+  const auto error = [](std::function<void(LaunchOptions&)> set) {
+    try {
+      SelectLaunchPath(Options(set), {});
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error([](LaunchOptions& o) { o.nnodes = "2:4"; }),
+            "argument --nnodes: '2:4' is a range, which needs an etcd master (--master "
+            "etcd://host:port); the HTTP master needs a fixed node count");
+  EXPECT_EQ(error([](LaunchOptions& o) {
+              o.nnodes = "2";
+              o.rank = 5;
+              o.given = {"rank"};
+            }),
+            "argument --rank: 5 is not below --nnodes 2 (ranks 0..1)");
+  EXPECT_EQ(error([](LaunchOptions& o) {
+              o.nnodes = "2";
+              o.master = "10.0.0.1";
+            }),
+            "argument --master: '10.0.0.1' needs host:port");
+  EXPECT_NE(error([](LaunchOptions& o) {
+              o.nnodes = "2";
+              o.master = "host:notaport";
+            }).find("argument --master: "),
+            std::string::npos);
+  EXPECT_EQ(error([](LaunchOptions& o) {
+              o.nnodes = "3";
+              o.ips = "10.0.0.1,10.0.0.2";
+              o.given = {"ips", "nnodes"};
+            }),
+            "argument --nnodes: 3 but --ips lists 2 nodes");
+}
+
+TEST(UsesNewInterfaceTest, FlagsOfTodaysLauncherOrItsEnvironment) {
+  LaunchOptions o;
+  EXPECT_FALSE(UsesNewInterface(o));
+  o.new_flags = {"--devices"};
+  EXPECT_TRUE(UsesNewInterface(o));
+  o.legacy = true;
+  EXPECT_FALSE(UsesNewInterface(o));
+  LaunchOptions env;
+  env.given = {"nnodes"};  // PADDLE_NNODES
+  EXPECT_TRUE(UsesNewInterface(env));
+  // --job_id alone on the command line is today's job id; with --elastic_server it is the
+  // legacy elastic mode's, and PADDLE_JOB_ID alone decides nothing.
+  LaunchOptions job;
+  job.given = {"job_id"};
+  EXPECT_TRUE(UsesNewInterface(job));
+  job.given.insert("elastic_server");
+  EXPECT_FALSE(UsesNewInterface(job));
+  LaunchOptions job_env;
+  job_env.given = {"job_id"};
+  job_env.from_env = {"job_id"};
+  EXPECT_FALSE(UsesNewInterface(job_env));
+}
+
+}  // namespace
+}  // namespace pdlaunch
+
+#include "pdlaunch/plan/ps.h"
+#include "pdlaunch/plan/trainer_env.h"
+
+namespace pdlaunch {
+namespace {
+
+std::string EnvOf(const EnvList& env, const std::string& name) {
+  for (const auto& [key, value] : env) {
+    if (key == name) return value;
+  }
+  return "<unset>";
+}
+
+TEST(PsPeerTest, EncodesPaddlesJsonAndRoundTrips) {
+  PsPeerInfo peer{"abcdef", -1, {"10.0.0.1:1", "10.0.0.1:2"}, {"10.0.0.1:3"}, "cpu", 4};
+  EXPECT_EQ(EncodePsPeer(peer),
+            R"({"name": "abcdef", "rank": -1, "servers": ["10.0.0.1:1", "10.0.0.1:2"], )"
+            R"("trainers": ["10.0.0.1:3"], "dtype": "cpu", "gloo_port": 4})");
+  EXPECT_EQ(DecodePsPeer("/k", EncodePsPeer(peer)), peer);
+  EXPECT_THROW(DecodePsPeer("/k", R"({"name": "a"})"), LaunchError);
+  EXPECT_THROW(DecodePsPeer("/k", R"({"name": "a", "rank": 0, "servers": ["x"], )"
+                                  R"("trainers": [], "gloo_port": 1})"),
+               LaunchError);
+}
+
+TEST(PsPeerTest, CountsDefaultToOne) {
+  LaunchOptions options;
+  EXPECT_EQ(PsMasterCounts(options), std::make_pair(1, 1));
+  options.server_num = 2;
+  options.worker_num = 0;
+  EXPECT_EQ(PsMasterCounts(options), std::make_pair(2, 1));
+}
+
+TEST(PlanPsFromPeersTest, ListsConcatenateInNodeOrder) {
+  const std::vector<PsPeerInfo> peers = {
+      {"host", -1, {"10.0.0.1:1"}, {"10.0.0.1:2", "10.0.0.1:3"}, "cpu", 9},
+      {"other", -1, {"10.0.0.2:1", "10.0.0.2:2"}, {"10.0.0.2:3"}, "cpu", 7}};
+  const JobEnv job{"/tmp/gloo", "1", "/abs/log"};
+  const std::vector<PsProcess> ps = PlanPsFromPeers(peers, 1, "10.0.0.2", "other", job);
+  ASSERT_EQ(ps.size(), 3u);
+  EXPECT_EQ(ps[0].log_name, "serverlog.0");
+  EXPECT_EQ(ps[1].log_name, "serverlog.1");
+  EXPECT_EQ(ps[2].log_name, "workerlog.0");
+  EXPECT_EQ(ps[1].global_id, 2);
+  EXPECT_EQ(EnvOf(ps[0].env, "PADDLE_PSERVERS_IP_PORT_LIST"), "10.0.0.1:1,10.0.0.2:1,10.0.0.2:2");
+  EXPECT_EQ(EnvOf(ps[0].env, "PADDLE_TRAINER_ENDPOINTS"), "10.0.0.1:2,10.0.0.1:3,10.0.0.2:3");
+  EXPECT_EQ(EnvOf(ps[0].env, "PADDLE_ROLE"), "PSERVER");
+  EXPECT_EQ(EnvOf(ps[0].env, "PADDLE_TRAINER_ID"), "<unset>");
+  EXPECT_EQ(EnvOf(ps[2].env, "PADDLE_ROLE"), "TRAINER");
+  EXPECT_EQ(EnvOf(ps[2].env, "TRAINING_ROLE"), "TRAINER");
+  EXPECT_EQ(EnvOf(ps[2].env, "PADDLE_TRAINER_ID"), "2");
+  EXPECT_EQ(EnvOf(ps[2].env, "PADDLE_TRAINERS_NUM"), "3");
+  EXPECT_EQ(EnvOf(ps[2].env, "PADDLE_PORT"), "3");
+  EXPECT_EQ(EnvOf(ps[2].env, "PADDLE_NNODES"), "2");
+  EXPECT_EQ(EnvOf(ps[2].env, "PADDLE_GLOO_HTTP_ENDPOINT"), "10.0.0.1:9");  // Peer 0's port.
+  EXPECT_EQ(EnvOf(ps[2].env, "POD_IP"), "10.0.0.2");
+  EXPECT_EQ(EnvOf(ps[2].env, "POD_NAME"), "other");
+  EXPECT_EQ(EnvOf(ps[2].env, "PADDLE_MASTER"), "<unset>");
+}
+
+TEST(MasterTrainerVariablesTest, ExactlyTodaysLaunchersNames) {
+  PeerOrder order;
+  order.peers = {Peer("host", -1, "10.0.0.1", 6000, 1), Peer("b", -1, "10.0.0.2", 7000, 2)};
+  order.own_index = 1;
+  DevicePlan devices;
+  devices.mode = DeviceMode::kGpu;
+  devices.devices_per_proc = {{0, 1}, {2, 3}};
+  const Cluster cluster = BuildMasterCluster(order, devices);
+  const EnvList env = MasterTrainerVariables(cluster, cluster.local_pod().trainers[1],
+                                             MasterJobEnv{"b", "/abs/log", std::nullopt});
+  std::vector<std::string> names;
+  for (const auto& [name, value] : env) names.push_back(name);
+  EXPECT_EQ(names, (std::vector<std::string>{
+                       "PADDLE_MASTER", "PADDLE_GLOBAL_SIZE", "PADDLE_LOCAL_SIZE",
+                       "PADDLE_GLOBAL_RANK", "PADDLE_LOCAL_RANK", "PADDLE_NNODES",
+                       "PADDLE_CURRENT_ENDPOINT", "PADDLE_TRAINER_ID", "PADDLE_TRAINERS_NUM",
+                       "PADDLE_RANK_IN_NODE", "PADDLE_TRAINER_ENDPOINTS", "FLAGS_selected_gpus",
+                       "POD_NAME", "PADDLE_LOG_DIR", "RANK", "WORLD_SIZE", "LOCAL_RANK",
+                       "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"}));
+  EXPECT_EQ(EnvOf(env, "PADDLE_MASTER"), "10.0.0.1:6001");
+  EXPECT_EQ(EnvOf(env, "PADDLE_GLOBAL_RANK"), "2");
+  EXPECT_EQ(EnvOf(env, "FLAGS_selected_gpus"), "2,3");
+  EXPECT_EQ(EnvOf(env, "MASTER_PORT"), "6001");
+  const EnvList rpc = RpcVariables(cluster, cluster.local_pod().trainers[0],
+                                   MasterJobEnv{"b", "/abs/log", std::nullopt});
+  EXPECT_EQ(EnvOf(rpc, "PADDLE_MASTER_ENDPOINT"), "10.0.0.1:6001");
+  EXPECT_EQ(EnvOf(rpc, "PADDLE_SERVER_ENDPOINT"), "10.0.0.2:7000");
+  EXPECT_EQ(EnvOf(rpc, "PADDLE_TRAINER_ID"), "1");
+}
+
+}  // namespace
+}  // namespace pdlaunch
