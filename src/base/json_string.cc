@@ -55,10 +55,11 @@ void AppendUnicodeEscape(std::string& out, uint32_t unit) {
 
 }  // namespace
 
-std::string EncodeJsonString(std::string_view text) {
-  std::string out = "\"";
+bool AppendJsonString(std::string& out, std::string_view text, size_t max_size) {
+  out += '"';
   size_t i = 0;
   while (i < text.size()) {
+    if (out.size() > max_size) return false;
     const uint32_t cp = NextCodePoint(text, i);
     switch (cp) {
       case '"':
@@ -95,7 +96,14 @@ std::string EncodeJsonString(std::string_view text) {
       AppendUnicodeEscape(out, 0xDC00 + (v & 0x3FF));
     }
   }
-  return out + "\"";
+  out += '"';
+  return out.size() <= max_size;
+}
+
+std::string EncodeJsonString(std::string_view text) {
+  std::string out;
+  AppendJsonString(out, text);
+  return out;
 }
 
 }  // namespace pdlaunch

@@ -20,6 +20,10 @@ constexpr std::string_view kBase64Alphabet =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 constexpr size_t kMaxHeaderBytes = 64 * 1024;  // Of one header or trailer line.
 constexpr size_t kMaxLineBytes = 4 * 1024;
+// One watch message (docs/elastic.md, "Bounds"): a batch of events of a job's keys is a few
+// kilobytes per node. A stream that sends more without a newline is broken: the caller drops
+// the connection and watches again, as after any other etcd failure.
+constexpr size_t kMaxWatchMessageBytes = 8u << 20;
 constexpr size_t kMaxErrorBodyBytes = 64 * 1024;
 constexpr size_t kQuoteBytes = 200;
 
@@ -483,6 +487,11 @@ size_t WatchStreamDecoder::ConsumeMessages(std::string_view bytes, bool stop_whe
   size_t pos = 0;
   while (pos < bytes.size() && !broken()) {
     const size_t newline = bytes.find('\n', pos);
+    const size_t end = newline == std::string_view::npos ? bytes.size() : newline;
+    if (body_.size() + (end - pos) > kMaxWatchMessageBytes) {
+      Break(fmt::format("malformed watch stream: a message over {} bytes", kMaxWatchMessageBytes));
+      return bytes.size();
+    }
     if (newline == std::string_view::npos) {
       body_.append(bytes.substr(pos));
       return bytes.size();

@@ -19,7 +19,9 @@
 #include <utility>
 #include <vector>
 
+#include "coord/http_feed.h"
 #include "pdlaunch/base/endpoint.h"
+#include "pdlaunch/base/errors.h"
 #include "pdlaunch/coord/etcd_protocol.h"
 #include "pdlaunch/coord/kv_store.h"
 
@@ -34,7 +36,10 @@ using tcp = asio::ip::tcp;
 using boost::system::error_code;
 using Clock = std::chrono::steady_clock;
 
-constexpr uint64_t kMaxResponseBytes = uint64_t{1} << 30;
+// The largest answer of a unary call (docs/elastic.md, "Bounds"): a range of a job's prefix is a
+// few kilobytes per node. Over it the call fails (KvUnavailable) and is retried.
+constexpr uint64_t kMaxResponseBytes = uint64_t{8} << 20;
+constexpr uint32_t kMaxHeaderBytes = 64u << 10;
 constexpr size_t kReadChunkBytes = 64 * 1024;
 // Bytes one Read() takes from the watch socket at most; more stays readable for the next call.
 constexpr size_t kMaxReadBytes = 16 * kReadChunkBytes;
@@ -327,7 +332,7 @@ class EtcdStore : public KvStore {
   std::mutex mutex_;  // One call at a time on the cached connection.
   asio::io_context io_;
   tcp::socket socket_{io_};
-  beast::flat_buffer buffer_;
+  beast::flat_buffer buffer_{http_feed::kMaxBufferedBytes};
 };
 
 void EtcdStore::RevokeLease(int64_t lease) {
@@ -362,7 +367,9 @@ Answer EtcdStore::Exchange(std::string_view path, std::string body) {
   }
   if (error) {
     Close();
-    throw KvUnavailable(Message(path, Describe(error, timeout_)));
+    const bool malformed = error == http::error::bad_value && !answer.reason.empty();
+    throw KvUnavailable(Message(path, malformed ? "malformed answer: " + answer.reason
+                                                : Describe(error, timeout_)));
   }
   if (!answer.keep_alive) Close();
   return answer;
@@ -375,10 +382,42 @@ error_code EtcdStore::RoundTrip(const http::request<http::string_body>& request,
       io_, deadline, [&](auto done) { http::async_write(socket_, request, done); }, cancel);
   if (error) return error;
   http::response_parser<http::string_body> parser;
+  parser.header_limit(kMaxHeaderBytes);
   parser.body_limit(kMaxResponseBytes);
-  error = RunUntil(
-      io_, deadline, [&](auto done) { http::async_read(socket_, buffer_, parser, done); }, cancel);
-  if (error) return error;
+  // Read and parsed here rather than by http::async_read, so that nothing the parser throws (a
+  // gateway may send any bytes; Beast 1.81 throws for a trailer field over 65 534 bytes) leaves
+  // this call: it fails like any other etcd error, and the caller retries.
+  for (uint64_t received = 0;;) {
+    size_t got = 0;
+    error = RunUntil(
+        io_, deadline,
+        [&](auto done) {
+          socket_.async_read_some(buffer_.prepare(http_feed::ReadSize(buffer_)),
+                                  [&got, done](error_code e, size_t n) {
+                                    got = n;
+                                    done(e);
+                                  });
+        },
+        cancel);
+    if (error && error != asio::error::eof) return error;
+    std::string why;
+    http_feed::Fed fed;
+    if (error) {
+      fed = http_feed::FeedEof(parser, why);
+      if (fed == http_feed::Fed::kFailed && received == 0) return error;  // Closed before a byte.
+    } else {
+      buffer_.commit(got);
+      received += got;
+      fed = received > kMaxResponseBytes + kMaxHeaderBytes ? http_feed::Fed::kFailed
+                                                          : http_feed::Feed(parser, buffer_, why);
+      if (received > kMaxResponseBytes + kMaxHeaderBytes) why = "answer over the client's limit";
+    }
+    if (fed == http_feed::Fed::kDone) break;
+    if (fed == http_feed::Fed::kFailed) {
+      answer.reason = OneLine(why);
+      return http::error::bad_value;
+    }
+  }
   auto& response = parser.get();
   answer.status = static_cast<int>(response.result_int());
   answer.reason = std::string(response.reason());

@@ -10,11 +10,17 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <list>
+#include <map>
 #include <optional>
 #include <system_error>
 
+#include "coord/http_feed.h"
+#include "pdlaunch/base/errors.h"
+#include "pdlaunch/base/logging.h"
 #include "pdlaunch/base/version.h"
 
 namespace pdlaunch {
@@ -50,18 +56,22 @@ class Session;
 
 struct KvHttpServer::State : std::enable_shared_from_this<KvHttpServer::State> {
   State(asio::io_context& io, HttpServerLimits l)
-      : acceptor(io), expiry(io), limits(l), store(l.store) {}
+      : acceptor(io), expiry(io), accept_pause(io), limits(l), store(l.store) {}
 
   void Accept();
+  void Admit(tcp::socket socket);
   void Changed();
   void ArmExpiry();
 
   tcp::acceptor acceptor;
   asio::steady_timer expiry;
+  asio::steady_timer accept_pause;  // After EMFILE and the like: accept again later, not at once.
   HttpServerLimits limits;
   KvMemoryStore store;
   std::function<void()> on_change;
-  std::list<std::weak_ptr<Session>> sessions;
+  std::list<std::weak_ptr<Session>> sessions;  // Every open connection (each erases its own).
+  std::list<std::weak_ptr<Session>> parked;    // The long-polls waiting for a change.
+  std::map<asio::ip::address, size_t> per_address;  // Open connections by client address.
   bool stopped = false;
 };
 
@@ -71,27 +81,36 @@ using ServerState = KvHttpServer::State;
 
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(tcp::socket socket, std::shared_ptr<ServerState> state)
-      : stream_(std::move(socket)), wait_timer_(stream_.get_executor()), state_(std::move(state)) {}
+  Session(tcp::socket socket, std::shared_ptr<ServerState> state, asio::ip::address peer)
+      : stream_(std::move(socket)),
+        wait_timer_(stream_.get_executor()),
+        state_(std::move(state)),
+        peer_(std::move(peer)) {}
 
-  void Start() {
+  ~Session() {
+    if (self_in_sessions_) state_->sessions.erase(*self_in_sessions_);
+    if (parked_) state_->parked.erase(self_in_parked_);
+    const auto count = state_->per_address.find(peer_);
+    if (count != state_->per_address.end() && --count->second == 0) {
+      state_->per_address.erase(count);
+    }
+  }
+
+  void Start(std::list<std::weak_ptr<Session>>::iterator self_in_sessions) {
+    self_in_sessions_ = self_in_sessions;
     parser_.emplace();
     parser_->header_limit(static_cast<uint32_t>(state_->limits.max_header_bytes));
     parser_->body_limit(state_->limits.max_body_bytes);
-    stream_.expires_after(Duration(state_->limits.idle_seconds));
-    http::async_read(stream_, buffer_, *parser_,
-                     [self = shared_from_this()](beast::error_code ec, size_t) {
-                       if (ec) return self->Close();
-                       self->OnRequest();
-                     });
+    // Nothing sent within first_byte_seconds: closed; the whole request within idle_seconds.
+    request_deadline_ = Clock::now() + Duration(state_->limits.idle_seconds);
+    stream_.expires_after(Duration(state_->limits.first_byte_seconds));
+    ReadSome();
   }
 
   /// A change happened: answer if this session is a long-poll the change satisfies.
   void MaybeAnswer() {
     if (parked_ && state_->store.revision() > wait_revision_) Answer();
   }
-
-  bool parked() const { return parked_; }
 
   void Close() {
     beast::error_code ignored;
@@ -101,6 +120,70 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
  private:
+  void ReadSome() {
+    stream_.async_read_some(buffer_.prepare(http_feed::ReadSize(buffer_)),
+                            [self = shared_from_this()](beast::error_code ec, size_t n) {
+                              self->OnRead(ec, n);
+                            });
+  }
+
+  // Every handler of the server runs under Guard: whatever a request makes throw ends that one
+  // connection, never the loop (and with it the launcher and every rank of the job).
+  template <typename Body>
+  void Guard(Body body) noexcept {
+    try {
+      body();
+    } catch (const std::exception& e) {
+      Drop(e.what());
+    } catch (...) {
+      Drop("unknown exception");
+    }
+  }
+
+  void Drop(std::string_view why) noexcept {
+    try {
+      PDLOG_DEBUG("master: dropped the connection of {}: {}", peer_.to_string(), OneLine(why));
+    } catch (...) {
+    }
+    Close();
+  }
+
+  void OnRead(beast::error_code ec, size_t n) {
+    Guard([&] {
+      if (ec && ec != asio::error::eof) return Drop(ec.message());
+      std::string error;
+      http_feed::Fed fed;
+      if (ec) {
+        fed = http_feed::FeedEof(*parser_, error);
+      } else {
+        buffer_.commit(n);
+        if (!got_bytes_) {
+          got_bytes_ = true;
+          stream_.expires_at(request_deadline_);
+        }
+        fed = http_feed::Feed(*parser_, buffer_, error, /*stop_after_header=*/!header_checked_);
+      }
+      if (fed == http_feed::Fed::kFailed) return Drop(error);
+      if (!header_checked_ && parser_->is_header_done()) {
+        header_checked_ = true;
+        // Paddle's master (Python's http.server) reads Content-Length only; a chunked body and
+        // its trailer, which Beast 1.81 bounds by no limit, are refused before they are read.
+        if (parser_->chunked()) return Reply(Status(411));
+        fed = http_feed::Feed(*parser_, buffer_, error);
+        if (fed == http_feed::Fed::kFailed) return Drop(error);
+      }
+      if (fed == http_feed::Fed::kDone) return OnRequest();
+      if (ec) return Drop("closed before the request ended");
+      ReadSome();
+    });
+  }
+
+  static KvHttpResponse Status(int status) {
+    KvHttpResponse response;
+    response.status = status;
+    return response;
+  }
+
   void OnRequest() {
     const http::request<http::string_body>& request = parser_->get();
     version_ = request.version();
@@ -111,30 +194,35 @@ class Session : public std::enable_shared_from_this<Session> {
     if (state_->store.revision() != before) state_->Changed();
     if (!response.wait_until) return Reply(response);
     parked_ = true;
+    self_in_parked_ = state_->parked.insert(state_->parked.end(), weak_from_this());
     wait_revision_ = response.wait_revision;
     wait_prefix_ = response.wait_prefix;
     stream_.expires_never();
     wait_timer_.expires_at(TimePoint(*response.wait_until));
-    wait_timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
-      if (!ec) self->Answer();
+    wait_timer_.async_wait([self = shared_from_this()](beast::error_code timer_ec) {
+      if (!timer_ec) self->Guard([&] { self->Answer(); });
     });
   }
 
   void Answer() {
     if (!parked_) return;
     parked_ = false;
+    state_->parked.erase(self_in_parked_);
     wait_timer_.cancel();
     Reply(state_->store.Answer(wait_prefix_));
   }
 
-  void Reply(const KvHttpResponse& answer) {
+  void Reply(KvHttpResponse answer) {
+    // The body is never copied per client: a shared answer is kept alive while it is written.
+    answer_ = std::move(answer);
+    const std::string_view body = answer_.Body();
     response_.version(version_ == 10 ? 10 : 11);
-    response_.result(static_cast<unsigned>(answer.status));
+    response_.result(static_cast<unsigned>(answer_.status));
     response_.set(http::field::server, ServerName());
     response_.set(http::field::content_type, "application/json; charset=utf8");
     response_.set(kRevisionHeader, std::to_string(state_->store.revision()));
     response_.set(http::field::connection, "close");
-    response_.body() = answer.body;
+    response_.body() = http::span_body<const char>::value_type(body.data(), body.size());
     response_.prepare_payload();
     stream_.expires_after(Duration(state_->limits.idle_seconds));
     http::async_write(stream_, response_,
@@ -142,11 +230,18 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   beast::tcp_stream stream_;
-  beast::flat_buffer buffer_;
+  beast::flat_buffer buffer_{http_feed::kMaxBufferedBytes};
   std::optional<http::request_parser<http::string_body>> parser_;
-  http::response<http::string_body> response_;
+  KvHttpResponse answer_;
+  http::response<http::span_body<const char>> response_;
   asio::steady_timer wait_timer_;
   std::shared_ptr<ServerState> state_;
+  asio::ip::address peer_;
+  std::optional<std::list<std::weak_ptr<Session>>::iterator> self_in_sessions_;
+  std::list<std::weak_ptr<Session>>::iterator self_in_parked_;
+  Clock::time_point request_deadline_;
+  bool got_bytes_ = false;
+  bool header_checked_ = false;
   unsigned version_ = 11;
   bool parked_ = false;
   int64_t wait_revision_ = 0;
@@ -157,25 +252,48 @@ class Session : public std::enable_shared_from_this<Session> {
 
 void KvHttpServer::State::Accept() {
   acceptor.async_accept([self = shared_from_this()](beast::error_code ec, tcp::socket socket) {
-    if (self->stopped) return;
+    if (self->stopped || ec == asio::error::operation_aborted) return;
+    if (ec && ec != asio::error::connection_aborted) {
+      // EMFILE, ENFILE, ENOBUFS, ENOMEM: the connection stays in the backlog; accepting again at
+      // once would spin. One pause, then the next try.
+      PDLOG_DEBUG("master: accept failed ({}); trying again in 0.1 s", ec.message());
+      self->accept_pause.expires_after(std::chrono::milliseconds(100));
+      self->accept_pause.async_wait([self](beast::error_code pause_ec) {
+        if (!pause_ec && !self->stopped) self->Accept();
+      });
+      return;
+    }
     if (!ec) {
-      self->sessions.remove_if([](const std::weak_ptr<Session>& s) { return s.expired(); });
-      if (self->sessions.size() >= self->limits.max_connections) {
-        beast::error_code ignored;
-        socket.close(ignored);  // Over the bound: refused without affecting the others.
-      } else {
-        auto session = std::make_shared<Session>(std::move(socket), self);
-        self->sessions.push_back(session);
-        session->Start();
+      try {
+        self->Admit(std::move(socket));
+      } catch (const std::exception& e) {
+        PDLOG_DEBUG("master: could not admit a connection: {}", e.what());
       }
     }
     self->Accept();
   });
 }
 
+void KvHttpServer::State::Admit(tcp::socket socket) {
+  beast::error_code ec;
+  const tcp::endpoint remote = socket.remote_endpoint(ec);
+  if (ec) return;  // Gone already; the socket closes with this scope.
+  size_t& mine = per_address[remote.address()];
+  if (sessions.size() >= limits.max_connections || mine >= limits.max_per_address) {
+    // Over a bound: closed at once, without affecting the others.
+    if (mine == 0) per_address.erase(remote.address());
+    return;
+  }
+  ++mine;
+  auto session = std::make_shared<Session>(std::move(socket), shared_from_this(), remote.address());
+  session->Start(sessions.insert(sessions.end(), session));
+}
+
 void KvHttpServer::State::Changed() {
-  for (const std::weak_ptr<Session>& weak : sessions) {
-    if (auto session = weak.lock()) session->MaybeAnswer();
+  // Only the parked long-polls, each answered from one shared encoding per prefix.
+  for (auto it = parked.begin(); it != parked.end();) {
+    const std::shared_ptr<Session> session = (it++)->lock();  // Answering erases its own entry.
+    if (session) session->MaybeAnswer();
   }
   ArmExpiry();
   if (on_change) on_change();
@@ -197,6 +315,15 @@ void KvHttpServer::State::ArmExpiry() {
       self->ArmExpiry();
     }
   });
+}
+
+HttpServerLimits ServerLimitsFor(int nnodes, size_t open_files) {
+  HttpServerLimits limits;
+  const size_t nodes = static_cast<size_t>(std::max(nnodes, 1));
+  const size_t budget = open_files > 256 ? open_files - 128 : 128;
+  limits.max_connections = std::min(std::max<size_t>(8 * nodes + 64, 512), budget);
+  limits.max_per_address = std::min(3 * nodes + 16, limits.max_connections / 2);
+  return limits;
 }
 
 KvHttpServer::KvHttpServer(asio::io_context& io, const std::string& address, int port,
@@ -229,6 +356,7 @@ KvHttpServer::~KvHttpServer() {
   beast::error_code ignored;
   state_->acceptor.close(ignored);
   state_->expiry.cancel();
+  state_->accept_pause.cancel();
   for (const std::weak_ptr<Session>& weak : state_->sessions) {
     if (auto session = weak.lock()) session->Close();
   }
@@ -251,9 +379,14 @@ namespace {
 
 class Call : public std::enable_shared_from_this<Call> {
  public:
+  // The largest answer a master may send: a GET of the largest prefix (KvLimits) with its
+  // header; bytes read past it fail the call.
+  static constexpr size_t kMaxAnswerBytes = (8u << 20) + (64u << 10);
+
   Call(asio::io_context& io, std::function<void(const HttpReply&)> done)
       : stream_(io), done_(std::move(done)) {
-    parser_.body_limit(64u << 20);
+    parser_.header_limit(64u << 10);
+    parser_.body_limit(8u << 20);
   }
 
   void Start(const tcp::endpoint& endpoint, http::request<http::string_body> request,
@@ -278,25 +411,53 @@ class Call : public std::enable_shared_from_this<Call> {
   }
 
  private:
+  // The answer is read and parsed here, not by http::async_read, so that nothing the parser
+  // throws (a master may send any bytes) leaves this handler: the call fails instead.
   void Read() {
-    http::async_read(stream_, buffer_, parser_,
-                     [self = shared_from_this()](beast::error_code ec, size_t) {
-                       if (ec) return self->Fail("receive", ec);
-                       const auto& response = self->parser_.get();
-                       HttpReply reply;
-                       reply.status = static_cast<int>(response.result_int());
-                       reply.body = response.body();
-                       reply.server = std::string(response[http::field::server]);
-                       const auto revision = response.find(kRevisionHeader);
-                       if (revision != response.end()) {
-                         try {
-                           reply.revision = std::stoll(std::string(revision->value()));
-                         } catch (const std::exception&) {
-                           reply.revision = -1;
-                         }
-                       }
-                       self->Finish(reply);
-                     });
+    stream_.async_read_some(buffer_.prepare(http_feed::ReadSize(buffer_)),
+                            [self = shared_from_this()](beast::error_code ec, size_t n) {
+                              self->OnRead(ec, n);
+                            });
+  }
+
+  void OnRead(beast::error_code ec, size_t n) {
+    try {
+      if (ec && ec != asio::error::eof) return Fail("receive", ec);
+      std::string error;
+      http_feed::Fed fed;
+      if (ec) {
+        fed = http_feed::FeedEof(parser_, error);
+      } else {
+        buffer_.commit(n);
+        received_ += n;
+        fed = received_ > kMaxAnswerBytes ? http_feed::Fed::kFailed
+                                          : http_feed::Feed(parser_, buffer_, error);
+        if (received_ > kMaxAnswerBytes) error = "answer over the client's limit";
+      }
+      if (fed == http_feed::Fed::kFailed) return FailWith("receive: " + OneLine(error));
+      if (fed == http_feed::Fed::kNeedMore) return Read();
+      const auto& response = parser_.get();
+      HttpReply reply;
+      reply.status = static_cast<int>(response.result_int());
+      reply.body = response.body();
+      reply.server = OneLine(response[http::field::server].substr(0, 100));
+      const auto revision = response.find(kRevisionHeader);
+      if (revision != response.end()) {
+        int64_t value = -1;
+        const std::string_view text = revision->value();
+        const auto [end, rc] = std::from_chars(text.data(), text.data() + text.size(), value);
+        reply.revision = rc == std::errc() && end == text.data() + text.size() ? value : -1;
+      }
+      Finish(reply);
+    } catch (const std::exception& e) {
+      FailWith(fmt::format("receive: {}", OneLine(e.what())));
+    }
+  }
+
+  void FailWith(std::string error) {
+    HttpReply reply;
+    reply.error = std::move(error);
+    Finish(reply);
   }
 
   void Fail(const char* what, beast::error_code ec) {
@@ -316,9 +477,10 @@ class Call : public std::enable_shared_from_this<Call> {
   }
 
   beast::tcp_stream stream_;
-  beast::flat_buffer buffer_;
+  beast::flat_buffer buffer_{http_feed::kMaxBufferedBytes};
   http::request<http::string_body> request_;
   http::response_parser<http::string_body> parser_;
+  size_t received_ = 0;
   std::function<void(const HttpReply&)> done_;
 };
 

@@ -70,8 +70,12 @@ bool KvMemoryStore::Put(const std::string& key, const std::string& value,
                         std::optional<double> expires_at) {
   if (!Fits(key, value)) return false;
   auto [it, inserted] = entries_.try_emplace(key);
-  if (!inserted) bytes_ -= key.size() + it->second.value.size();
-  it->second = Entry{value, expires_at};
+  Entry& entry = it->second;
+  if (!inserted) bytes_ -= key.size() + entry.value.size();
+  if (entry.expiry) expiries_.erase(*entry.expiry);
+  entry.expiry.reset();
+  if (expires_at) entry.expiry = expiries_.emplace(*expires_at, key);
+  entry.value = value;
   bytes_ += key.size() + value.size();
   ++revision_;
   return true;
@@ -86,6 +90,7 @@ bool KvMemoryStore::Delete(const std::string& key) {
   const auto it = entries_.find(key);
   if (it == entries_.end()) return false;
   bytes_ -= key.size() + it->second.value.size();
+  if (it->second.expiry) expiries_.erase(*it->second.expiry);
   entries_.erase(it);
   ++revision_;
   return true;
@@ -102,25 +107,55 @@ std::map<std::string, std::string> KvMemoryStore::Prefix(std::string_view prefix
 
 std::vector<std::string> KvMemoryStore::Expire(double now) {
   std::vector<std::string> expired;
-  for (const auto& [key, entry] : entries_) {
-    if (entry.expires_at && *entry.expires_at <= now) expired.push_back(key);
+  while (!expiries_.empty() && expiries_.begin()->first <= now) {
+    expired.push_back(expiries_.begin()->second);
+    Delete(expired.back());  // Erases the expiries_ entry too.
   }
-  for (const std::string& key : expired) Delete(key);
   return expired;
 }
 
 std::optional<double> KvMemoryStore::NextExpiry() const {
-  std::optional<double> next;
-  for (const auto& [key, entry] : entries_) {
-    if (entry.expires_at && (!next || *entry.expires_at < *next)) next = entry.expires_at;
+  if (expiries_.empty()) return std::nullopt;
+  return expiries_.begin()->first;
+}
+
+KvHttpResponse KvMemoryStore::Encode(const std::string& prefix) const {
+  auto it = entries_.lower_bound(prefix);
+  const auto matches = [&] {
+    return it != entries_.end() && std::string_view(it->first).starts_with(prefix);
+  };
+  if (!matches()) return Reply(404, "");
+  const size_t max = limits_.max_answer_bytes;
+  std::string out = "{";
+  for (bool first = true; matches(); ++it, first = false) {
+    if (!first) out += ", ";
+    if (!AppendJsonString(out, it->first, max)) return Reply(413, "");
+    out += ": ";
+    if (!AppendJsonString(out, it->second.value, max)) return Reply(413, "");
   }
-  return next;
+  out += '}';
+  if (out.size() > max) return Reply(413, "");
+  KvHttpResponse response;
+  response.shared_body = std::make_shared<const std::string>(std::move(out));
+  return response;
 }
 
 KvHttpResponse KvMemoryStore::Answer(const std::string& prefix) const {
-  const std::map<std::string, std::string> found = Prefix(prefix);
-  if (found.empty()) return Reply(404, "");
-  return Reply(200, EncodeJsonObject(found));
+  // A few answers, at most twice the largest in bytes, are kept until the next change.
+  constexpr size_t kMaxAnswersKept = 16;
+  if (answers_revision_ != revision_) {
+    answers_.clear();
+    answer_bytes_ = 0;
+    answers_revision_ = revision_;
+  }
+  if (const auto kept = answers_.find(prefix); kept != answers_.end()) return kept->second;
+  KvHttpResponse response = Encode(prefix);
+  const size_t size = response.Body().size();
+  if (answers_.size() < kMaxAnswersKept && answer_bytes_ + size <= 2 * limits_.max_answer_bytes) {
+    answers_.emplace(prefix, response);
+    answer_bytes_ += size;
+  }
+  return response;
 }
 
 KvHttpResponse KvMemoryStore::Handle(const KvHttpRequest& request, double now) {

@@ -542,7 +542,7 @@ void FuzzMaster(const FuzzInput& input, const LaunchOptions& options, const EnvM
           {std::string(request.method_string()), std::string(request.target()), request.body()},
           now);
       PDLAUNCH_FUZZ_CHECK(r.status >= 200 && r.status < 600);
-      if (r.status == 200 && !r.body.empty()) (void)DecodeJsonObject(r.body);
+      if (r.status == 200 && !r.Body().empty()) (void)DecodeJsonObject(r.Body());
     }
     // The same token as a direct request, the way the tests drive it.
     const size_t space = token.find(' ');

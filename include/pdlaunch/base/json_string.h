@@ -1,5 +1,7 @@
 #pragma once
 
+#include <cstddef>
+#include <limits>
 #include <string>
 #include <string_view>
 
@@ -10,5 +12,11 @@ namespace pdlaunch {
 /// surrogate pair above U+FFFF), invalid UTF-8 as U+FFFD. Shared by the HTTP master's wire format
 /// and the parameter-server peer records.
 std::string EncodeJsonString(std::string_view text);
+
+/// Appends EncodeJsonString(text) to `out` while `out` stays within `max_size` bytes; false when
+/// it would not (then `out` holds a cut, useless prefix). The check runs per character, so a
+/// value that escapes to six times its size costs no more than `max_size` to refuse.
+bool AppendJsonString(std::string& out, std::string_view text,
+                      size_t max_size = std::numeric_limits<size_t>::max());
 
 }  // namespace pdlaunch

@@ -21,9 +21,19 @@ struct HttpServerLimits {
   size_t max_header_bytes = 16 << 10;  ///< Request line and header fields.
   size_t max_body_bytes = 4 << 20;
   size_t max_connections = 512;  ///< Further connections are closed at once.
-  double idle_seconds = 10;      ///< To receive a whole request.
+  /// Connections one client address may hold open (parked long-polls included); more are closed
+  /// at once, so that one address cannot take every slot.
+  size_t max_per_address = 64;
+  double first_byte_seconds = 2;  ///< A connection that sends nothing for this long is closed.
+  double idle_seconds = 10;       ///< To receive a whole request, and to send the answer.
   KvLimits store;
 };
+
+/// The bounds of the master of a job of `nnodes` nodes on a launcher allowed `open_files`
+/// descriptors (its RLIMIT_NOFILE): room for 8 connections per node plus 64, at least 512, and
+/// at most the descriptors left after 128 for the launcher itself; one address may hold 3 per
+/// node plus 16 (nodes simulated on one host share one address), at most half of them.
+HttpServerLimits ServerLimitsFor(int nnodes, size_t open_files);
 
 /// Paddle's KV server, served from `io`: concurrent connections, one request each (the answer
 /// closes the connection, as Paddle's HTTP/1.0 server does), long-polls parked without a thread.

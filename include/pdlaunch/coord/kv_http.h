@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -16,7 +17,10 @@ namespace pdlaunch {
 /// Bounds that keep one misbehaving client from exhausting the hosting launcher.
 struct KvLimits {
   size_t max_keys = 65536;
-  size_t max_bytes = 64u << 20;  ///< Keys and values together.
+  size_t max_bytes = 32u << 20;  ///< Keys and values together.
+  /// The JSON of one GET answer (a prefix object); over it the GET gets 413. A job of 2,048
+  /// nodes answers about 0.6 MB for its whole prefix.
+  size_t max_answer_bytes = 4u << 20;
   double max_wait_seconds = 60;  ///< Longest long-poll a client may ask for.
   double max_ttl_seconds = 3600;
 };
@@ -31,7 +35,10 @@ struct KvHttpRequest {
 /// What to answer. A parked long-poll (`wait_until`) is answered later by AnswerWait.
 struct KvHttpResponse {
   int status = 200;
-  std::string body;
+  std::string body;  ///< Empty when `shared_body` holds the body.
+  /// A GET answer: encoded once per prefix and revision, shared by every client it goes to.
+  std::shared_ptr<const std::string> shared_body;
+  std::string_view Body() const { return shared_body ? std::string_view(*shared_body) : body; }
   /// Set when the request is a long-poll to hold: answer when the store's revision exceeds
   /// `wait_revision` or at `wait_until` (seconds on the caller's clock), whichever is first.
   std::optional<double> wait_until;
@@ -63,7 +70,10 @@ class KvMemoryStore {
   /// Handles one request at time `now` (seconds): GET prefix, PUT/POST exact key, DELETE exact
   /// key, with Paddle's status codes; 413 when a limit would be exceeded, 501 for other methods.
   KvHttpResponse Handle(const KvHttpRequest& request, double now);
-  /// The answer to a parked long-poll for `prefix` now: the prefix object, 200 or 404.
+  /// The answer to a GET (or a parked long-poll) of `prefix` now: 200 with the prefix object,
+  /// 404 when no key matches, 413 when its JSON would exceed max_answer_bytes. Encoded once per
+  /// prefix and revision (a few answers are kept until the next change), so every long-poll one
+  /// change satisfies shares one body; the work of one encoding is bounded by max_answer_bytes.
   KvHttpResponse Answer(const std::string& prefix) const;
 
   /// Direct access for the node that hosts the store. Put returns false when a limit is hit.
@@ -74,23 +84,30 @@ class KvMemoryStore {
   /// Every key starting with `prefix` (a pure string prefix, as Paddle matches).
   std::map<std::string, std::string> Prefix(std::string_view prefix) const;
 
-  /// Deletes the keys whose expiry time is <= now; returns them.
+  /// Deletes the keys whose expiry time is <= now; returns them. O(log n) per key expired.
   std::vector<std::string> Expire(double now);
-  /// The earliest expiry time of any key, if any.
+  /// The earliest expiry time of any key, if any. O(1).
   std::optional<double> NextExpiry() const;
   int64_t revision() const { return revision_; }
 
  private:
+  using Expiries = std::multimap<double, std::string>;
   struct Entry {
     std::string value;
-    std::optional<double> expires_at;
+    std::optional<Expiries::iterator> expiry;  ///< Its place in expiries_, when it expires.
   };
   bool Fits(const std::string& key, const std::string& value) const;
+  KvHttpResponse Encode(const std::string& prefix) const;
 
   KvLimits limits_;
   std::map<std::string, Entry> entries_;
+  Expiries expiries_;  // Expiry time -> key: writes and expiry stay O(log n).
   size_t bytes_ = 0;
   int64_t revision_ = 1;
+  // Answers encoded at cache_revision_, by prefix.
+  mutable std::map<std::string, KvHttpResponse> answers_;
+  mutable size_t answer_bytes_ = 0;
+  mutable int64_t answers_revision_ = 0;
 };
 
 /// `values` as Python's json.dumps writes a dict of str: {"k": "v", "k2": "v2"} (", " and ": "

@@ -18,7 +18,7 @@ TEST(KvMemoryStoreTest, StartsWithHealthyOk) {
   KvMemoryStore store;
   const KvHttpResponse r = Do(store, "GET", "/healthy");
   EXPECT_EQ(r.status, 200);
-  EXPECT_EQ(r.body, R"({"/healthy": "ok"})");
+  EXPECT_EQ(r.Body(), R"({"/healthy": "ok"})");
 }
 
 TEST(KvMemoryStoreTest, GetIsAPureStringPrefix) {
@@ -26,13 +26,13 @@ TEST(KvMemoryStoreTest, GetIsAPureStringPrefix) {
   EXPECT_EQ(Do(store, "PUT", "/metrics/latency", "1").status, 200);
   EXPECT_EQ(Do(store, "POST", "/metrics/throughput", "2").status, 200);
   EXPECT_EQ(Do(store, "PUT", "/metricsX", "3").status, 200);
-  EXPECT_EQ(Do(store, "GET", "/metrics/").body,
+  EXPECT_EQ(Do(store, "GET", "/metrics/").Body(),
             R"({"/metrics/latency": "1", "/metrics/throughput": "2"})");
-  EXPECT_EQ(Do(store, "GET", "/metrics").body,
+  EXPECT_EQ(Do(store, "GET", "/metrics").Body(),
             R"({"/metrics/latency": "1", "/metrics/throughput": "2", "/metricsX": "3"})");
   const KvHttpResponse missing = Do(store, "GET", "/nothing");
   EXPECT_EQ(missing.status, 404);
-  EXPECT_EQ(missing.body, "");
+  EXPECT_EQ(missing.Body(), "");
 }
 
 TEST(KvMemoryStoreTest, PutOverwritesDeleteIsExact) {
@@ -40,13 +40,13 @@ TEST(KvMemoryStoreTest, PutOverwritesDeleteIsExact) {
   Do(store, "PUT", "/a/b", "1");
   Do(store, "PUT", "/a/b", "2");
   Do(store, "PUT", "/a/bc", "3");
-  EXPECT_EQ(Do(store, "GET", "/a/b").body, R"({"/a/b": "2", "/a/bc": "3"})");
+  EXPECT_EQ(Do(store, "GET", "/a/b").Body(), R"({"/a/b": "2", "/a/bc": "3"})");
   EXPECT_EQ(Do(store, "DELETE", "/a").status, 404);
   EXPECT_EQ(Do(store, "DELETE", "/a/b").status, 200);
   EXPECT_EQ(Do(store, "DELETE", "/a/b").status, 404);
-  EXPECT_EQ(Do(store, "GET", "/a/b").body, R"({"/a/bc": "3"})");
+  EXPECT_EQ(Do(store, "GET", "/a/b").Body(), R"({"/a/bc": "3"})");
   EXPECT_EQ(Do(store, "POST", "/empty").status, 200);
-  EXPECT_EQ(Do(store, "GET", "/empty").body, R"({"/empty": ""})");
+  EXPECT_EQ(Do(store, "GET", "/empty").Body(), R"({"/empty": ""})");
 }
 
 TEST(KvMemoryStoreTest, OtherMethodsAreNotImplemented) {
@@ -80,8 +80,8 @@ TEST(KvMemoryStoreTest, LongPollParksUntilTheRevisionPasses) {
   Do(store, "PUT", "/job/x", "1");
   const KvHttpResponse now = Do(store, "GET", fmt::format("/job/?wait={}", rev));
   EXPECT_FALSE(now.wait_until);
-  EXPECT_EQ(now.body, R"({"/job/x": "1"})");
-  EXPECT_EQ(store.Answer("/job/").body, R"({"/job/x": "1"})");
+  EXPECT_EQ(now.Body(), R"({"/job/x": "1"})");
+  EXPECT_EQ(store.Answer("/job/").Body(), R"({"/job/x": "1"})");
 }
 
 TEST(KvMemoryStoreTest, LongPollTimeoutIsBounded) {
@@ -113,7 +113,7 @@ TEST(KvMemoryStoreTest, CreateOnlyKeepsTheFirstWriter) {
   KvMemoryStore store;
   EXPECT_EQ(Do(store, "PUT", "/j/failure?create=1", "first").status, 200);
   EXPECT_EQ(Do(store, "PUT", "/j/failure?create=1", "second").status, 412);
-  EXPECT_EQ(Do(store, "GET", "/j/failure").body, R"({"/j/failure": "first"})");
+  EXPECT_EQ(Do(store, "GET", "/j/failure").Body(), R"({"/j/failure": "first"})");
 }
 
 TEST(KvMemoryStoreTest, LimitsRefuseWithoutChangingTheStore) {
@@ -125,7 +125,7 @@ TEST(KvMemoryStoreTest, LimitsRefuseWithoutChangingTheStore) {
   EXPECT_EQ(Do(store, "PUT", "/b", "1").status, 200);
   EXPECT_EQ(Do(store, "PUT", "/c", "1").status, 413);
   EXPECT_EQ(Do(store, "PUT", "/a", std::string(100, 'x')).status, 413);
-  EXPECT_EQ(Do(store, "GET", "/a").body, R"({"/a": "1"})");
+  EXPECT_EQ(Do(store, "GET", "/a").Body(), R"({"/a": "1"})");
   EXPECT_EQ(Do(store, "PUT", "/a", "2").status, 200);  // Overwriting fits.
 }
 
