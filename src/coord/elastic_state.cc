@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "pdlaunch/base/exit_status.h"
+#include "pdlaunch/base/json_number.h"
 #include "pdlaunch/coord/elastic.h"
 
 namespace pdlaunch {
@@ -32,20 +33,6 @@ std::optional<Json> ParseObject(std::string_view text) {
   return json;
 }
 
-// An integer JSON value in [min, max]; floats, booleans and strings are not integers.
-std::optional<int64_t> IntIn(const Json& value, int64_t min, int64_t max) {
-  if (!value.is_number_integer()) return std::nullopt;
-  if (value.is_number_unsigned()) {
-    const auto number = value.get<uint64_t>();
-    if (number > static_cast<uint64_t>(max)) return std::nullopt;
-    if (static_cast<int64_t>(number) < min) return std::nullopt;
-    return static_cast<int64_t>(number);
-  }
-  const auto number = value.get<int64_t>();
-  if (number < min || number > max) return std::nullopt;
-  return number;
-}
-
 const Json* Field(const Json& object, const char* name) {
   const auto it = object.find(name);
   return it == object.end() ? nullptr : &*it;
@@ -53,7 +40,7 @@ const Json* Field(const Json& object, const char* name) {
 
 std::optional<int64_t> IntField(const Json& object, const char* name, int64_t min, int64_t max) {
   const Json* value = Field(object, name);
-  return value ? IntIn(*value, min, max) : std::nullopt;
+  return value ? JsonIntIn(*value, min, max) : std::nullopt;
 }
 
 std::optional<std::string> StringField(const Json& object, const char* name) {
@@ -76,7 +63,7 @@ std::optional<std::vector<int>> Ports(const Json& object) {
   if (ports == nullptr || !ports->is_array()) return std::nullopt;
   std::vector<int> result;
   for (const Json& port : *ports) {
-    const auto value = IntIn(port, 1, kMaxPort);
+    const auto value = JsonIntIn(port, 1, kMaxPort);
     if (!value) return std::nullopt;
     result.push_back(static_cast<int>(*value));
   }

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "pdlaunch/base/endpoint.h"
+#include "pdlaunch/base/errors.h"
 
 namespace pdlaunch::etcd {
 
@@ -45,12 +46,13 @@ std::string_view Trim(std::string_view text) {
   return text;
 }
 
-// The first line of `text`, cut to a readable length for an error message.
+// The first line of `text`, cut to a readable length and escaped (OneLine) for an error
+// message: what a gateway sends reaches the console only this way.
 std::string Quote(std::string_view text) {
   text = Trim(text);
   text = text.substr(0, text.find('\n'));
-  if (text.size() <= kQuoteBytes) return std::string(Trim(text));
-  return std::string(text.substr(0, kQuoteBytes)) + "...";
+  if (text.size() <= kQuoteBytes) return OneLine(Trim(text));
+  return OneLine(text.substr(0, kQuoteBytes)) + "...";
 }
 
 [[noreturn]] void ThrowInvalid(std::string_view what) {
@@ -106,14 +108,15 @@ void ThrowIfError(const json& answer) {
   if (error != answer.end() && error->is_object()) {
     const std::string message = StringField(*error, "message");
     throw EtcdError(static_cast<int>(Int64Field(*error, "grpc_code")),
-                    message.empty() ? error->dump() : message);
+                    Quote(message.empty() ? error->dump() : message));
   }
   const std::string text = StringField(answer, "error");
   const bool bare = answer.contains("code") && answer.contains("message") &&
                     !answer.contains("header") && !answer.contains("result");
   if (text.empty() && !bare) return;
   const std::string message = StringField(answer, "message");
-  throw EtcdError(static_cast<int>(Int64Field(answer, "code")), message.empty() ? text : message);
+  throw EtcdError(static_cast<int>(Int64Field(answer, "code")),
+                  Quote(message.empty() ? text : message));
 }
 
 json ParseJson(std::string_view text) {
@@ -313,7 +316,7 @@ void CheckHttpStatus(int status, std::string_view reason, std::string_view body)
   if (status >= 200 && status < 300) return;
   const json answer = json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (answer.is_object()) ThrowIfError(answer);
-  std::string message = fmt::format("HTTP {} {}", status, reason);
+  std::string message = fmt::format("HTTP {} {}", status, Quote(reason));
   const std::string first_line = Quote(body);
   if (!first_line.empty()) message += ": " + first_line;
   throw KvUnavailable(message);
@@ -519,7 +522,7 @@ void WatchStreamDecoder::ProcessMessage(std::string_view message) {
                         compact_revision_));
     } else if (BoolField(result, "canceled")) {
       const std::string reason = StringField(result, "cancel_reason");
-      Break(reason.empty() ? "watch cancelled" : "watch cancelled: " + reason);
+      Break(reason.empty() ? "watch cancelled" : "watch cancelled: " + Quote(reason));
     }
   } catch (const KvUnavailable& error) {
     Break(error.what());

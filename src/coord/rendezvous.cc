@@ -6,10 +6,13 @@
 
 #include <algorithm>
 #include <charconv>
+#include <limits>
 #include <nlohmann/json.hpp>
+#include <type_traits>
 
 #include "pdlaunch/base/endpoint.h"
 #include "pdlaunch/base/errors.h"
+#include "pdlaunch/base/json_number.h"
 #include "pdlaunch/base/json_string.h"
 #include "pdlaunch/coord/kv_http.h"
 
@@ -37,17 +40,41 @@ uint32_t Ipv4Number(const std::string& candidate) {
   return ntohl(address.s_addr);
 }
 
+// A field of a peer record, of exactly the type asked for: a string, or an integer in the range
+// of int (a float such as 1e300, or an integer past INT_MAX, is malformed, never cast).
 template <typename T>
 T Field(const nlohmann::json& json, const char* name, const std::string& key) {
   const auto it = json.find(name);
   if (it == json.end()) {
-    throw LaunchError(fmt::format("peer {} at the master has no \"{}\"", key, name));
+    throw LaunchError(fmt::format("peer {} at the master has no \"{}\"", OneLine(key), name));
   }
-  try {
-    return it->get<T>();
-  } catch (const nlohmann::json::exception&) {
-    throw LaunchError(fmt::format("peer {} at the master has a malformed \"{}\"", key, name));
+  const auto malformed = [&] {
+    return LaunchError(fmt::format("peer {} at the master has a malformed \"{}\"", OneLine(key),
+                                   name));
+  };
+  if constexpr (std::is_same_v<T, std::string>) {
+    if (!it->is_string()) throw malformed();
+    return it->template get<std::string>();
+  } else {
+    static_assert(std::is_same_v<T, int>);
+    const auto value = JsonIntIn(*it, std::numeric_limits<int>::min(),
+                                 std::numeric_limits<int>::max());
+    if (!value) throw malformed();
+    return static_cast<int>(*value);
   }
+}
+
+// A string field of a failure record for the console: escaped (OneLine) and cut to `max` bytes;
+// `fallback` when absent or not a string.
+std::string ShownField(const nlohmann::json& json, const char* name, std::string_view fallback) {
+  constexpr size_t kMax = 2048;
+  const auto it = json.find(name);
+  const std::string_view text = it != json.end() && it->is_string()
+                                    ? std::string_view(it->get_ref<const std::string&>())
+                                    : fallback;
+  std::string shown = OneLine(text.substr(0, kMax));
+  if (text.size() > kMax) shown += "...";
+  return shown;
 }
 
 }  // namespace
@@ -63,7 +90,7 @@ std::string EncodePeerInfo(const PeerInfo& peer) {
 PeerInfo DecodePeerInfo(const std::string& key, const std::string& value) {
   const nlohmann::json json = nlohmann::json::parse(value, nullptr, false);
   if (json.is_discarded() || !json.is_object()) {
-    throw LaunchError(fmt::format("peer {} at the master is not a JSON object", key));
+    throw LaunchError(fmt::format("peer {} at the master is not a JSON object", OneLine(key)));
   }
   PeerInfo peer;
   peer.name = Field<std::string>(json, "name", key);
@@ -72,16 +99,22 @@ PeerInfo DecodePeerInfo(const std::string& key, const std::string& value) {
   peer.dtype = Field<std::string>(json, "dtype", key);
   peer.candidate = Field<std::string>(json, "candidate", key);
   peer.endpoints = Field<std::string>(json, "endpoints", key);
+  // A pod name is a store key's part and shows in log lines: printable ASCII, bounded (Paddle's
+  // are six letters and digits).
+  if (peer.name.empty() || peer.name.size() > 253 ||
+      !std::all_of(peer.name.begin(), peer.name.end(), [](char c) { return c > ' ' && c < 0x7f; })) {
+    throw LaunchError(fmt::format("peer {} at the master has a malformed \"name\"", OneLine(key)));
+  }
   const std::vector<std::string> endpoints = SplitAndStrip(peer.endpoints, ',');
   if (peer.replicas < 1 || endpoints.size() != static_cast<size_t>(peer.replicas)) {
-    throw LaunchError(fmt::format("peer {} at the master has {} endpoints for {} replicas", key,
-                                  endpoints.size(), peer.replicas));
+    throw LaunchError(fmt::format("peer {} at the master has {} endpoints for {} replicas",
+                                  OneLine(key), endpoints.size(), peer.replicas));
   }
   try {
     ParseEndpoint(peer.candidate);
     for (const std::string& endpoint : endpoints) ParseEndpoint(endpoint);
   } catch (const LaunchError& e) {
-    throw LaunchError(fmt::format("peer {} at the master: {}", key, e.what()));
+    throw LaunchError(fmt::format("peer {} at the master: {}", OneLine(key), OneLine(e.what())));
   }
   return peer;
 }
@@ -197,14 +230,17 @@ std::string EncodeFailure(const JobFailure& failure) {
 JobFailure DecodeFailure(const std::string& value) {
   const nlohmann::json json = nlohmann::json::parse(value, nullptr, false);
   JobFailure failure;
-  failure.cause = value;
-  if (json.is_discarded() || !json.is_object()) return failure;
-  failure.node = json.value("node", "");
-  failure.pod = json.value("pod", "");
-  failure.cause = json.value("cause", value);
+  if (json.is_discarded() || !json.is_object()) {
+    failure.cause = ShownField(nlohmann::json::object(), "cause", value);
+    return failure;
+  }
+  // Whatever wrote it (any client of the master may), what is shown is escaped and bounded.
+  failure.node = ShownField(json, "node", "");
+  failure.pod = ShownField(json, "pod", "");
+  failure.cause = ShownField(json, "cause", value);
   const auto code = json.find("exit_code");
-  if (code != json.end() && code->is_number_integer()) {
-    failure.exit_code = std::clamp(code->get<int>(), 1, 255);
+  if (code != json.end()) {
+    if (const auto in_range = JsonIntIn(*code, 1, 255)) failure.exit_code = static_cast<int>(*in_range);
   }
   return failure;
 }

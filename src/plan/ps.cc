@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "pdlaunch/base/errors.h"
+#include "pdlaunch/base/json_number.h"
 #include "pdlaunch/base/json_string.h"
 #include "pdlaunch/plan/messages.h"
 
@@ -756,17 +757,25 @@ std::string EncodePsPeer(const PsPeerInfo& peer) {
 PsPeerInfo DecodePsPeer(const std::string& key, const std::string& value) {
   const nlohmann::json json = nlohmann::json::parse(value, nullptr, false);
   const auto bad = [&](const std::string& what) {
-    return LaunchError(fmt::format("parameter-server peer {} at the master: {}", key, what));
+    return LaunchError(
+        fmt::format("parameter-server peer {} at the master: {}", OneLine(key), OneLine(what)));
   };
   if (json.is_discarded() || !json.is_object()) throw bad("not a JSON object");
+  // Integers in range only: a float (1e300) or a huge number is malformed, never cast.
+  const auto checked_int = [&](const char* name, int64_t min, int64_t max) {
+    const std::optional<int64_t> number = JsonIntIn(json.at(name), min, max);
+    if (!number) throw bad(fmt::format("\"{}\" is not an integer in [{}, {}]", name, min, max));
+    return *number;
+  };
   PsPeerInfo peer;
   try {
     peer.name = json.at("name").get<std::string>();
-    peer.rank = json.at("rank").get<int>();
+    peer.rank = static_cast<int>(checked_int("rank", -1, 1 << 24));  // -1: auto
     peer.servers = json.at("servers").get<std::vector<std::string>>();
     peer.trainers = json.at("trainers").get<std::vector<std::string>>();
-    peer.dtype = json.value("dtype", "cpu");
-    peer.gloo_port = json.at("gloo_port").get<int>();
+    const auto dtype = json.find("dtype");
+    peer.dtype = dtype == json.end() ? "cpu" : dtype->get<std::string>();
+    peer.gloo_port = static_cast<int>(checked_int("gloo_port", 0, 65535));
   } catch (const nlohmann::json::exception& e) {
     throw bad(e.what());
   }

@@ -35,7 +35,11 @@ class UsageError : public LaunchError {
 
 /// `text` as one printable line: a control character a token brought in (a newline in a file
 /// name, a tab, an escape sequence) is written as \n, \r, \t or \xNN, and a backslash as
-/// itself, so that an error stays one line on the terminal and in a log.
+/// itself, so that an error stays one line on the terminal and in a log. C1 controls (U+0080 to
+/// U+009F) and every byte of invalid UTF-8 are written as \xNN too; valid UTF-8 stays as it
+/// is. The one escaper of whatever reaches the console from outside: tokens of a command line,
+/// and every string that came from the network (peer records, failure causes, store keys,
+/// answers of a master or of etcd).
 std::string OneLine(std::string_view text);
 
 /// Appends `c` to `out`, a control character as OneLine writes it (\n, \r, \t, \xNN); shared

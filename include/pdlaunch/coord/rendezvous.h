@@ -28,9 +28,10 @@ struct MasterKeys {
   std::string job;
 
   std::string job_prefix() const { return "/" + job + "/"; }
-  std::string info_prefix() const { return "/" + job + "/info"; }
+  /// Ends in '/': a key /<job>/infoX... is no peer.
+  std::string info_prefix() const { return "/" + job + "/info/"; }
   std::string info(const std::string& name, int rank) const {
-    return info_prefix() + "/" + name + "/" + std::to_string(rank);
+    return info_prefix() + name + "/" + std::to_string(rank);
   }
   std::string coord_prefix() const { return "/" + job + "/pdlaunch/"; }
   std::string alive(const std::string& pod) const { return coord_prefix() + "alive/" + pod; }

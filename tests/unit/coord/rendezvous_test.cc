@@ -40,6 +40,54 @@ TEST(PeerInfoTest, RefusesMalformedPeers) {
   EXPECT_THROW(DecodePeerInfo("/k", EncodePeerInfo(peer)), LaunchError);
 }
 
+// Numbers are integers in range, never cast: a float such as 1e300 (undefined behaviour as an
+// int) or an integer past INT_MAX is malformed; so is a name that is not printable ASCII.
+TEST(PeerInfoTest, RefusesNumbersThatAreNotIntegersInRangeAndUnprintableNames) {
+  const std::string tail =
+      R"("dtype": "cpu", "candidate": "10.0.0.1:6002", "endpoints": "10.0.0.1:6000"})";
+  const auto decode = [&](const std::string& name, const std::string& rank,
+                          const std::string& replicas) {
+    return DecodePeerInfo("/k", R"({"name": )" + name + R"(, "rank": )" + rank +
+                                    R"(, "replicas": )" + replicas + ", " + tail);
+  };
+  EXPECT_EQ(decode(R"("a")", "-1", "1").rank, -1);
+  EXPECT_EQ(decode(R"("a")", "7", "1").rank, 7);
+  for (const std::string rank : {"1e300", "1.5", "2147483648", "-2147483649",
+                                 "18446744073709551615", "true", R"("1")", "null"}) {
+    EXPECT_THROW(decode(R"("a")", rank, "1"), LaunchError) << rank;
+  }
+  EXPECT_THROW(decode(R"("a")", "0", "1e300"), LaunchError);
+  for (const std::string name : {R"("")", R"("a b")", R"("\u001b[2J")", R"("\u009b")", "5"}) {
+    EXPECT_THROW(decode(name, "0", "1"), LaunchError) << name;
+  }
+  const PeerInfo long_name = Peer(std::string(254, 'a'), -1, "10.0.0.1", 6000, 1);
+  EXPECT_THROW(DecodePeerInfo("/k", EncodePeerInfo(long_name)), LaunchError);
+}
+
+TEST(MasterKeysTest, TheInfoPrefixEndsInASlash) {
+  const MasterKeys keys("job");
+  EXPECT_EQ(keys.info_prefix(), "/job/info/");
+  EXPECT_EQ(keys.info("abc", 2), "/job/info/abc/2");
+  EXPECT_FALSE(std::string("/job/infoX/abc/2").starts_with(keys.info_prefix()));
+}
+
+// A failure record is written by any client of the master: what it shows is escaped (no byte
+// that acts on a terminal reaches the console) and bounded; a bad exit code is 1.
+TEST(JobFailureTest, WhatARecordShowsIsEscapedAndBounded) {
+  const JobFailure hostile = DecodeFailure(
+      R"({"node": "\u001b]0;owned\u0007", "pod": 5, "cause": "x\u001b[2J\rfake line\u009b",)"
+      R"( "exit_code": 1e300})");
+  EXPECT_EQ(hostile.node, "\\x1b]0;owned\\x07");
+  EXPECT_EQ(hostile.pod, "");
+  EXPECT_EQ(hostile.cause, "x\\x1b[2J\\rfake line\\xc2\\x9b");
+  EXPECT_EQ(hostile.exit_code, 1);
+  EXPECT_EQ(DecodeFailure(R"({"cause": "c", "exit_code": 300})").exit_code, 1);
+  EXPECT_EQ(DecodeFailure(R"({"cause": "c", "exit_code": 7})").exit_code, 7);
+  EXPECT_EQ(DecodeFailure("\x1b[2J").cause, "\\x1b[2J");
+  const JobFailure huge = DecodeFailure(R"({"cause": ")" + std::string(100000, 'c') + R"("})");
+  EXPECT_EQ(huge.cause.size(), 2048u + 3);
+}
+
 TEST(OrderPeersTest, HostKeySortsFirstThenPodNames) {
   const MasterKeys keys("job");
   const std::map<std::string, std::string> entries = {
