@@ -60,15 +60,24 @@ KvTarget ParseKvTarget(std::string_view target) {
 KvMemoryStore::KvMemoryStore(KvLimits limits) : limits_(limits) { Put("/healthy", "ok"); }
 
 bool KvMemoryStore::Fits(const std::string& key, const std::string& value) const {
+  const bool reserved = !reserved_prefix_.empty() && key.starts_with(reserved_prefix_);
+  const size_t max_keys = limits_.max_keys + (reserved ? reserved_keys_ : 0);
+  const size_t max_bytes = limits_.max_bytes + (reserved ? reserved_bytes_ : 0);
   const auto it = entries_.find(key);
   const size_t old = it == entries_.end() ? 0 : key.size() + it->second.value.size();
-  if (it == entries_.end() && entries_.size() >= limits_.max_keys) return false;
-  return bytes_ - old + key.size() + value.size() <= limits_.max_bytes;
+  if (it == entries_.end() && entries_.size() >= max_keys) return false;
+  return bytes_ - old + key.size() + value.size() <= max_bytes;
+}
+
+void KvMemoryStore::Reserve(std::string prefix, size_t keys, size_t bytes) {
+  reserved_prefix_ = std::move(prefix);
+  reserved_keys_ = keys;
+  reserved_bytes_ = bytes;
 }
 
 bool KvMemoryStore::Put(const std::string& key, const std::string& value,
-                        std::optional<double> expires_at) {
-  if (!Fits(key, value)) return false;
+                        std::optional<double> expires_at, bool within_limits) {
+  if (within_limits && !Fits(key, value)) return false;
   auto [it, inserted] = entries_.try_emplace(key);
   Entry& entry = it->second;
   if (!inserted) bytes_ -= key.size() + entry.value.size();
@@ -81,9 +90,10 @@ bool KvMemoryStore::Put(const std::string& key, const std::string& value,
   return true;
 }
 
-bool KvMemoryStore::PutIfAbsent(const std::string& key, const std::string& value) {
+bool KvMemoryStore::PutIfAbsent(const std::string& key, const std::string& value,
+                               bool within_limits) {
   if (entries_.count(key) != 0) return false;
-  return Put(key, value);
+  return Put(key, value, std::nullopt, within_limits);
 }
 
 bool KvMemoryStore::Delete(const std::string& key) {

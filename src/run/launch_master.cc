@@ -7,10 +7,13 @@
 // Decisions come from rendezvous.h (pure); this file carries them out.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <list>
 #include <system_error>
 
 #include "pdlaunch/base/endpoint.h"
@@ -46,6 +49,17 @@ constexpr double kForeignPollSeconds = 0.5;
 constexpr double kMaxBackoff = 1.0;
 /// How long an exiting launcher keeps the loop running to deliver its last record.
 constexpr double kFlushSeconds = 3.0;
+/// Pause between two tries of a write the master refused (PutConfirmed).
+constexpr double kConfirmRetrySeconds = 0.25;
+
+// The master's connection bounds for this job, within the descriptors this launcher may open.
+HttpServerLimits JobServerLimits(int nnodes) {
+  struct rlimit files {};
+  const size_t open_files = ::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY
+                                ? static_cast<size_t>(files.rlim_cur)
+                                : 1024;
+  return ServerLimitsFor(nnodes, open_files);
+}
 
 double SecondsSince(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
@@ -110,6 +124,8 @@ class MasterNode {
   void Retry(std::function<void()> call, const std::string& error);
   void Put(const std::string& key, const std::string& value, const std::string& query,
            std::function<void(bool)> done);
+  void PutConfirmed(const std::string& key, const std::string& value, const std::string& query,
+                    const std::string& what, Clock::time_point first);
 
   void OnTick();
   void OnNews(const std::map<std::string, std::string>& kvs);
@@ -163,6 +179,13 @@ class MasterNode {
   std::optional<JobFailure> failure_;  // The job's root cause, once known.
   bool lost_reported_ = false;
   int pending_puts_ = 0;
+  // Writes that matter (this node's done report, a failure record) are retried until the master
+  // takes them or --heartbeat_timeout passes: how many are unsettled, what could not be
+  // delivered, and the pauses between tries.
+  int confirming_ = 0;
+  bool done_published_ = false;
+  std::optional<std::string> unconfirmed_;
+  std::list<std::unique_ptr<LoopTimer>> write_retries_;
 };
 
 int MasterNode::Run() {
@@ -259,7 +282,8 @@ void MasterNode::SetOwnKey() {
 // LISTEN state), so Contact() tries again when nobody answers there.
 bool MasterNode::TryToServe() {
   try {
-    server_ = std::make_unique<KvHttpServer>(loop_.get(), master_address_, port_);
+    server_ = std::make_unique<KvHttpServer>(loop_.get(), master_address_, port_,
+                                             JobServerLimits(settings_.nnodes));
     return true;
   } catch (const std::system_error& e) {
     if (e.code().value() != EADDRINUSE) {
@@ -277,7 +301,8 @@ std::optional<int> MasterNode::ChooseHost() {
     node_ip_ = AddressWithoutMaster(settings_.host);
     master_port_ = MakeLockingPortAllocator()->Reserve(1);
     port_ = master_port_->ports().front();
-    server_ = std::make_unique<KvHttpServer>(loop_.get(), node_ip_, port_);
+    server_ = std::make_unique<KvHttpServer>(loop_.get(), node_ip_, port_,
+                                             JobServerLimits(settings_.nnodes));
     master_address_ = node_ip_;
     settings_.master_host = node_ip_;
     // This node's own --host and --rank would make every node that pastes the command claim
@@ -343,8 +368,12 @@ void MasterNode::StartRendezvous() {
 
 void MasterNode::StartServing() {
   KvMemoryStore& store = server_->store();
-  store.Put(keys_.alive(pod_), "1");
-  store.Put(own_key_, value_);
+  // Room for the job's own records (info, alive, done, failure) beyond the limits: any client may
+  // write to the store, and one that fills it must not shut the job's nodes out.
+  const size_t job_keys = 4 * static_cast<size_t>(std::max(settings_.nnodes, 1)) + 16;
+  store.Reserve(keys_.job_prefix(), job_keys, job_keys * 4096);
+  store.Put(keys_.alive(pod_), "1", std::nullopt, /*within_limits=*/false);
+  store.Put(own_key_, value_, std::nullopt, /*within_limits=*/false);
   registered_ = true;
   server_->set_on_change([this] { OnNews(server_->store().Prefix(keys_.job_prefix())); });
   server_->Changed();
@@ -438,6 +467,33 @@ void MasterNode::Put(const std::string& key, const std::string& value, const std
                      }
                      if (done) done(ok);
                    });
+}
+
+void MasterNode::PutConfirmed(const std::string& key, const std::string& value,
+                              const std::string& query, const std::string& what,
+                              Clock::time_point first) {
+  ++confirming_;
+  Put(key, value, query, [=, this](bool ok) {
+    if (ok) {
+      --confirming_;
+      return;
+    }
+    if (SecondsSince(first) >= settings_.heartbeat_timeout) {
+      --confirming_;
+      if (!unconfirmed_) {
+        unconfirmed_ = fmt::format("the master at {} did not take this node's {} in {} s ({})",
+                                   MasterText(), what, settings_.heartbeat_timeout, last_error_);
+      }
+      return;
+    }
+    const auto it = write_retries_.insert(write_retries_.end(), nullptr);
+    *it = std::make_unique<LoopTimer>(loop_.get(), kConfirmRetrySeconds, [=, this] {
+      const std::unique_ptr<LoopTimer> keep = std::move(*it);  // Destroyed after: no re-arm.
+      write_retries_.erase(it);
+      --confirming_;
+      PutConfirmed(key, value, query, what, first);
+    });
+  });
 }
 
 void MasterNode::Poll() {
@@ -662,23 +718,31 @@ void MasterNode::Stop() {
   if (stop_) stop_();
 }
 
+// The host's own records never meet the store's limits; a participant's are retried until the
+// master takes them, or the node fails (Finish).
 void MasterNode::PublishFailure(const JobFailure& failure) {
   if (server_) {
-    if (server_->store().PutIfAbsent(keys_.failure(), EncodeFailure(failure))) server_->Changed();
+    if (server_->store().PutIfAbsent(keys_.failure(), EncodeFailure(failure),
+                                     /*within_limits=*/false)) {
+      server_->Changed();
+    }
     return;
   }
   if (foreign_ || !registered_) return;
-  Put(keys_.failure(), EncodeFailure(failure), "?create=1", nullptr);
+  PutConfirmed(keys_.failure(), EncodeFailure(failure), "?create=1", "failure record",
+               Clock::now());
 }
 
 void MasterNode::PublishDone() {
+  if (done_published_) return;  // A PS node reports when its workers end, then completes.
+  done_published_ = true;
   if (server_) {
-    server_->store().Put(keys_.done(pod_), "0");
+    server_->store().Put(keys_.done(pod_), "0", std::nullopt, /*within_limits=*/false);
     server_->Changed();
     return;
   }
   if (foreign_) return;
-  Put(keys_.done(pod_), "0", "", nullptr);
+  PutConfirmed(keys_.done(pod_), "0", "", "done report", Clock::now());
 }
 
 int MasterNode::RunRanks() {
@@ -780,7 +844,20 @@ int MasterNode::Complete() {
 
 // Delivers what is still in flight (a failure record, a done report), then leaves.
 int MasterNode::Finish(int code) {
-  if (client_) loop_.RunUntil([this] { return pending_puts_ == 0; }, kFlushSeconds);
+  if (client_) {
+    // A refused write is retried for up to --heartbeat_timeout (PutConfirmed).
+    const double flush = confirming_ > 0 ? settings_.heartbeat_timeout + kFlushSeconds
+                                         : kFlushSeconds;
+    loop_.RunUntil([this] { return pending_puts_ == 0 && confirming_ == 0; }, flush);
+    if (!unconfirmed_ && confirming_ > 0) {
+      unconfirmed_ = fmt::format("the master at {} did not answer this node's last report ({})",
+                                 MasterText(), last_error_);
+    }
+    if (unconfirmed_) {
+      PDLOG_ERROR("{}", *unconfirmed_);
+      if (code == 0) code = kExitSetupError;
+    }
+  }
   phase_ = Phase::kDone;
   tick_.reset();
   retry_.reset();

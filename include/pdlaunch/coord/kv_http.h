@@ -76,10 +76,15 @@ class KvMemoryStore {
   /// change satisfies shares one body; the work of one encoding is bounded by max_answer_bytes.
   KvHttpResponse Answer(const std::string& prefix) const;
 
-  /// Direct access for the node that hosts the store. Put returns false when a limit is hit.
+  /// Direct access for the node that hosts the store. Put returns false when a limit is hit;
+  /// with `within_limits` false it never is (the host's own records: a handful of small keys).
   bool Put(const std::string& key, const std::string& value,
-           std::optional<double> expires_at = std::nullopt);
-  bool PutIfAbsent(const std::string& key, const std::string& value);
+           std::optional<double> expires_at = std::nullopt, bool within_limits = true);
+  bool PutIfAbsent(const std::string& key, const std::string& value, bool within_limits = true);
+  /// Keys under `prefix` (the job's) may use `keys` more keys and `bytes` more bytes than the
+  /// limits: a client that fills the store (any client may write) cannot shut the job's own
+  /// records out.
+  void Reserve(std::string prefix, size_t keys, size_t bytes);
   bool Delete(const std::string& key);
   /// Every key starting with `prefix` (a pure string prefix, as Paddle matches).
   std::map<std::string, std::string> Prefix(std::string_view prefix) const;
@@ -100,6 +105,9 @@ class KvMemoryStore {
   KvHttpResponse Encode(const std::string& prefix) const;
 
   KvLimits limits_;
+  std::string reserved_prefix_;
+  size_t reserved_keys_ = 0;
+  size_t reserved_bytes_ = 0;
   std::map<std::string, Entry> entries_;
   Expiries expiries_;  // Expiry time -> key: writes and expiry stay O(log n).
   size_t bytes_ = 0;
