@@ -31,7 +31,6 @@ constexpr int kCandidateFloor = 20000;
 constexpr int kLastResortFloor = 1024;
 constexpr int kMinComfortableRun = 1024;
 constexpr std::pair<int, int> kDefaultEphemeralRange{32768, 60999};
-constexpr const char* kDefaultLockPath = "/tmp/pdlaunch-ports.lock";
 constexpr const char* kTcpListenState = "0A";
 
 using Run = std::pair<int, int>;
@@ -70,25 +69,30 @@ std::optional<int> ParsePortNumber(std::string_view text) {
   return static_cast<int>(*value);
 }
 
-// Opens without O_CREAT first: with fs.protected_regular, O_CREAT on another user's file in a
-// sticky directory such as /tmp fails even when the mode allows writing.
+// The lock file must be this user's own regular file that nobody else may write: another local
+// user who could replace it (a symlink to a file of ours) or open it (and hold a lock on every
+// port) would block or misdirect every launcher. Opened with O_NOFOLLOW; created 0600.
 UniqueFd OpenLockFile(const std::string& path) {
-  int err = 0;
-  for (int attempt = 0; attempt < 3; ++attempt) {
-    int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
-    if (fd >= 0) return UniqueFd(fd);
-    err = errno;
-    if (err != ENOENT) break;
-    fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd >= 0) {
-      ::fchmod(fd, 0666);  // Past the umask, so that other users' launchers can lock it too.
-      return UniqueFd(fd);
-    }
-    err = errno;
-    if (err != EEXIST) break;
+  const auto refuse = [&](int err, std::string_view why) {
+    ThrowSystemError(err, fmt::format("cannot use port lock file {} (PDLAUNCH_PORT_LOCK_FILE): {}",
+                                      path, why));
+  };
+  UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (fd.get() < 0) {
+    const int err = errno;
+    if (err == ELOOP) refuse(err, "it is a symbolic link");
+    ThrowSystemError(err,
+                     fmt::format("cannot open port lock file {} (PDLAUNCH_PORT_LOCK_FILE)", path));
   }
-  ThrowSystemError(err,
-                   fmt::format("cannot open port lock file {} (PDLAUNCH_PORT_LOCK_FILE)", path));
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) refuse(errno, "fstat failed");
+  if (!S_ISREG(st.st_mode)) refuse(EINVAL, "not a regular file");
+  if (st.st_uid != ::geteuid()) {
+    refuse(EPERM, fmt::format("owned by uid {}, not by this user (uid {})", st.st_uid,
+                              ::geteuid()));
+  }
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) refuse(EPERM, "writable by other users");
+  return fd;
 }
 
 int SetPortLock(int fd, int port, short type) {
@@ -227,11 +231,38 @@ std::unique_ptr<PortReservation> LockingPortAllocator::Reserve(int count) {
   return std::make_unique<LockingReservation>(std::move(fd), std::move(ports));
 }
 
+// The directory of the default lock file, made if missing: a directory only this user may write
+// to (its own, not a symbolic link, no group or other write), so that nobody else can plant
+// the file. Root's is /run/pdlaunch; another user's is $XDG_RUNTIME_DIR (systemd's
+// /run/user/<uid>) when that is such a directory, else /tmp/pdlaunch-<uid>.
+std::string PrivateDirectory() {
+  const uid_t uid = ::geteuid();
+  const auto usable = [&](const std::string& dir) {
+    struct stat st {};
+    return ::lstat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == uid &&
+           (st.st_mode & (S_IWGRP | S_IWOTH)) == 0;
+  };
+  if (uid != 0) {
+    const char* runtime = std::getenv("XDG_RUNTIME_DIR");
+    if (runtime != nullptr && *runtime == '/' && usable(runtime)) return runtime;
+  }
+  const std::string dir = uid == 0 ? "/run/pdlaunch" : fmt::format("/tmp/pdlaunch-{}", uid);
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    ThrowSystemError(errno, fmt::format("cannot make the port lock directory {}", dir));
+  }
+  if (!usable(dir)) {
+    ThrowSystemError(EPERM, fmt::format("the port lock directory {} is not this user's own "
+                                        "(a directory of uid {} that no one else may write)",
+                                        dir, uid));
+  }
+  return dir;
+}
+
 std::string ResolveLockPath(std::optional<std::string> lock_path) {
   if (lock_path && !lock_path->empty()) return *lock_path;
   const char* env = std::getenv("PDLAUNCH_PORT_LOCK_FILE");
   if (env != nullptr && *env != '\0') return env;
-  return kDefaultLockPath;
+  return PrivateDirectory() + "/ports.lock";
 }
 
 /// A plain list of ports, nothing held.

@@ -26,16 +26,29 @@ def _ephemeral_low():
         return 32768
 
 
+def default_lock_file():
+    """The launcher's default port lock file (src/plan/ports.cc, PrivateDirectory): root's in
+    /run/pdlaunch, another user's in $XDG_RUNTIME_DIR or /tmp/pdlaunch-<uid>, made 0700."""
+    uid = os.geteuid()
+    runtime = os.environ.get("XDG_RUNTIME_DIR", "")
+    if uid != 0 and runtime.startswith("/") and os.path.isdir(runtime):
+        directory = runtime
+    else:
+        directory = "/run/pdlaunch" if uid == 0 else f"/tmp/pdlaunch-{uid}"
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+    return os.path.join(directory, "ports.lock")
+
+
 class PortReservation:
     """`count` ports held the way the launcher holds its own (src/plan/ports.cc): below the ephemeral
     range, where no outgoing connection is ever given a port (bind(0) answers from inside it,
     so another test's client could take a port between the check and etcd's bind, and again
-    while etcd restarts), and OFD-locked in the system-wide lock file, which launchers and
+    while etcd restarts), and OFD-locked in this user's lock file, which launchers and
     other fixtures skip. Held until close()."""
 
     def __init__(self, count):
-        path = os.environ.get("PDLAUNCH_PORT_LOCK_FILE") or "/tmp/pdlaunch-ports.lock"
-        self.fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+        path = os.environ.get("PDLAUNCH_PORT_LOCK_FILE") or default_lock_file()
+        self.fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
         self.ports = []
         low, high = 20000, max(20000 + count, _ephemeral_low() - 1)
         start = random.randrange(low, high)

@@ -29,7 +29,7 @@ TTL = 3  # --heartbeat_timeout in the node-loss tests
 
 def free_port(test):
     """A port held the way the launcher holds its own (outside the ephemeral range, locked in the
-    system-wide lock file) until the test ends: concurrent tests never get it."""
+    default lock file) until the test ends: concurrent tests never get it."""
     reservation = PortReservation(1)
     test.addCleanup(reservation.close)
     return reservation.ports[0]

@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -370,12 +371,62 @@ TEST(LockingPortAllocatorTest, LocksOfAKilledLauncherAreReleased) {
   for (int port : ports) EXPECT_FALSE(IsPortLocked(lock.path(), port)) << port;
 }
 
-TEST(LockingPortAllocatorTest, LockFileIsSharedWithOtherUsers) {
+TEST(LockingPortAllocatorTest, LockFileIsThisUsersOwn) {
   ScopedLockFile lock;
-  mode_t old_umask = ::umask(022);
+  const mode_t old_umask = ::umask(0);
   MakeLockingPortAllocator(lock.path())->Reserve(1);
   ::umask(old_umask);
-  EXPECT_EQ(fs::status(lock.path()).permissions() & fs::perms::all, fs::perms(0666));
+  EXPECT_EQ(fs::status(lock.path()).permissions() & fs::perms::all, fs::perms(0600));
+}
+
+// What another local user could plant or hold is refused, naming the file: a symbolic link, a
+// file of another owner, a file others may write.
+TEST(LockingPortAllocatorTest, RefusesALockFileAnotherUserCouldPlantOrHold) {
+  ScopedLockFile lock;
+  const auto refusal = [&]() -> std::string {
+    try {
+      MakeLockingPortAllocator(lock.path())->Reserve(1);
+    } catch (const std::system_error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  const std::string target = lock.path() + ".target";
+  ASSERT_EQ(::close(::open(target.c_str(), O_CREAT | O_WRONLY, 0600)), 0);
+  ASSERT_EQ(::symlink(target.c_str(), lock.path().c_str()), 0);
+  EXPECT_NE(refusal().find("cannot use port lock file " + lock.path() +
+                           " (PDLAUNCH_PORT_LOCK_FILE): it is a symbolic link"),
+            std::string::npos);
+  ::unlink(lock.path().c_str());
+  ::unlink(target.c_str());
+
+  ASSERT_EQ(::close(::open(lock.path().c_str(), O_CREAT | O_WRONLY, 0600)), 0);
+  ASSERT_EQ(::chmod(lock.path().c_str(), 0666), 0);
+  EXPECT_NE(refusal().find("writable by other users"), std::string::npos);
+  ASSERT_EQ(::chmod(lock.path().c_str(), 0600), 0);
+
+  if (::geteuid() == 0) {  // Only root can give a file away.
+    ASSERT_EQ(::chown(lock.path().c_str(), 65534, 65534), 0);
+    EXPECT_NE(refusal().find("owned by uid 65534, not by this user (uid 0)"), std::string::npos);
+  }
+}
+
+TEST(LockingPortAllocatorTest, DefaultLockFileIsInADirectoryOnlyThisUserMayWrite) {
+  const char* given = std::getenv("PDLAUNCH_PORT_LOCK_FILE");
+  const std::string saved = given != nullptr ? given : "";
+  ::unsetenv("PDLAUNCH_PORT_LOCK_FILE");
+  std::unique_ptr<PortReservation> reservation = MakeLockingPortAllocator()->Reserve(1);
+  if (!saved.empty()) ::setenv("PDLAUNCH_PORT_LOCK_FILE", saved.c_str(), 1);
+  const std::string dir = ::geteuid() == 0 ? "/run/pdlaunch"
+                          : std::getenv("XDG_RUNTIME_DIR") != nullptr
+                              ? std::getenv("XDG_RUNTIME_DIR")
+                              : "/tmp/pdlaunch-" + std::to_string(::geteuid());
+  struct stat st {};
+  ASSERT_EQ(::lstat(dir.c_str(), &st), 0) << dir;
+  EXPECT_TRUE(S_ISDIR(st.st_mode));
+  EXPECT_EQ(st.st_uid, ::geteuid());
+  EXPECT_EQ(st.st_mode & (S_IWGRP | S_IWOTH), 0u);
+  EXPECT_TRUE(IsPortLocked(dir + "/ports.lock", reservation->ports()[0]));
 }
 
 TEST(LockingPortAllocatorTest, LockPathComesFromTheEnvironmentWhenNotGiven) {

@@ -165,7 +165,7 @@ class EtcdServer {
   ScopedTempDir dir_;
   // Ports of the launcher's own allocator: outside the ephemeral range (where any outgoing
   // connection, e.g. another test's client, may take a port bind(0) just reported free) and
-  // locked in the system-wide lock file for the fixture's life, restarts included.
+  // locked in the default lock file for the fixture's life, restarts included.
   std::unique_ptr<PortReservation> ports_;
   const int client_port_;
   const int peer_port_;
