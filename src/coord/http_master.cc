@@ -297,6 +297,7 @@ void KvHttpServer::State::Changed() {
   }
   ArmExpiry();
   if (on_change) on_change();
+  store.ClearChanged();
 }
 
 void KvHttpServer::State::ArmExpiry() {

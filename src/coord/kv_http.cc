@@ -69,6 +69,22 @@ bool KvMemoryStore::Fits(const std::string& key, const std::string& value) const
   return bytes_ - old + key.size() + value.size() <= max_bytes;
 }
 
+void KvMemoryStore::NoteChanged(const std::string& key) {
+  if (changed_.size() < kMaxChangedKeys) {
+    changed_.push_back(key);
+  } else {
+    changed_overflow_ = true;
+  }
+}
+
+bool KvMemoryStore::ChangedUnder(std::initializer_list<std::string_view> prefixes) const {
+  if (changed_overflow_) return true;
+  return std::any_of(changed_.begin(), changed_.end(), [&](const std::string& key) {
+    return std::any_of(prefixes.begin(), prefixes.end(),
+                       [&](std::string_view prefix) { return key.starts_with(prefix); });
+  });
+}
+
 void KvMemoryStore::Reserve(std::string prefix, size_t keys, size_t bytes) {
   reserved_prefix_ = std::move(prefix);
   reserved_keys_ = keys;
@@ -87,6 +103,7 @@ bool KvMemoryStore::Put(const std::string& key, const std::string& value,
   entry.value = value;
   bytes_ += key.size() + value.size();
   ++revision_;
+  NoteChanged(key);
   return true;
 }
 
@@ -101,6 +118,7 @@ bool KvMemoryStore::Delete(const std::string& key) {
   if (it == entries_.end()) return false;
   bytes_ -= key.size() + it->second.value.size();
   if (it->second.expiry) expiries_.erase(*it->second.expiry);
+  NoteChanged(key);
   entries_.erase(it);
   ++revision_;
   return true;

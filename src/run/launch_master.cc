@@ -375,7 +375,13 @@ void MasterNode::StartServing() {
   store.Put(keys_.alive(pod_), "1", std::nullopt, /*within_limits=*/false);
   store.Put(own_key_, value_, std::nullopt, /*within_limits=*/false);
   registered_ = true;
-  server_->set_on_change([this] { OnNews(server_->store().Prefix(keys_.job_prefix())); });
+  server_->set_on_change([this] {
+    // Only the keys this node reads (peers and the job's records): a write elsewhere, even
+    // under the job's prefix, costs the host nothing but this scan of the changed keys.
+    if (server_->store().ChangedUnder({keys_.info_prefix(), keys_.coord_prefix()})) {
+      OnNews(server_->store().Prefix(keys_.job_prefix()));
+    }
+  });
   server_->Changed();
 }
 

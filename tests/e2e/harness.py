@@ -179,12 +179,13 @@ class LaunchTestCase(unittest.TestCase):
         proc = self.start_launch(args, env=env, cwd=cwd)
         return self.finish(proc, timeout)
 
-    def start_launch(self, args, env=None, cwd=None, name="launcher"):
-        """Starts `launch args` in its own session; stdout/stderr go to files in self.dir."""
+    def start_launch(self, args, env=None, cwd=None, name="launcher", wrapper=()):
+        """Starts `launch args` in its own session; stdout/stderr go to files in self.dir.
+        `wrapper`: a command that execs the launcher (prlimit ... --), same pid."""
         args = [str(a) for a in args]
         out = open(self.dir / f"{name}.stdout", "wb")
         err = open(self.dir / f"{name}.stderr", "wb")
-        proc = subprocess.Popen([BIN] + args, cwd=cwd or self.dir, env=env or self.env(),
+        proc = subprocess.Popen(list(wrapper) + [BIN] + args, cwd=cwd or self.dir, env=env or self.env(),
                                 stdin=subprocess.DEVNULL, stdout=out, stderr=err,
                                 start_new_session=True)
         out.close()

@@ -55,7 +55,8 @@ class KvHttpServer {
   /// Answers the long-polls a change satisfies and re-arms the expiry timer; then calls the
   /// on_change callback. Requests from the network call it themselves.
   void Changed();
-  /// Called on the loop after every change of the store (a request's or an expiry's).
+  /// Called on the loop after every change of the store (a request's or an expiry's);
+  /// store().ChangedUnder() tells which keys it touched.
   void set_on_change(std::function<void()> on_change);
 
   struct State;  ///< Opaque; its connections share it.

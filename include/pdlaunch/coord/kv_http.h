@@ -5,6 +5,7 @@
 // server (http_master.cc) passes the time in. docs/master.md describes the protocol.
 
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <optional>
@@ -94,6 +95,15 @@ class KvMemoryStore {
   /// The earliest expiry time of any key, if any. O(1).
   std::optional<double> NextExpiry() const;
   int64_t revision() const { return revision_; }
+  /// Whether a key starting with one of `prefixes` was written or deleted since ClearChanged()
+  /// (the server clears after each change it reports), so that a watcher can skip changes of
+  /// keys it does not read. True as well when more than kMaxChangedKeys changed (not recorded).
+  bool ChangedUnder(std::initializer_list<std::string_view> prefixes) const;
+  void ClearChanged() {
+    changed_.clear();
+    changed_overflow_ = false;
+  }
+  static constexpr size_t kMaxChangedKeys = 256;
 
  private:
   using Expiries = std::multimap<double, std::string>;
@@ -112,6 +122,9 @@ class KvMemoryStore {
   Expiries expiries_;  // Expiry time -> key: writes and expiry stay O(log n).
   size_t bytes_ = 0;
   int64_t revision_ = 1;
+  std::vector<std::string> changed_;
+  bool changed_overflow_ = false;
+  void NoteChanged(const std::string& key);
   // Answers encoded at cache_revision_, by prefix.
   mutable std::map<std::string, KvHttpResponse> answers_;
   mutable size_t answer_bytes_ = 0;

@@ -1,0 +1,363 @@
+"""Hostile clients against the HTTP master while it hosts a running 2-node job, and a hostile
+master against a participant (issue #25; docs/master.md, "Exposure").
+
+Every attack of the master runs against `launch --master 127.0.0.1:P --nnodes 2` with both nodes
+on 127.0.0.1 and ranks that sleep; the attacker connects from its own loopback address
+(ATTACKER), as a stranger on the network would. Each test asserts that
+  - the job finishes with exit 0 on both nodes (unless the attack is a failure record, which any
+    client may write: then that the console shows it escaped),
+  - /healthy, asked from 127.0.0.1 every 20 ms during the attack, answers within HEALTHY_P99,
+  - the hosting launcher's peak resident memory (VmHWM) stays under HWM_LIMIT.
+The figures are printed on stderr ("hostile measured: ...") for docs/master.md.
+"""
+import json
+import os
+import re
+import resource
+import socket
+import sys
+import threading
+import time
+import unittest
+
+import harness
+from test_master import free_port
+
+ATTACKER = "127.0.0.9"
+HEALTHY_P99 = 0.1  # seconds
+HWM_LIMIT = 128 << 20  # bytes: the store's 32 MiB, a request's 4 MiB body, answers of 4 MiB
+RANK_SECONDS = 6  # how long the job's ranks run: the attack happens meanwhile
+HEARTBEAT = 5  # --heartbeat_timeout
+
+
+def vm_hwm(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def cpu_seconds(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError):
+        return 0.0
+
+
+def attacker_socket(port, timeout=10, source=ATTACKER):
+    return socket.create_connection(("127.0.0.1", port), timeout=timeout,
+                                    source_address=(source, 0))
+
+
+def send_raw(port, data, timeout=10):
+    """Sends `data` from the attacker's address; returns what came back before the close."""
+    with attacker_socket(port, timeout) as s:
+        try:
+            s.sendall(data)
+        except OSError:
+            pass
+        got = b""
+        try:
+            while True:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                got += chunk
+        except OSError:
+            pass
+        return got
+
+
+def request(port, method, path, body=None, timeout=10, source=ATTACKER):
+    conn = socket.create_connection(("127.0.0.1", port), timeout=timeout,
+                                    source_address=(source, 0))
+    head = f"{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+    if body is not None:
+        head += f"Content-Length: {len(body)}\r\n"
+    conn.sendall(head.encode() + b"\r\n" + (body or b""))
+    data = b""
+    while True:
+        chunk = conn.recv(1 << 20)
+        if not chunk:
+            break
+        data += chunk
+    conn.close()
+    status = int(data.split(b" ", 2)[1]) if data.startswith(b"HTTP/") else 0
+    return status, data.partition(b"\r\n\r\n")[2]
+
+
+class Prober(threading.Thread):
+    """Asks /healthy every 20 ms from 127.0.0.1 and samples the host's VmHWM."""
+
+    def __init__(self, port, host_pid):
+        super().__init__(daemon=True)
+        self.port, self.host_pid = port, host_pid
+        self.latencies, self.failures, self.hwm = [], [], 0
+        self.stop = threading.Event()
+
+    def run(self):
+        while not self.stop.is_set():
+            start = time.monotonic()
+            try:
+                status, body = request(self.port, "GET", "/healthy", timeout=5, source="127.0.0.1")
+                if status != 200 or json.loads(body) != {"/healthy": "ok"}:
+                    self.failures.append(f"status {status}")
+            except (OSError, ValueError) as e:
+                self.failures.append(repr(e))
+            self.latencies.append(time.monotonic() - start)
+            self.hwm = max(self.hwm, vm_hwm(self.host_pid))
+            self.stop.wait(0.02)
+
+    def p99(self):
+        ordered = sorted(self.latencies)
+        return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] if ordered else None
+
+
+class HostileMasterTest(harness.LaunchTestCase):
+    """Attacks on the master of a running job."""
+
+    def setUp(self):
+        super().setUp()
+        limit = resource.getrlimit(resource.RLIMIT_NOFILE)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (limit[1], limit[1]))
+
+    def start_job(self, seconds=RANK_SECONDS, wrapper=()):
+        port = free_port(self)
+        args = ["--master", f"127.0.0.1:{port}", "--nnodes", 2, "--heartbeat_timeout", HEARTBEAT,
+                "--rendezvous_timeout", 60] + self.rank_args("--sleep", seconds)
+        host = self.start_launch(args, name="host", wrapper=wrapper)
+
+        def serving():
+            try:
+                return request(port, "GET", "/healthy", timeout=2, source="127.0.0.1")[0] == 200
+            except OSError:
+                return False
+        self.wait_until(serving, "the master to serve", timeout=20)
+        node = self.start_launch(args, name="node")
+        self.wait_until(lambda: len(list(self.rec.glob("env.*.json"))) == 2,
+                        "both ranks to start", timeout=30)
+        return port, host, node
+
+    def attack(self, port, host, body):
+        prober = Prober(port, host.pid)
+        prober.start()
+        try:
+            body()
+        finally:
+            time.sleep(0.2)
+            prober.stop.set()
+            prober.join(10)
+        print(f"hostile measured: {self._testMethodName}: /healthy p99 "
+              f"{prober.p99() * 1000:.1f} ms over {len(prober.latencies)} probes, "
+              f"host VmHWM {prober.hwm / 1048576:.1f} MiB", file=sys.stderr)
+        self.assertEqual(prober.failures, [])
+        self.assertLess(prober.p99(), HEALTHY_P99)
+        self.assertLess(prober.hwm, HWM_LIMIT)
+        return prober
+
+    def assert_job_succeeds(self, host, node):
+        for proc in (host, node):
+            result = self.finish(proc, timeout=60)
+            self.assertEqual(result.code, 0, result)
+            self.assertNotIn("field value too large", result.stderr)
+
+    def test_chunked_requests_and_their_trailers_are_refused_before_they_are_read(self):
+        port, host, node = self.start_job()
+
+        def body():
+            # One trailer field of 65 534 bytes made Beast 1.81 throw out of the loop: the
+            # launcher, and with it every rank of the job, died within milliseconds.
+            head = b"PUT /k HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+            answer = send_raw(port, head + b"0\r\nX: " + b"a" * 65534 + b"\r\n\r\n")
+            self.assertTrue(answer.startswith(b"HTTP/1.1 411"), answer[:80])
+            # Trailer lines without end: refused at the header, nothing of them is kept.
+            with attacker_socket(port) as s:
+                s.sendall(head + b"1\r\nx\r\n0\r\n")
+                try:
+                    for _ in range(2000):
+                        s.sendall(b"X-T: " + b"b" * 4000 + b"\r\n")
+                except OSError:
+                    pass  # Closed on us: what we want.
+        self.attack(port, host, body)
+        self.assert_job_succeeds(host, node)
+
+    def test_large_values_and_prefix_gets_are_bounded_and_encoded_once(self):
+        port, host, node = self.start_job(seconds=8)
+
+        def body():
+            statuses = [request(port, "PUT", f"/fill/{i}", b"\x01" * (4 << 20))[0]
+                        for i in range(16)]
+            self.assertIn(200, statuses)
+            self.assertIn(413, statuses)  # The store's 32 MiB are full before 16 x 4 MiB.
+            start = time.monotonic()
+            status, _ = request(port, "GET", "/")
+            self.assertEqual(status, 413)  # Over the 4 MiB answer bound, refused at once.
+            self.assertLess(time.monotonic() - start, 1.0)
+            # Eight long-polls that never read their answer, then a one-byte change.
+            polls = []
+            for _ in range(8):
+                s = attacker_socket(port)
+                s.sendall(b"GET /fill/0?wait=999999999&timeout=30 HTTP/1.1\r\nHost: x\r\n\r\n")
+                polls.append(s)
+            time.sleep(0.2)
+            start = time.monotonic()
+            self.assertEqual(request(port, "PUT", "/fill/0", b"x")[0], 200)
+            print(f"hostile measured: a 1-byte PUT with 8 unread polls parked took "
+                  f"{(time.monotonic() - start) * 1000:.1f} ms", file=sys.stderr)
+            self.assertLess(time.monotonic() - start, 1.0)
+            for s in polls:
+                s.close()
+        self.attack(port, host, body)
+        self.assert_job_succeeds(host, node)
+
+    def test_a_connection_flood_from_one_address_shuts_no_node_out(self):
+        port, host, node = self.start_job(seconds=HEARTBEAT + 5)
+        sockets = []
+
+        def body():
+            # 600 long-polls that would hold their slots for 60 s, then idle connections up to
+            # 5 000 in all; held for longer than --heartbeat_timeout.
+            for _ in range(600):
+                try:
+                    s = attacker_socket(port, timeout=2)
+                    s.sendall(b"GET /nothing?wait=999999999&timeout=60 HTTP/1.1\r\nHost: x\r\n\r\n")
+                    sockets.append(s)
+                except OSError:
+                    pass
+            for _ in range(4400):
+                try:
+                    sockets.append(attacker_socket(port, timeout=2))
+                except OSError:
+                    pass
+            time.sleep(HEARTBEAT + 1)
+        try:
+            self.attack(port, host, body)
+        finally:
+            for s in sockets:
+                s.close()
+        self.assert_job_succeeds(host, node)
+
+    def test_a_full_store_leaves_room_for_the_jobs_records(self):
+        port, host, node = self.start_job(seconds=5)
+
+        def body():
+            # Values until the store refuses even 16 bytes: the nodes still report done.
+            size, i = 1 << 20, 0
+            while size >= 16:
+                i += 1
+                if request(port, "PUT", f"/junk/{i}", b"j" * size)[0] == 413:
+                    size //= 4
+            self.assertEqual(request(port, "PUT", "/junk/last", b"j" * 16)[0], 413)
+        self.attack(port, host, body)
+        self.assert_job_succeeds(host, node)
+
+    def test_writes_stay_fast_with_fifteen_thousand_keys(self):
+        port, host, node = self.start_job(seconds=20)
+
+        def rate(count):
+            start = time.monotonic()
+            for i in range(count):
+                request(port, "PUT", f"/default/rate/{i % 50}", b"v")
+            return count / (time.monotonic() - start)
+
+        def body():
+            empty = rate(300)
+            # Under the job's own prefix, where the host looks for its peers.
+            for i in range(15000):
+                request(port, "PUT", f"/default/many/{i:05d}", b"v", source=ATTACKER)
+            full = rate(300)
+            print(f"hostile measured: PUT rate through one client, 0 keys {empty:.0f}/s, "
+                  f"15 000 keys {full:.0f}/s", file=sys.stderr)
+            self.assertGreater(full, empty * 0.5)
+        self.attack(port, host, body)
+        self.assert_job_succeeds(host, node)
+
+    def test_a_hostile_failure_record_reaches_the_console_escaped(self):
+        port, host, node = self.start_job(seconds=30)
+        record = {"node": "\x1b]0;owned\x07", "pod": "p",
+                  "cause": "x\x1b[2J\x1b]0;owned\x07\rfake line\u009b", "exit_code": 1e300}
+        status, _ = request(port, "PUT", "/default/pdlaunch/failure",
+                            json.dumps(record).encode())
+        self.assertEqual(status, 200)
+        for proc in (host, node):
+            result = self.finish(proc, timeout=30)
+            # Any client may write a failure record (the protocol has no authentication): the
+            # job stops, and says so without letting the record act on the terminal.
+            self.assertEqual(result.code, 1, result)
+            raw = (self.dir / f"{proc.pdl_name}.stderr").read_bytes()
+            for byte in (b"\x1b", b"\x07", b"\r", b"\xc2\x9b"):
+                self.assertNotIn(byte, raw)
+            self.assertIn(r"x\x1b[2J\x1b]0;owned\x07\rfake line\xc2\x9b", result.stderr)
+
+    def test_accept_errors_pause_instead_of_spinning(self):
+        # The host may hold 64 descriptors: a few dozen connections make accept() fail with
+        # EMFILE, which used to re-arm at once and spin at 100 % CPU.
+        port, host, node = self.start_job(seconds=HEARTBEAT + 2,
+                                          wrapper=("prlimit", "--nofile=64:64", "--"))
+        sockets = []
+        try:
+            # From four addresses, so that the per-address bound does not keep them out.
+            for i in range(160):
+                try:
+                    sockets.append(attacker_socket(port, timeout=1, source=f"127.0.0.{10 + i % 4}"))
+                except OSError:
+                    pass
+            before = cpu_seconds(host.pid)
+            time.sleep(2)
+            used = cpu_seconds(host.pid) - before
+            print(f"hostile measured: host CPU with accept() failing: {used:.2f} s in 2 s",
+                  file=sys.stderr)
+            self.assertLess(used, 0.5)
+        finally:
+            for s in sockets:
+                s.close()
+        self.assert_job_succeeds(host, node)
+
+
+class HostileMasterAnswerTest(harness.LaunchTestCase):
+    """A 'master' that answers every request with a chunked response whose trailer field is 65 534
+    bytes (what Beast 1.81 throws on), against a participant."""
+
+    def test_a_participant_survives_a_master_that_sends_a_huge_trailer(self):
+        listener = socket.socket()
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(64)
+        port = listener.getsockname()[1]
+        stop = threading.Event()
+
+        def serve():
+            listener.settimeout(0.2)
+            while not stop.is_set():
+                try:
+                    conn, _ = listener.accept()
+                except OSError:
+                    continue
+                with conn:
+                    try:
+                        conn.settimeout(2)
+                        conn.recv(65536)
+                        conn.sendall(b"HTTP/1.1 200 OK\r\nServer: pdlaunch/0\r\n"
+                                     b"Transfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\nX: "
+                                     + b"a" * 65534 + b"\r\n\r\n")
+                    except OSError:
+                        pass
+        server = threading.Thread(target=serve, daemon=True)
+        server.start()
+        self.addCleanup(lambda: (stop.set(), server.join(5), listener.close()))
+        result = self.run_launch(["--master", f"127.0.0.1:{port}", "--nnodes", 2,
+                                  "--rendezvous_timeout", 4] + self.rank_args(), timeout=30)
+        self.assertEqual(result.code, 1, result)
+        self.assertNotIn("field value too large", result.stderr)
+        self.assertRegex(result.stderr, r"launch: error: rendezvous timed out after 4 s")
+        self.assertRegex(result.stderr, re.escape("receive: "))
+
+
+if __name__ == "__main__":
+    harness.main()
