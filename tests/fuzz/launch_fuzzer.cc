@@ -21,12 +21,14 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <optional>
 #include <set>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "coord/http_feed.h"
 #include "pdlaunch/base/endpoint.h"
 #include "pdlaunch/base/errors.h"
 #include "pdlaunch/cli/cli.h"
@@ -517,9 +519,40 @@ void FuzzElastic(const LaunchOptions& options, const FuzzInput& input) {
   }
 }
 
-// The master: every token is also a raw HTTP request, parsed by Beast's request parser with the
-// server's limits (http_master.cc) and handled by the store; the job keys the tokens make are
+// The master: every token is also a raw HTTP request, read the way the server reads one
+// (coord/http_feed.h: a bounded buffer fed in pieces, the parser under try/catch, a chunked
+// request refused once its header is read) and handled by the store; the same bytes are also
+// read as a master's answer, the way a participant reads one. The job keys the tokens make are
 // decoded, ordered and decided on as a node would.
+template <class Parser>
+http_feed::Fed FeedInPieces(Parser& parser, std::string_view raw, size_t piece,
+                            bool stop_at_chunked) {
+  boost::beast::flat_buffer buffer(http_feed::kMaxBufferedBytes);
+  std::string error;
+  http_feed::Fed fed = http_feed::Fed::kNeedMore;
+  bool header_checked = false;
+  while (fed == http_feed::Fed::kNeedMore) {
+    if (raw.empty()) return http_feed::FeedEof(parser, error);
+    const size_t n = std::min({raw.size(), piece, http_feed::ReadSize(buffer)});
+    if (n == 0) return http_feed::Fed::kFailed;
+    auto space = buffer.prepare(n);
+    std::memcpy(space.data(), raw.data(), n);
+    buffer.commit(n);
+    raw.remove_prefix(n);
+    fed = http_feed::Feed(parser, buffer, error, stop_at_chunked && !header_checked);
+    if (fed == http_feed::Fed::kFailed) {
+      PDLAUNCH_FUZZ_CHECK(!error.empty());
+      return fed;
+    }
+    if (stop_at_chunked && !header_checked && parser.is_header_done()) {
+      header_checked = true;
+      if (parser.chunked()) return http_feed::Fed::kFailed;  // 411, as the server answers.
+      fed = http_feed::Feed(parser, buffer, error);
+    }
+  }
+  return fed;
+}
+
 void FuzzMaster(const FuzzInput& input, const LaunchOptions& options, const EnvMap& env) {
   namespace http = boost::beast::http;
   KvLimits limits;
@@ -527,16 +560,20 @@ void FuzzMaster(const FuzzInput& input, const LaunchOptions& options, const EnvM
   limits.max_bytes = 1 << 16;
   KvMemoryStore store(limits);
   double now = 0;
+  size_t piece = 1;
   for (const std::string& token : input.args) {
     http::request_parser<http::string_body> parser;
     parser.header_limit(16 << 10);
     parser.body_limit(4 << 20);
-    boost::beast::error_code ec;
     std::string raw;  // '|' ends a line: one token holds a whole request.
     for (char c : token) raw += c == '|' ? std::string("\r\n") : std::string(1, c);
-    parser.put(boost::asio::buffer(raw), ec);
+    piece = piece * 7 % 4093 + 1;  // Pieces of 1 to 4093 bytes, varying per token.
+    const bool done = FeedInPieces(parser, raw, piece, true) == http_feed::Fed::kDone;
+    http::response_parser<http::string_body> answer;
+    answer.body_limit(8 << 20);
+    (void)FeedInPieces(answer, raw, piece, false);
     const int64_t before = store.revision();
-    if (!ec && parser.is_done()) {
+    if (done) {
       const auto& request = parser.get();
       const KvHttpResponse r = store.Handle(
           {std::string(request.method_string()), std::string(request.target()), request.body()},
