@@ -20,6 +20,7 @@ import threading
 import time
 import unittest
 
+from etcd import EtcdServer
 import harness
 from test_master import free_port
 
@@ -357,6 +358,135 @@ class HostileMasterAnswerTest(harness.LaunchTestCase):
         self.assertNotIn("field value too large", result.stderr)
         self.assertRegex(result.stderr, r"launch: error: rendezvous timed out after 4 s")
         self.assertRegex(result.stderr, re.escape("receive: "))
+
+
+class EtcdProxy(threading.Thread):
+    """A hostile etcd gateway in front of a real one: every call is forwarded (one upstream
+    connection per call), except what `mode` answers itself:
+      watch_flood    /v3/watch: "created", then 12 MiB of one message without a newline;
+      unary_trailer  /v3/kv/range: a chunked answer whose trailer field is 65 534 bytes;
+      error_escape   /v3/kv/range: HTTP 500 with an etcd error full of terminal escapes."""
+
+    def __init__(self, upstream, mode):
+        super().__init__(daemon=True)
+        self.upstream, self.mode = upstream, mode
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(64)
+        self.endpoint = f"127.0.0.1:{self.listener.getsockname()[1]}"
+        self.stop = threading.Event()
+        self.served = []
+
+    def run(self):
+        self.listener.settimeout(0.2)
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                continue
+            threading.Thread(target=self.serve, args=(conn,), daemon=True).start()
+
+    def serve(self, conn):
+        with conn:
+            conn.settimeout(30)
+            data = b""
+            try:
+                while b"\r\n\r\n" not in data:
+                    chunk = conn.recv(65536)
+                    if not chunk:
+                        return
+                    data += chunk
+                head, _, body = data.partition(b"\r\n\r\n")
+                length = int(re.search(rb"(?i)content-length: *(\d+)", head).group(1))
+                while len(body) < length:
+                    body += conn.recv(65536)
+                path = head.split(b" ")[1].decode()
+                self.served.append(path)
+                self.answer(conn, head, body, path)
+            except (OSError, AttributeError, ValueError):
+                pass
+
+    def answer(self, conn, head, body, path):
+        if self.mode == "watch_flood" and path == "/v3/watch":
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                         b"Transfer-Encoding: chunked\r\n\r\n")
+            created = b'{"result":{"header":{"revision":"1"},"created":true}}\n'
+            conn.sendall(b"%x\r\n%s\r\n" % (len(created), created))
+            for _ in range(12):
+                conn.sendall(b"%x\r\n%s\r\n" % (1 << 20, b"a" * (1 << 20)))
+            self.stop.wait(30)
+            return
+        if self.mode == "unary_trailer" and path == "/v3/kv/range":
+            conn.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n"
+                         b"0\r\nX: " + b"a" * 65534 + b"\r\n\r\n")
+            return
+        if self.mode == "error_escape" and path == "/v3/kv/range":
+            error = json.dumps({"error": "x", "code": 2,
+                                "message": "\x1b[2J\x1b]0;owned\x07\rforged\u009b"}).encode()
+            conn.sendall(b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: %d\r\n"
+                         b"Connection: close\r\n\r\n%s" % (len(error), error))
+            return
+        head = re.sub(rb"(?i)\r\nconnection:[^\r]*", b"", head) + b"\r\nConnection: close"
+        host, port = self.upstream.split(":")
+        with socket.create_connection((host, int(port)), timeout=10) as up:
+            up.sendall(head + b"\r\n\r\n" + body)
+            while True:
+                chunk = up.recv(65536)
+                if not chunk:
+                    break
+                conn.sendall(chunk)
+
+    def close(self):
+        self.stop.set()
+        self.join(5)
+        self.listener.close()
+
+
+class HostileEtcdTest(harness.LaunchTestCase):
+    """A hostile etcd gateway against an elastic node (issue #25 items 1, 6, 7)."""
+
+    def start_node(self, mode, timeout="20"):
+        etcd = EtcdServer(self.dir / "etcd.log")
+        self.addCleanup(etcd.close)
+        etcd.start()
+        proxy = EtcdProxy(etcd.endpoint, mode)
+        proxy.start()
+        self.addCleanup(proxy.close)
+        env = self.env(PADDLE_ELASTIC_TTL="3", PADDLE_ELASTIC_TIMEOUT=timeout)
+        return proxy, self.start_launch(["--elastic_server", proxy.endpoint, "--job_id", "job1",
+                                         "--np", "2", "--host", "127.0.0.2"] + self.rank_args(),
+                                        env=env)
+
+    def test_a_watch_message_without_end_is_cut_at_its_bound(self):
+        proxy, node = self.start_node("watch_flood")
+        err = self.dir / "launcher.stderr"
+        self.wait_until(lambda: "a message over 8388608 bytes" in err.read_text(errors="replace"),
+                        "the watch to break at its bound", timeout=30)
+        hwm = vm_hwm(node.pid)
+        print(f"hostile measured: elastic node VmHWM after 12 MiB of one watch message "
+              f"{hwm / 1048576:.1f} MiB", file=sys.stderr)
+        self.assertLess(hwm, 64 << 20)
+        self.assertIsNone(node.poll(), "the node died instead of retrying")
+        node.send_signal(15)
+        self.assertEqual(self.finish(node, timeout=20).code, 143)
+
+    def test_a_unary_answer_with_a_huge_trailer_fails_the_call_not_the_node(self):
+        proxy, node = self.start_node("unary_trailer", timeout="3")
+        result = self.finish(node, timeout=30)
+        self.assertEqual(result.code, 1, result)
+        self.assertNotIn("field value too large", result.stderr)
+        # As any other failed etcd call at that point: one line naming the call and why.
+        self.assertRegex(result.stderr, r"launch: error: etcd 127\.0\.0\.1:\d+: POST /v3/kv/range: "
+                                        r"malformed answer: ")
+
+    def test_an_etcd_error_message_reaches_the_console_escaped(self):
+        proxy, node = self.start_node("error_escape", timeout="3")
+        result = self.finish(node, timeout=30)
+        self.assertEqual(result.code, 1, result)
+        raw = (self.dir / "launcher.stderr").read_bytes()
+        for byte in (b"\x1b", b"\x07", b"\r", b"\xc2\x9b"):
+            self.assertNotIn(byte, raw)
+        self.assertIn(r"\x1b[2J\x1b]0;owned\x07\rforged\xc2\x9b", result.stderr)
 
 
 if __name__ == "__main__":
