@@ -72,6 +72,7 @@ struct KvHttpServer::State : std::enable_shared_from_this<KvHttpServer::State> {
   std::list<std::weak_ptr<Session>> sessions;  // Every open connection (each erases its own).
   std::list<std::weak_ptr<Session>> parked;    // The long-polls waiting for a change.
   std::map<asio::ip::address, size_t> per_address;  // Open connections by client address.
+  size_t writing = 0;  // Answers being written.
   bool stopped = false;
 };
 
@@ -225,8 +226,11 @@ class Session : public std::enable_shared_from_this<Session> {
     response_.body() = http::span_body<const char>::value_type(body.data(), body.size());
     response_.prepare_payload();
     stream_.expires_after(Duration(state_->limits.idle_seconds));
-    http::async_write(stream_, response_,
-                      [self = shared_from_this()](beast::error_code, size_t) { self->Close(); });
+    ++state_->writing;
+    http::async_write(stream_, response_, [self = shared_from_this()](beast::error_code, size_t) {
+      --self->state_->writing;
+      self->Close();
+    });
   }
 
   beast::tcp_stream stream_;
@@ -367,6 +371,8 @@ KvHttpServer::~KvHttpServer() {
 int KvHttpServer::port() const { return state_->acceptor.local_endpoint().port(); }
 
 KvMemoryStore& KvHttpServer::store() { return state_->store; }
+
+size_t KvHttpServer::answers_in_flight() const { return state_->writing; }
 
 void KvHttpServer::Changed() { state_->Changed(); }
 

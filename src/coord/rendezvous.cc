@@ -245,10 +245,39 @@ JobFailure DecodeFailure(const std::string& value) {
   return failure;
 }
 
+std::string EncodeJobTerms(const JobTerms& terms) {
+  return fmt::format("{{\"nnodes\": {}, \"mode\": {}, \"node\": {}}}", terms.nnodes,
+                     EncodeJsonString(terms.mode), EncodeJsonString(terms.node));
+}
+
+std::optional<JobTerms> DecodeJobTerms(const std::string& value) {
+  const nlohmann::json json = nlohmann::json::parse(value, nullptr, false);
+  if (json.is_discarded() || !json.is_object()) return std::nullopt;
+  const auto nnodes = json.find("nnodes");
+  const auto mode = json.find("mode");
+  if (nnodes == json.end() || mode == json.end() || !mode->is_string()) return std::nullopt;
+  const std::optional<int64_t> count = JsonIntIn(*nnodes, 1, 1000000);
+  const std::string& name = mode->get_ref<const std::string&>();
+  if (!count || (name != "collective" && name != "ps" && name != "rpc")) return std::nullopt;
+  return JobTerms{static_cast<int>(*count), name, ShownField(json, "node", "").substr(0, 256)};
+}
+
+std::optional<std::string> TermsMismatch(const JobTerms& job, const JobTerms& node) {
+  if (node.nnodes != job.nnodes) {
+    return fmt::format("--nnodes {} where the job's is {}", node.nnodes, job.nnodes);
+  }
+  if (node.mode != job.mode) {
+    return fmt::format("run mode {} where the job's is {}", node.mode, job.mode);
+  }
+  return std::nullopt;
+}
+
 CoordState ParseCoordState(const MasterKeys& keys, const std::map<std::string, std::string>& kvs) {
   CoordState state;
   const std::string alive = keys.alive("");
   const std::string done = keys.done("");
+  const std::string node_terms = keys.node_terms("");
+  const std::string refused = keys.refused("");
   for (const auto& [key, value] : kvs) {
     if (key.starts_with(alive) && key.size() > alive.size()) {
       state.alive.insert(key.substr(alive.size()));
@@ -259,6 +288,14 @@ CoordState ParseCoordState(const MasterKeys& keys, const std::map<std::string, s
       state.done[key.substr(done.size())] = code;
     } else if (key == keys.failure()) {
       state.failure = DecodeFailure(value);
+    } else if (key == keys.terms()) {
+      state.terms = DecodeJobTerms(value);
+    } else if (key.starts_with(node_terms) && key.size() > node_terms.size()) {
+      if (const auto terms = DecodeJobTerms(value)) {
+        state.node_terms[key.substr(node_terms.size())] = *terms;
+      }
+    } else if (key.starts_with(refused) && key.size() > refused.size()) {
+      state.refused[key.substr(refused.size())] = OneLine(value.substr(0, 512));
     }
   }
   return state;

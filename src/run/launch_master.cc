@@ -91,12 +91,13 @@ std::string DescribePeer(const PeerInfo& peer) {
 class MasterNode {
  public:
   MasterNode(const LaunchOptions& options, const MasterSettings& settings,
-             std::unique_ptr<MasterJob> job)
+             std::unique_ptr<MasterJob> job, std::string mode)
       : options_(options),
         settings_(settings),
         job_(std::move(job)),
         keys_(settings.job_id),
-        pod_(NewPodName()) {}
+        pod_(NewPodName()),
+        terms_{settings.nnodes, std::move(mode), {}} {}
 
   int Run();
 
@@ -131,6 +132,7 @@ class MasterNode {
   void OnNews(const std::map<std::string, std::string>& kvs);
   void OnRendezvousNews(const std::map<std::string, std::string>& kvs, const CoordState& coord);
   void OnRunNews(const CoordState& coord);
+  bool RefuseMismatchedNodes(const CoordState& coord, std::map<std::string, std::string>& info);
   void PublishFailure(const JobFailure& failure);
   void PublishDone();
   void Stop();
@@ -141,6 +143,7 @@ class MasterNode {
   std::unique_ptr<MasterJob> job_;
   MasterKeys keys_;
   std::string pod_;
+  JobTerms terms_;  // This node's --nnodes and run mode: the job's on the host.
 
   EventLoopHandle loop_;
   std::unique_ptr<KvHttpServer> server_;    // Set on the hosting node.
@@ -372,6 +375,7 @@ void MasterNode::StartServing() {
   // write to the store, and one that fills it must not shut the job's nodes out.
   const size_t job_keys = 4 * static_cast<size_t>(std::max(settings_.nnodes, 1)) + 16;
   store.Reserve(keys_.job_prefix(), job_keys, job_keys * 4096);
+  store.Put(keys_.terms(), EncodeJobTerms(terms_), std::nullopt, /*within_limits=*/false);
   store.Put(keys_.alive(pod_), "1", std::nullopt, /*within_limits=*/false);
   store.Put(own_key_, value_, std::nullopt, /*within_limits=*/false);
   registered_ = true;
@@ -455,7 +459,13 @@ void MasterNode::Register() {
     });
   };
   if (foreign_) return put_info(true);
-  Put(keys_.alive(pod_), "1", ttl, put_info);
+  // The terms before the info key: the host never counts a node whose terms it has not seen.
+  Put(keys_.alive(pod_), "1", ttl, [this, put_info](bool ok) {
+    if (!ok) return put_info(false);
+    JobTerms mine = terms_;
+    mine.node = node_ip_;
+    Put(keys_.node_terms(pod_), EncodeJobTerms(mine), "", put_info);
+  });
 }
 
 void MasterNode::Put(const std::string& key, const std::string& value, const std::string& query,
@@ -627,9 +637,35 @@ void MasterNode::OnNews(const std::map<std::string, std::string>& kvs) {
 void MasterNode::OnRendezvousNews(const std::map<std::string, std::string>& kvs,
                                   const CoordState& coord) {
   if (!registered_) return;
+  // A node whose --nnodes or run mode is not the job's would form a world of its own (silent
+  // wrong training): it stops here, and the host refuses it, naming it.
+  if (!server_) {
+    const auto refused = coord.refused.find(pod_);
+    const std::optional<std::string> mismatch =
+        coord.terms ? TermsMismatch(*coord.terms, terms_) : std::nullopt;
+    if (mismatch || refused != coord.refused.end()) {
+      rendezvous_error_ = fmt::format(
+          "the master at {} refused this node for job {}: {}; give every node the same "
+          "--nnodes and run mode",
+          MasterText(), settings_.job_id, mismatch ? *mismatch : refused->second);
+      return Stop();
+    }
+  }
   std::map<std::string, std::string> info;
   for (const auto& [key, value] : kvs) {
     if (key.starts_with(keys_.info_prefix())) info.emplace(key, value);
+  }
+  if (server_ && RefuseMismatchedNodes(coord, info)) return server_->Changed();
+  // Every node leaves out a node whose terms disagree with the job's, refused or not yet: it
+  // wrote them before its info key, so whoever sees the one sees the other.
+  const JobTerms& job_terms = coord.terms ? *coord.terms : terms_;
+  for (const auto& [pod, terms] : coord.node_terms) {
+    if (!TermsMismatch(job_terms, terms) && !coord.refused.count(pod)) continue;
+    const std::string own_info = keys_.info_prefix() + pod + "/";
+    for (auto it = info.lower_bound(own_info);
+         it != info.end() && it->first.starts_with(own_info);) {
+      it = info.erase(it);
+    }
   }
   // The host forgets a node that left before the job started (its heartbeat expired), so that a
   // restarted node can take its place; Paddle's nodes publish no heartbeat and are never dropped.
@@ -680,6 +716,34 @@ void MasterNode::OnRendezvousNews(const std::map<std::string, std::string>& kvs,
                SecondsSince(start_), own_index_, fmt::join(member_addresses_, ", "));
   }
   Stop();
+}
+
+// The host: a node whose terms disagree with the job's is refused (a record it reads, its info
+// key deleted so that it is not counted) and named once. True when the store changed.
+bool MasterNode::RefuseMismatchedNodes(const CoordState& coord,
+                                       std::map<std::string, std::string>& info) {
+  bool changed = false;
+  for (const auto& [pod, terms] : coord.node_terms) {
+    const std::optional<std::string> mismatch = TermsMismatch(terms_, terms);
+    if (!mismatch) continue;
+    const std::string address =
+        terms.node.empty() ? pod : fmt::format("{} ({})", terms.node, pod);
+    // Its info key, /<job>/info/<pod>/<rank>, whatever record it holds (a PS node's is no
+    // collective peer).
+    const std::string own_info = keys_.info_prefix() + pod + "/";
+    for (auto it = info.lower_bound(own_info);
+         it != info.end() && it->first.starts_with(own_info);) {
+      server_->store().Delete(it->first);
+      it = info.erase(it);
+      changed = true;
+    }
+    if (!coord.refused.count(pod)) {
+      PDLOG_WARN("refused node {} for job {}: {}", OneLine(address), settings_.job_id, *mismatch);
+      server_->store().Put(keys_.refused(pod), *mismatch, std::nullopt, /*within_limits=*/false);
+      changed = true;
+    }
+  }
+  return changed;
 }
 
 void MasterNode::OnRunNews(const CoordState& coord) {
@@ -850,6 +914,9 @@ int MasterNode::Complete() {
 
 // Delivers what is still in flight (a failure record, a done report), then leaves.
 int MasterNode::Finish(int code) {
+  // The host's last answers (the done report that completed the job, say) go out before it
+  // leaves: a node that never got its answer would retry against a master that is gone.
+  if (server_) loop_.RunUntil([this] { return server_->answers_in_flight() == 0; }, kFlushSeconds);
   if (client_) {
     // A refused write is retried for up to --heartbeat_timeout (PutConfirmed).
     const double flush = confirming_ > 0 ? settings_.heartbeat_timeout + kFlushSeconds
@@ -876,7 +943,8 @@ int RunMaster(const LaunchOptions& options, const MasterSettings& settings,
               const TrainingCommand& command, bool ps, bool rpc) {
   const MasterJobKind kind =
       ps ? MasterJobKind::kPs : rpc ? MasterJobKind::kRpc : MasterJobKind::kCollective;
-  MasterNode node(options, settings, MakeMasterJob(kind, options, command));
+  MasterNode node(options, settings, MakeMasterJob(kind, options, command),
+                  ps ? "ps" : rpc ? "rpc" : "collective");
   return node.Run();
 }
 

@@ -489,6 +489,77 @@ class MasterLoopbackTest(LaunchTestCase):
 PADDLE_KV = harness.HELPERS / "paddle_kv.py"
 
 
+class MismatchTest(LaunchTestCase):
+    """Nodes of one job that disagree on --nnodes or the run mode: a node with --nnodes 2 under a
+    host with --nnodes 3 formed a 2-node world by itself, ran its rank as "rank 1 of 2" and
+    exited 0 while the host timed out. Now the node stops before any rank starts, naming both
+    values, and the host refuses it and names it."""
+
+    def node(self, port, nnodes, name, *extra):
+        return self.start_launch(["--master", f"127.0.0.1:{port}", "--nnodes", nnodes,
+                                  "--rendezvous_timeout", 6, "--log_dir", self.dir / f"l_{name}",
+                                  *extra] + self.rank_args(), name=name)
+
+    def serving(self, port):
+        def answer():
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
+                    s.sendall(b"GET /healthy HTTP/1.0\r\n\r\n")
+                    return s.recv(20).startswith(b"HTTP/1.")
+            except OSError:
+                return False
+        self.wait_until(answer, "the master to serve", 20)
+
+    def check_refused(self, refused, host, nnodes, job_nnodes):
+        result = self.finish(refused, timeout=30)
+        self.assertEqual(result.code, 1, result)
+        self.assertRegex(result.stderr, rf"launch: error: the master at 127\.0\.0\.1:\d+ refused "
+                         rf"this node for job default: --nnodes {nnodes} where the job's is "
+                         rf"{job_nnodes}; give every node the same --nnodes and run mode")
+        self.assertLess(result.elapsed, 5, "refused only at the deadline")
+        self.wait_until(lambda: "refused node 127.0.0.1 (" in
+                        (self.dir / f"{host.pdl_name}.stderr").read_text(),
+                        "the host to name the refused node", 20)
+        self.assertRegex((self.dir / f"{host.pdl_name}.stderr").read_text(),
+                         rf"refused node 127\.0\.0\.1 \([a-z]+\) for job default: --nnodes "
+                         rf"{nnodes} where the job's is {job_nnodes}")
+
+    def test_a_node_with_fewer_nodes_than_the_host_is_refused_before_any_rank_starts(self):
+        port = free_port(self)
+        host = self.node(port, 3, "host")
+        self.serving(port)
+        good = self.node(port, 3, "good")
+        short = self.node(port, 2, "short")
+        self.check_refused(short, host, 2, 3)
+        # The others wait for a third node that never comes: the deadline, no rank anywhere.
+        for proc in (host, good):
+            result = self.finish(proc, timeout=30)
+            self.assertEqual(result.code, 1, result)
+            self.assertIn("rendezvous timed out after 6 s", result.stderr)
+        self.assertEqual(list(self.rec.glob("env.*.json")), [])
+
+    def test_a_node_with_more_nodes_than_the_host_is_refused(self):
+        port = free_port(self)
+        host = self.node(port, 2, "host")
+        self.serving(port)
+        long = self.node(port, 3, "long")
+        self.check_refused(long, host, 3, 2)
+        host.kill()
+        self.assertEqual(list(self.rec.glob("env.*.json")), [])
+
+    def test_a_node_of_another_run_mode_is_refused(self):
+        port = free_port(self)
+        host = self.node(port, 2, "host")
+        self.serving(port)
+        ps = self.node(port, 2, "ps", "--run_mode", "ps")
+        result = self.finish(ps, timeout=30)
+        self.assertEqual(result.code, 1, result)
+        self.assertIn("refused this node for job default: run mode ps where the job's is "
+                      "collective", result.stderr)
+        host.kill()
+        self.assertEqual(list(self.rec.glob("env.*.json")), [])
+
+
 class PaddleInteropTest(LaunchTestCase):
     """pdlaunch with Paddle's side of the protocol, as paddle-new-launch.md §6.1 describes it
     (tests/helpers/paddle_kv.py: Paddle's KV server and Paddle's sync_peers)."""

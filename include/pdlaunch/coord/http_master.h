@@ -52,6 +52,8 @@ class KvHttpServer {
   int port() const;
   /// The store, for the hosting node's own reads and writes; call Changed() after writing.
   KvMemoryStore& store();
+  /// Answers whose writing has not ended: a host that leaves lets them go out first.
+  size_t answers_in_flight() const;
   /// Answers the long-polls a change satisfies and re-arms the expiry timer; then calls the
   /// on_change callback. Requests from the network call it themselves.
   void Changed();

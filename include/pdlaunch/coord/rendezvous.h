@@ -37,6 +37,14 @@ struct MasterKeys {
   std::string alive(const std::string& pod) const { return coord_prefix() + "alive/" + pod; }
   std::string done(const std::string& pod) const { return coord_prefix() + "done/" + pod; }
   std::string failure() const { return coord_prefix() + "failure"; }
+  /// The job's terms, written by the host before anyone can register.
+  std::string terms() const { return coord_prefix() + "terms"; }
+  /// A participant's terms, written before its info key.
+  std::string node_terms(const std::string& pod) const {
+    return coord_prefix() + "node_terms/" + pod;
+  }
+  /// Why the host refused a node (its terms disagree with the job's).
+  std::string refused(const std::string& pod) const { return coord_prefix() + "refused/" + pod; }
 };
 
 /// What one node publishes (collective and rpc): Paddle's peer JSON.
@@ -105,11 +113,34 @@ std::string EncodeFailure(const JobFailure& failure);
 /// A malformed record still stops the job: its text becomes the cause, exit code 1.
 JobFailure DecodeFailure(const std::string& value);
 
+/// What every node of one job must agree on: a node whose --nnodes or run mode differs from the
+/// host's would form a world of its own (docs/master.md, "Mismatched nodes").
+struct JobTerms {
+  int nnodes = 0;
+  std::string mode;  ///< "collective", "ps", "rpc".
+  std::string node;  ///< The writer's address, to name it (escaped when decoded); may be empty.
+
+  bool operator==(const JobTerms&) const = default;
+};
+
+/// {"nnodes": 3, "mode": "collective", "node": "10.0.0.2"}.
+std::string EncodeJobTerms(const JobTerms& terms);
+/// nullopt when `value` is not such a record (nnodes an integer in 1..1,000,000, mode one of
+/// the three).
+std::optional<JobTerms> DecodeJobTerms(const std::string& value);
+/// How `node`'s terms differ from the job's (the host's), as one phrase naming both values:
+/// "--nnodes 2 where the job's is 3", "run mode ps where the job's is collective"; nullopt when
+/// they agree.
+std::optional<std::string> TermsMismatch(const JobTerms& job, const JobTerms& node);
+
 /// The job's coordination keys as a node reads them.
 struct CoordState {
   std::set<std::string> alive;  ///< Pods whose heartbeat key exists.
   std::map<std::string, int> done;  ///< Pod → the exit code it reported.
   std::optional<JobFailure> failure;
+  std::optional<JobTerms> terms;                   ///< The host's; malformed is absent.
+  std::map<std::string, JobTerms> node_terms;      ///< Pod → a participant's.
+  std::map<std::string, std::string> refused;      ///< Pod → why the host refused it (escaped).
 };
 
 /// Reads CoordState from every key under `keys.coord_prefix()` (others ignored).

@@ -64,6 +64,39 @@ TEST(PeerInfoTest, RefusesNumbersThatAreNotIntegersInRangeAndUnprintableNames) {
   EXPECT_THROW(DecodePeerInfo("/k", EncodePeerInfo(long_name)), LaunchError);
 }
 
+// A node whose --nnodes or run mode differs from the host's formed a world of its own and
+// trained as "rank 1 of 2" of a 3-node job; the terms say so before any rank starts.
+TEST(JobTermsTest, MismatchNamesBothValuesAndRecordsRoundTrip) {
+  const JobTerms job{3, "collective", ""};
+  EXPECT_EQ(TermsMismatch(job, job), std::nullopt);
+  EXPECT_EQ(TermsMismatch(job, JobTerms{2, "collective", ""}), "--nnodes 2 where the job's is 3");
+  EXPECT_EQ(TermsMismatch(job, JobTerms{3, "ps", ""}), "run mode ps where the job's is collective");
+  EXPECT_EQ(EncodeJobTerms(job), R"({"nnodes": 3, "mode": "collective", "node": ""})");
+  EXPECT_EQ(DecodeJobTerms(EncodeJobTerms(job)), job);
+  const JobTerms named{2, "ps", "10.0.0.2"};
+  EXPECT_EQ(DecodeJobTerms(EncodeJobTerms(named)), named);
+  EXPECT_EQ(DecodeJobTerms(R"({"nnodes": 2, "mode": "ps", "node": "\u001b[2J"})")->node,
+            "\\x1b[2J");
+  for (const std::string bad : {"", "[]", R"({"nnodes": 3})", R"({"nnodes": 1e300, "mode": "ps"})",
+                                R"({"nnodes": 0, "mode": "ps"})", R"({"nnodes": 2, "mode": "x"})",
+                                R"({"nnodes": "2", "mode": "ps"})"}) {
+    EXPECT_EQ(DecodeJobTerms(bad), std::nullopt) << bad;
+  }
+}
+
+TEST(JobTermsTest, CoordStateReadsTheTermsAndRefusals) {
+  const MasterKeys keys("job");
+  const CoordState state = ParseCoordState(
+      keys, {{keys.terms(), EncodeJobTerms({3, "collective", ""})},
+             {keys.node_terms("abcdef"), EncodeJobTerms({2, "collective", ""})},
+             {keys.node_terms("bad"), "garbage"},
+             {keys.refused("abcdef"), "--nnodes 2 where the job's is 3\x1b"}});
+  EXPECT_EQ(state.terms, (JobTerms{3, "collective", ""}));
+  EXPECT_EQ(state.node_terms.size(), 1u);
+  EXPECT_EQ(state.node_terms.at("abcdef"), (JobTerms{2, "collective", ""}));
+  EXPECT_EQ(state.refused.at("abcdef"), "--nnodes 2 where the job's is 3\\x1b");
+}
+
 TEST(MasterKeysTest, TheInfoPrefixEndsInASlash) {
   const MasterKeys keys("job");
   EXPECT_EQ(keys.info_prefix(), "/job/info/");
