@@ -9,8 +9,8 @@
 // throws std::length_error ("field value too large") from basic_fields for a header or trailer
 // field over 65 534 bytes, and a chunked message's trailer counts against no header limit.
 
-#include <boost/beast/core/flat_buffer.hpp>
 #include <algorithm>
+#include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/error.hpp>
 #include <cstddef>
 #include <exception>

@@ -5,12 +5,12 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <list>
@@ -69,10 +69,10 @@ struct KvHttpServer::State : std::enable_shared_from_this<KvHttpServer::State> {
   HttpServerLimits limits;
   KvMemoryStore store;
   std::function<void()> on_change;
-  std::list<std::weak_ptr<Session>> sessions;  // Every open connection (each erases its own).
-  std::list<std::weak_ptr<Session>> parked;    // The long-polls waiting for a change.
+  std::list<std::weak_ptr<Session>> sessions;       // Every open connection (each erases its own).
+  std::list<std::weak_ptr<Session>> parked;         // The long-polls waiting for a change.
   std::map<asio::ip::address, size_t> per_address;  // Open connections by client address.
-  size_t writing = 0;  // Answers being written.
+  size_t writing = 0;                               // Answers being written.
   bool stopped = false;
 };
 
@@ -122,10 +122,9 @@ class Session : public std::enable_shared_from_this<Session> {
 
  private:
   void ReadSome() {
-    stream_.async_read_some(buffer_.prepare(http_feed::ReadSize(buffer_)),
-                            [self = shared_from_this()](beast::error_code ec, size_t n) {
-                              self->OnRead(ec, n);
-                            });
+    stream_.async_read_some(
+        buffer_.prepare(http_feed::ReadSize(buffer_)),
+        [self = shared_from_this()](beast::error_code ec, size_t n) { self->OnRead(ec, n); });
   }
 
   // Every handler of the server runs under Guard: whatever a request makes throw ends that one
@@ -402,11 +401,10 @@ class Call : public std::enable_shared_from_this<Call> {
     stream_.expires_after(Duration(timeout_seconds));
     stream_.async_connect(endpoint, [self = shared_from_this()](beast::error_code ec) {
       if (ec) return self->Fail("connect", ec);
-      http::async_write(self->stream_, self->request_,
-                        [self](beast::error_code ec2, size_t) {
-                          if (ec2) return self->Fail("send", ec2);
-                          self->Read();
-                        });
+      http::async_write(self->stream_, self->request_, [self](beast::error_code ec2, size_t) {
+        if (ec2) return self->Fail("send", ec2);
+        self->Read();
+      });
     });
   }
 
@@ -421,10 +419,9 @@ class Call : public std::enable_shared_from_this<Call> {
   // The answer is read and parsed here, not by http::async_read, so that nothing the parser
   // throws (a master may send any bytes) leaves this handler: the call fails instead.
   void Read() {
-    stream_.async_read_some(buffer_.prepare(http_feed::ReadSize(buffer_)),
-                            [self = shared_from_this()](beast::error_code ec, size_t n) {
-                              self->OnRead(ec, n);
-                            });
+    stream_.async_read_some(
+        buffer_.prepare(http_feed::ReadSize(buffer_)),
+        [self = shared_from_this()](beast::error_code ec, size_t n) { self->OnRead(ec, n); });
   }
 
   void OnRead(beast::error_code ec, size_t n) {

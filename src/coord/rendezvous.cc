@@ -101,8 +101,9 @@ PeerInfo DecodePeerInfo(const std::string& key, const std::string& value) {
   peer.endpoints = Field<std::string>(json, "endpoints", key);
   // A pod name is a store key's part and shows in log lines: printable ASCII, bounded (Paddle's
   // are six letters and digits).
+  const auto printable = [](char c) { return c > ' ' && c < 0x7f; };
   if (peer.name.empty() || peer.name.size() > 253 ||
-      !std::all_of(peer.name.begin(), peer.name.end(), [](char c) { return c > ' ' && c < 0x7f; })) {
+      !std::all_of(peer.name.begin(), peer.name.end(), printable)) {
     throw LaunchError(fmt::format("peer {} at the master has a malformed \"name\"", OneLine(key)));
   }
   const std::vector<std::string> endpoints = SplitAndStrip(peer.endpoints, ',');
@@ -240,7 +241,9 @@ JobFailure DecodeFailure(const std::string& value) {
   failure.cause = ShownField(json, "cause", value);
   const auto code = json.find("exit_code");
   if (code != json.end()) {
-    if (const auto in_range = JsonIntIn(*code, 1, 255)) failure.exit_code = static_cast<int>(*in_range);
+    if (const auto in_range = JsonIntIn(*code, 1, 255)) {
+      failure.exit_code = static_cast<int>(*in_range);
+    }
   }
   return failure;
 }

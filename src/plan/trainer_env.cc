@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <string_view>
 
+#include "pdlaunch/base/errors.h"
+
 namespace pdlaunch {
 
 namespace {
@@ -254,6 +256,30 @@ SplitEnvironments ComposeEnvironments(const std::vector<std::string>& parent,
   }
   split.common = std::move(common);
   return split;
+}
+
+void CheckEnvironmentSizes(const std::vector<std::string>& env) {
+  for (const std::string& entry : env) {
+    if (entry.size() + 1 <= kMaxEnvEntryBytes) continue;
+    const size_t equals = std::min(entry.find('='), entry.size());
+    const std::string_view name = std::string_view(entry).substr(0, equals);
+    const std::string_view value =
+        std::string_view(entry).substr(std::min(equals + 1, entry.size()));
+    const size_t entries = static_cast<size_t>(std::count(value.begin(), value.end(), ',')) + 1;
+    std::string list;
+    if (entries > 1) {
+      const size_t per_entry = (value.size() + entries - 1) / entries;
+      const size_t fit = (kMaxEnvEntryBytes - 1 - name.size() - 1) / per_entry;
+      list = fmt::format(" for a list of {} entries, which passes the bound at about {}", entries,
+                         fit + 1);
+    }
+    throw LaunchError(fmt::format(
+        "{} would be {} bytes{}; Linux takes at most {} bytes for one environment variable "
+        "(MAX_ARG_STRLEN), so no process could start (Paddle's launcher sets the same variable "
+        "and its ranks fail with 'Argument list too long'); run fewer ranks in one job "
+        "(docs/env.md, \"Size\")",
+        OneLine(name), entry.size(), list, kMaxEnvEntryBytes - 1));
+  }
 }
 
 }  // namespace pdlaunch

@@ -177,9 +177,12 @@ bool WaitCgroupEmpty(const std::string& dir, double seconds) noexcept {
   while (!(empty = !Populated(dir))) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0 || inotify < 0) break;
+    if (left.count() <= 0) break;
+    // Without an inotify instance (fs.inotify.max_user_instances reached): cgroup.events is
+    // read again every 10 ms until the deadline.
     pollfd fd{inotify, POLLIN, 0};
-    if (::poll(&fd, 1, static_cast<int>(left.count()) + 1) > 0) {
+    if (::poll(inotify >= 0 ? &fd : nullptr, inotify >= 0 ? 1 : 0,
+               inotify >= 0 ? static_cast<int>(left.count()) + 1 : 10) > 0) {
       char events[1024];
       [[maybe_unused]] ssize_t ignored = ::read(inotify, events, sizeof events);
     }

@@ -18,6 +18,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <deque>
 #include <fstream>
 #include <memory>
@@ -28,6 +29,7 @@
 #include "pdlaunch/base/logging.h"
 #include "pdlaunch/cli/cli.h"
 #include "pdlaunch/plan/messages.h"
+#include "pdlaunch/plan/trainer_env.h"
 #include "pdlaunch/process/console_echo.h"
 #include "pdlaunch/process/job_cgroup.h"
 #include "pdlaunch/process/pod_console.h"
@@ -91,28 +93,46 @@ struct EchoSource {
 /// Copies what the chosen processes write to their log files onto the launcher's stdout, whole
 /// lines only, so that lines of different processes never splice. Driven by inotify (one
 /// instance, a watch per file): no polling. The kernel writes the files; we only read them.
+/// Where no inotify instance can be had (fs.inotify.max_user_instances, 128 by default, reached
+/// by many launchers of one user), the files are read every kPollSeconds instead, said once.
 class ConsoleEcho {
  public:
-  ConsoleEcho(asio::io_context& io, const std::vector<EchoSource>& sources) : inotify_(io) {
+  ConsoleEcho(asio::io_context& io, const std::vector<EchoSource>& sources)
+      : inotify_(io), poll_timer_(io) {
     if (sources.empty()) return;
     const int ifd = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-    if (ifd < 0) ThrowSystemError(errno, "inotify_init1");
-    inotify_.assign(ifd);
+    if (ifd < 0) {
+      const int error = errno;
+      if (error != EMFILE && error != ENFILE && error != ENOMEM && error != ENOSYS) {
+        ThrowSystemError(error, "inotify_init1");
+      }
+      PDLOG_WARN("no inotify instance for the console echo ({}; fs.inotify.max_user_instances "
+                 "is per user): the echoed logs are read every {} s instead",
+                 std::strerror(error), kPollSeconds);
+    } else {
+      inotify_.assign(ifd);
+    }
     for (const EchoSource& source : sources) {
       File file;
       file.prefix = source.prefix;
       file.fd = ::open(source.path.c_str(), O_RDONLY | O_CLOEXEC);
       if (file.fd < 0) ThrowSystemError(errno, "cannot open " + source.path + " to echo it");
       ::lseek(file.fd, 0, SEEK_END);  // Earlier runs' output stays in the file, not on screen.
-      file.watch = ::inotify_add_watch(ifd, source.path.c_str(), IN_MODIFY);
-      if (file.watch < 0) {
-        const int error = errno;
-        ::close(file.fd);
-        ThrowSystemError(error, "inotify_add_watch " + source.path);
+      if (inotify_.is_open()) {
+        file.watch = ::inotify_add_watch(ifd, source.path.c_str(), IN_MODIFY);
+        if (file.watch < 0) {
+          const int error = errno;
+          ::close(file.fd);
+          ThrowSystemError(error, "inotify_add_watch " + source.path);
+        }
       }
       files_.push_back(std::move(file));
     }
-    Arm();
+    if (inotify_.is_open()) {
+      Arm();
+    } else {
+      Poll();
+    }
   }
   ~ConsoleEcho() {
     for (File& file : files_) ::close(file.fd);
@@ -141,6 +161,7 @@ class ConsoleEcho {
     }
     boost::system::error_code ignored;
     inotify_.close(ignored);
+    poll_timer_.cancel();
   }
 
  private:
@@ -169,6 +190,16 @@ class ConsoleEcho {
     });
   }
 
+  void Poll() {
+    poll_timer_.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+        std::chrono::duration<double>(kPollSeconds)));
+    poll_timer_.async_wait([this](boost::system::error_code ec) {
+      if (ec) return;
+      DrainLines();
+      Poll();
+    });
+  }
+
   void Drain(File& file) {
     // Until there is output, reads go to a small buffer on the stack: a job that printed nothing
     // finds nothing at its last drain, and mapping the large buffer for that (and unmapping it,
@@ -193,7 +224,9 @@ class ConsoleEcho {
                                                               : PrefixLines(lines, file.prefix));
   }
 
+  static constexpr double kPollSeconds = 0.05;
   StreamDescriptor inotify_;
+  asio::steady_timer poll_timer_;  // Without inotify only.
   std::vector<File> files_;
   static constexpr size_t kEchoBufferSize = 1 << 20;
   std::unique_ptr<char[]> buffer_;
@@ -876,6 +909,9 @@ class EventLoop {
 
 SupervisorResult Supervise(std::vector<SupervisedProcess> processes,
                            const SupervisorOptions& options) {
+  // Before any process starts: one that cannot be exec'd would fail the job after its siblings
+  // started.
+  for (const SupervisedProcess& process : processes) CheckEnvironmentSizes(process.spec.env);
   EventLoop loop(std::move(processes), options);
   return loop.Run();
 }

@@ -55,9 +55,8 @@ constexpr double kConfirmRetrySeconds = 0.25;
 // The master's connection bounds for this job, within the descriptors this launcher may open.
 HttpServerLimits JobServerLimits(int nnodes) {
   struct rlimit files {};
-  const size_t open_files = ::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY
-                                ? static_cast<size_t>(files.rlim_cur)
-                                : 1024;
+  const bool known = ::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY;
+  const size_t open_files = known ? static_cast<size_t>(files.rlim_cur) : 1024;
   return ServerLimitsFor(nnodes, open_files);
 }
 

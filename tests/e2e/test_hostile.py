@@ -7,7 +7,7 @@ on 127.0.0.1 and ranks that sleep; the attacker connects from its own loopback a
   - the job finishes with exit 0 on both nodes (unless the attack is a failure record, which any
     client may write: then that the console shows it escaped),
   - /healthy, asked from 127.0.0.1 every 20 ms during the attack, answers within HEALTHY_P99,
-  - the hosting launcher's peak resident memory (VmHWM) stays under HWM_LIMIT.
+  - the hosting launcher's peak resident memory (VmHWM) stays under HWM_LIMIT (64 MiB).
 The figures are printed on stderr ("hostile measured: ...") for docs/master.md.
 """
 import json
@@ -26,7 +26,9 @@ from test_master import free_port
 
 ATTACKER = "127.0.0.9"
 HEALTHY_P99 = 0.1  # seconds
-HWM_LIMIT = 128 << 20  # bytes: the store's 32 MiB, a request's 4 MiB body, answers of 4 MiB
+# Bytes: the store's 32 MiB, a request's 4 MiB body, answers of 4 MiB (48 MiB measured at most).
+# A sanitized launcher keeps freed memory in quarantine and shadow: its peak is not the design's.
+HWM_LIMIT = (1 << 30) if os.environ.get("PDLAUNCH_SANITIZE") else 64 << 20
 RANK_SECONDS = 6  # how long the job's ranks run: the attack happens meanwhile
 HEARTBEAT = 5  # --heartbeat_timeout
 
@@ -465,7 +467,7 @@ class HostileEtcdTest(harness.LaunchTestCase):
         hwm = vm_hwm(node.pid)
         print(f"hostile measured: elastic node VmHWM after 12 MiB of one watch message "
               f"{hwm / 1048576:.1f} MiB", file=sys.stderr)
-        self.assertLess(hwm, 64 << 20)
+        self.assertLess(hwm, HWM_LIMIT)
         self.assertIsNone(node.poll(), "the node died instead of retrying")
         node.send_signal(15)
         self.assertEqual(self.finish(node, timeout=20).code, 143)

@@ -23,6 +23,40 @@ def configuration_block(test, lines, header, rule):
     return block, end
 
 
+class NoInotifyTest(LaunchTestCase):
+    """fs.inotify.max_user_instances reached (128 by default: more than 128 launchers of one user
+    on one host made every further one fail with 'inotify_init1: Too many open files'). The
+    limit is set to 0 in a user namespace of the test's own (`unshare -Ur`), so the launcher's
+    inotify_init1 really fails with EMFILE: the job runs anyway, rank 0's output reaches the
+    console (its log read every 50 ms, said once), and a daemon a rank started is still
+    stopped with the job."""
+
+    NO_INOTIFY = ["unshare", "-Ur", "sh", "-c",
+                  'echo 0 > /proc/sys/user/max_inotify_instances && exec "$@"', "sh"]
+
+    def test_a_job_runs_echoes_and_contains_a_daemon_without_inotify(self):
+        probe = subprocess.run(self.NO_INOTIFY + ["true"], capture_output=True, text=True)
+        if probe.returncode != 0:
+            self.skipTest(f"SKIPPED: a user namespace with max_inotify_instances 0 was refused: "
+                          f"{probe.stderr.strip()}")
+        script = self.dir / "train.sh"
+        script.write_text("#!/bin/sh\n"
+                          "echo \"hello from rank $PADDLE_TRAINER_ID\"\n"
+                          "setsid sleep 300 </dev/null >/dev/null 2>&1 &\n"
+                          "echo $! > \"$1/daemon.$PADDLE_TRAINER_ID\"\n"
+                          "sleep 1\n")
+        script.chmod(0o755)
+        proc = self.start_launch(["--nproc_per_node", 2, script, self.rec],
+                                 wrapper=self.NO_INOTIFY)
+        result = self.finish(proc, timeout=60)
+        self.assertEqual(result.code, 0, result)
+        self.assertIn("hello from rank 0", result.stdout)
+        self.assertEqual(result.stderr.count("no inotify instance for the console echo"), 1,
+                         result.stderr)
+        daemons = [int((self.rec / f"daemon.{r}").read_text()) for r in (0, 1)]
+        self.assert_all_gone(daemons)
+
+
 class LogFilesTest(LaunchTestCase):
     """Each rank's stdout and stderr go to log/workerlog.<local rank>."""
 

@@ -122,6 +122,16 @@ class SetupErrorTest(LaunchTestCase):
     def test_missing_script_file(self):
         self.check_setup_error(["no_such_script.py", "--record", self.rec], "no_such_script.py")
 
+    def test_a_world_past_the_kernels_bound_on_one_variable_starts_nothing(self):
+        # 1 200 nodes of 8 ranks: PADDLE_TRAINER_ENDPOINTS would pass MAX_ARG_STRLEN, and every
+        # rank failed with "cannot execute '/bin/sh': Argument list too long".
+        ips = ["127.0.0.1"] + [f"10.{i // 250}.{i % 250}.1" for i in range(1199)]
+        result = self.check_setup_error(["--ips", ",".join(ips), "--nproc_per_node", 8]
+                                        + self.rank_args(),
+                                        "launch: error: PADDLE_TRAINER_ENDPOINTS would be ")
+        self.assertRegex(result.stderr, r"for a list of 9600 entries, which passes the bound at "
+                         r"about \d+; Linux takes at most 131071 bytes for one environment variable")
+
     def test_missing_python_interpreter(self):
         env = self.env(PADDLE_LAUNCH_PYTHON="/nonexistent/python9")
         self.check_setup_error(self.rank_args(), "/nonexistent/python9", env=env)

@@ -98,4 +98,14 @@ SplitEnvironments ComposeEnvironments(const std::vector<std::string>& parent,
 SplitEnvironments ComposeEnvironments(const std::vector<std::string>& parent,
                                       const std::vector<EnvList>& vars);
 
+/// The kernel's bound on one "NAME=value" string of a new program's environment (MAX_ARG_STRLEN:
+/// 32 pages of 4 KiB, the terminating NUL included).
+inline constexpr size_t kMaxEnvEntryBytes = 131072;
+
+/// Throws LaunchError (exit 1) when an entry of `env` ("NAME=value") is too long for execve,
+/// naming the variable and its size, and, for a comma-separated list (PADDLE_TRAINER_ENDPOINTS
+/// past about 8,000 ranks), how many entries it holds and at about how many it breaks. Checked
+/// before any process of a job starts (Supervise).
+void CheckEnvironmentSizes(const std::vector<std::string>& env);
+
 }  // namespace pdlaunch

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "pdlaunch/base/errors.h"
+
 namespace pdlaunch {
 namespace {
 
@@ -217,6 +219,38 @@ TEST(TrainerEnvTest, ComposeEnvironmentsEqualsComposeEnvironmentForEachProcess) 
   // Order within a process's own entries: first settings' order, last values.
   EXPECT_EQ(ComposeEnvironments({"PATH=/bin"}, {{{"A", "1"}, {"B", "2"}, {"A", "3"}}}).own[0],
             (Strings{"A=3", "B=2"}));
+}
+
+// Past about 8,000 ranks PADDLE_TRAINER_ENDPOINTS exceeds what execve takes for one variable,
+// and every rank failed with "Argument list too long": said before anything starts.
+TEST(EnvironmentSizeTest, AVariableTooLongForExecveIsNamedWithItsSizeAndWhereItBreaks) {
+  const auto endpoints = [](int ranks) {
+    std::string value;
+    for (int i = 0; i < ranks; ++i) {
+      value += (i ? "," : "") + std::string("10.0.") + std::to_string(i / 250) + "." +
+               std::to_string(i % 250) + ":6070";
+    }
+    return "PADDLE_TRAINER_ENDPOINTS=" + value;
+  };
+  EXPECT_NO_THROW(CheckEnvironmentSizes({"A=1", endpoints(1000)}));
+  const std::string fits(kMaxEnvEntryBytes - 1, 'x');  // With its NUL: exactly the bound.
+  EXPECT_NO_THROW(CheckEnvironmentSizes({fits}));
+  EXPECT_THROW(CheckEnvironmentSizes({fits + "x"}), LaunchError);
+  try {
+    CheckEnvironmentSizes({"A=1", endpoints(9600)});
+    ADD_FAILURE() << "no error";
+  } catch (const LaunchError& e) {
+    EXPECT_EQ(e.exit_code(), 1);
+    const std::string what = e.what();
+    EXPECT_NE(what.find("PADDLE_TRAINER_ENDPOINTS would be 156434 bytes"), std::string::npos)
+        << what;
+    EXPECT_NE(what.find(" for a list of 9600 entries, which passes the bound at about 7709"),
+              std::string::npos)
+        << what;
+    EXPECT_NE(what.find("Linux takes at most 131071 bytes for one environment variable"),
+              std::string::npos)
+        << what;
+  }
 }
 
 }  // namespace
