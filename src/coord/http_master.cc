@@ -49,6 +49,7 @@ const std::string& ServerName() {
 }
 
 constexpr char kRevisionHeader[] = "X-Pdlaunch-Revision";
+constexpr char kJobHeader[] = "X-Pdlaunch-Job";
 
 class Session;
 
@@ -69,6 +70,7 @@ struct KvHttpServer::State : std::enable_shared_from_this<KvHttpServer::State> {
   HttpServerLimits limits;
   KvMemoryStore store;
   std::function<void()> on_change;
+  std::string job;
   std::list<std::weak_ptr<Session>> sessions;       // Every open connection (each erases its own).
   std::list<std::weak_ptr<Session>> parked;         // The long-polls waiting for a change.
   std::map<asio::ip::address, size_t> per_address;  // Open connections by client address.
@@ -221,6 +223,7 @@ class Session : public std::enable_shared_from_this<Session> {
     response_.set(http::field::server, ServerName());
     response_.set(http::field::content_type, "application/json; charset=utf8");
     response_.set(kRevisionHeader, std::to_string(state_->store.revision()));
+    if (!state_->job.empty()) response_.set(kJobHeader, state_->job);
     response_.set(http::field::connection, "close");
     response_.body() = http::span_body<const char>::value_type(body.data(), body.size());
     response_.prepare_payload();
@@ -375,6 +378,8 @@ size_t KvHttpServer::answers_in_flight() const { return state_->writing; }
 
 void KvHttpServer::Changed() { state_->Changed(); }
 
+void KvHttpServer::set_job(std::string job_id) { state_->job = std::move(job_id); }
+
 void KvHttpServer::set_on_change(std::function<void()> on_change) {
   state_->on_change = std::move(on_change);
 }
@@ -445,6 +450,7 @@ class Call : public std::enable_shared_from_this<Call> {
       reply.status = static_cast<int>(response.result_int());
       reply.body = response.body();
       reply.server = OneLine(response[http::field::server].substr(0, 100));
+      reply.job = OneLine(response[kJobHeader].substr(0, 256));
       const auto revision = response.find(kRevisionHeader);
       if (revision != response.end()) {
         int64_t value = -1;

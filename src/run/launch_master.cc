@@ -14,6 +14,7 @@
 #include <chrono>
 #include <filesystem>
 #include <list>
+#include <random>
 #include <system_error>
 
 #include "pdlaunch/base/endpoint.h"
@@ -181,6 +182,7 @@ class MasterNode {
   std::optional<JobFailure> failure_;  // The job's root cause, once known.
   bool lost_reported_ = false;
   int pending_puts_ = 0;
+  std::minstd_rand jitter_{static_cast<unsigned>(::getpid())};
   // Writes that matter (this node's done report, a failure record) are retried until the master
   // takes them or --heartbeat_timeout passes: how many are unsettled, what could not be
   // delivered, and the pauses between tries.
@@ -369,6 +371,7 @@ void MasterNode::StartRendezvous() {
 }
 
 void MasterNode::StartServing() {
+  server_->set_job(settings_.job_id);
   KvMemoryStore& store = server_->store();
   // Room for the job's own records (info, alive, done, failure) beyond the limits: any client may
   // write to the store, and one that fills it must not shut the job's nodes out.
@@ -435,6 +438,15 @@ void MasterNode::Contact() {
                    reply.status == 0 ? reply.error : fmt::format("HTTP {}", reply.status));
     }
     foreign_ = !reply.server.starts_with("pdlaunch/");
+    // One master serves one job: a node of another job would wait on a host that leaves when
+    // its own job is done (docs/master.md, "Several jobs on one master").
+    if (!foreign_ && !reply.job.empty() && reply.job != settings_.job_id) {
+      rendezvous_error_ = fmt::format(
+          "the master at {} serves job {}, not this node's job {}: give each job its own "
+          "--master address or port",
+          MasterText(), reply.job, OneLine(settings_.job_id));
+      return Stop();
+    }
     if (foreign_) {
       PDLOG_WARN("the master at {} is not pdlaunch's ({}): no failure detection between nodes",
                  MasterText(), reply.server);
@@ -545,7 +557,12 @@ void MasterNode::Poll() {
 
 void MasterNode::Retry(std::function<void()> call, const std::string& error) {
   last_error_ = error;
-  const double delay = backoff_;
+  // Before the world forms, a thousand nodes may be knocking at once: a short pause with jitter
+  // (50 to 100 ms) spreads them without leaving a node idle for seconds; afterwards, back-off
+  // doubling from 0.1 s to 1 s.
+  const double delay = phase_ == Phase::kRendezvous
+                           ? 0.05 + 0.05 * std::uniform_real_distribution<double>()(jitter_)
+                           : backoff_;
   backoff_ = std::min(kMaxBackoff, backoff_ * 2);
   retry_ = std::make_unique<LoopTimer>(loop_.get(), delay, [this, call = std::move(call)] {
     auto keep = std::move(retry_);  // Destroyed after the call: no re-arm.
@@ -613,7 +630,11 @@ void MasterNode::OnTick() {
     last_status_ = Clock::now();
     if (!registered_) {
       PDLOG_WARN("master not ready: {} does not answer yet ({}); retrying until {} s",
-                 MasterText(), last_error_, settings_.rendezvous_timeout);
+                 MasterText(),
+                 last_error_.empty() ? "no answer to the first request yet: the connection is "
+                                       "queued at the master or its answer is on the way"
+                                     : last_error_,
+                 settings_.rendezvous_timeout);
     } else {
       PDLOG_INFO("waiting for {} more node(s) of {} at master {} (job {}, {:.0f} s of {} s)",
                  settings_.nnodes - static_cast<int>(registered), settings_.nnodes, MasterText(),

@@ -25,10 +25,12 @@ import harness
 from test_master import free_port
 
 ATTACKER = "127.0.0.9"
-HEALTHY_P99 = 0.1  # seconds
+SANITIZED = bool(os.environ.get("PDLAUNCH_SANITIZE"))
+# Seconds. Under ASan + UBSan encoding 4 MiB takes long enough to cross 100 ms once.
+HEALTHY_P99 = 0.5 if SANITIZED else 0.1
 # Bytes: the store's 32 MiB, a request's 4 MiB body, answers of 4 MiB (48 MiB measured at most).
 # A sanitized launcher keeps freed memory in quarantine and shadow: its peak is not the design's.
-HWM_LIMIT = (1 << 30) if os.environ.get("PDLAUNCH_SANITIZE") else 64 << 20
+HWM_LIMIT = (1 << 30) if SANITIZED else 64 << 20
 RANK_SECONDS = 6  # how long the job's ranks run: the attack happens meanwhile
 HEARTBEAT = 5  # --heartbeat_timeout
 
@@ -299,6 +301,10 @@ class HostileMasterTest(harness.LaunchTestCase):
             self.assertIn(r"x\x1b[2J\x1b]0;owned\x07\rfake line\xc2\x9b", result.stderr)
 
     def test_accept_errors_pause_instead_of_spinning(self):
+        if SANITIZED:
+            # UBSan's vptr check opens a pipe to test memory: at the descriptor limit it fails
+            # and reports a false "invalid vptr" from Boost's error categories.
+            self.skipTest("SKIPPED: the sanitizer runtime needs descriptors the test takes away")
         # The host may hold 64 descriptors: a few dozen connections make accept() fail with
         # EMFILE, which used to re-arm at once and spin at 100 % CPU.
         port, host, node = self.start_job(seconds=HEARTBEAT + 2,

@@ -493,7 +493,7 @@ class MismatchTest(LaunchTestCase):
     """Nodes of one job that disagree on --nnodes or the run mode: a node with --nnodes 2 under a
     host with --nnodes 3 formed a 2-node world by itself, ran its rank as "rank 1 of 2" and
     exited 0 while the host timed out. Now the node stops before any rank starts, naming both
-    values, and the host refuses it and names it."""
+    values, and the host refuses it and names it. A node of another job is refused at once."""
 
     def node(self, port, nnodes, name, *extra):
         return self.start_launch(["--master", f"127.0.0.1:{port}", "--nnodes", nnodes,
@@ -546,6 +546,23 @@ class MismatchTest(LaunchTestCase):
         self.check_refused(long, host, 3, 2)
         host.kill()
         self.assertEqual(list(self.rec.glob("env.*.json")), [])
+
+    def test_a_node_of_another_job_on_the_same_master_is_refused(self):
+        # Job B's node used to share job A's host: when A finished, its launcher left, and B's
+        # healthy nodes printed 'lost the master' and exited 1.
+        port = free_port(self)
+        host = self.node(port, 2, "host", "--job_id", "A")
+        self.serving(port)
+        other = self.node(port, 2, "other", "--job_id", "B")
+        result = self.finish(other, timeout=30)
+        self.assertEqual(result.code, 1, result)
+        self.assertRegex(result.stderr, r"launch: error: the master at 127\.0\.0\.1:\d+ serves job "
+                         r"A, not this node's job B: give each job its own --master address or "
+                         r"port")
+        self.assertLess(result.elapsed, 5)
+        second = self.node(port, 2, "second", "--job_id", "A")
+        for proc in (host, second):
+            self.assertEqual(self.finish(proc, timeout=30).code, 0)
 
     def test_a_node_of_another_run_mode_is_refused(self):
         port = free_port(self)

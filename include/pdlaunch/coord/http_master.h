@@ -57,6 +57,8 @@ class KvHttpServer {
   /// Answers the long-polls a change satisfies and re-arms the expiry timer; then calls the
   /// on_change callback. Requests from the network call it themselves.
   void Changed();
+  /// Every answer says `X-Pdlaunch-Job: <job_id>`: the job this master serves.
+  void set_job(std::string job_id);
   /// Called on the loop after every change of the store (a request's or an expiry's);
   /// store().ChangedUnder() tells which keys it touched.
   void set_on_change(std::function<void()> on_change);
@@ -74,6 +76,7 @@ struct HttpReply {
   std::string body;
   std::string server;     ///< The Server header ("pdlaunch/0.x", "BaseHTTP/0.6 Python/3.10").
   int64_t revision = -1;  ///< X-Pdlaunch-Revision, -1 when absent (not a pdlaunch master).
+  std::string job;        ///< X-Pdlaunch-Job (escaped, bounded): the job the master serves.
   std::string error;
 };
 
