@@ -387,7 +387,13 @@ error_code EtcdStore::RoundTrip(const http::request<http::string_body>& request,
   // Read and parsed here rather than by http::async_read, so that nothing the parser throws (a
   // gateway may send any bytes; Beast 1.81 throws for a trailer field over 65 534 bytes) leaves
   // this call: it fails like any other etcd error, and the caller retries.
-  for (uint64_t received = 0;;) {
+  // Bytes a kept-alive connection left in the buffer come first.
+  std::string why;
+  if (buffer_.size() > 0 && http_feed::Feed(parser, buffer_, why) == http_feed::Fed::kFailed) {
+    answer.reason = OneLine(why);
+    return http::error::bad_value;
+  }
+  for (uint64_t received = buffer_.size(); !parser.is_done();) {
     size_t got = 0;
     error = RunUntil(
         io_, deadline,
@@ -400,7 +406,6 @@ error_code EtcdStore::RoundTrip(const http::request<http::string_body>& request,
         },
         cancel);
     if (error && error != asio::error::eof) return error;
-    std::string why;
     http_feed::Fed fed;
     if (error) {
       fed = http_feed::FeedEof(parser, why);

@@ -110,9 +110,10 @@ class Session : public std::enable_shared_from_this<Session> {
     ReadSome();
   }
 
-  /// A change happened: answer if this session is a long-poll the change satisfies.
-  void MaybeAnswer() {
-    if (parked_ && state_->store.revision() > wait_revision_) Answer();
+  /// A change happened: answer if this session is a long-poll the change satisfies. Whatever
+  /// answering throws ends this connection only.
+  void MaybeAnswer() noexcept {
+    if (parked_ && state_->store.revision() > wait_revision_) Guard([&] { Answer(); });
   }
 
   void Close() {
@@ -151,6 +152,7 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void OnRead(beast::error_code ec, size_t n) {
+    bool request_ready = false;
     Guard([&] {
       if (ec && ec != asio::error::eof) return Drop(ec.message());
       std::string error;
@@ -174,10 +176,14 @@ class Session : public std::enable_shared_from_this<Session> {
         fed = http_feed::Feed(*parser_, buffer_, error);
         if (fed == http_feed::Fed::kFailed) return Drop(error);
       }
-      if (fed == http_feed::Fed::kDone) return OnRequest();
+      if (fed == http_feed::Fed::kDone) {
+        request_ready = true;
+        return;
+      }
       if (ec) return Drop("closed before the request ended");
       ReadSome();
     });
+    if (request_ready) OnRequest();
   }
 
   static KvHttpResponse Status(int status) {
@@ -186,15 +192,29 @@ class Session : public std::enable_shared_from_this<Session> {
     return response;
   }
 
+  // The request's own work runs under Guard; the change it made is reported outside it: what
+  // the hosting node does about a change (its rendezvous, its run) must not pass for this one
+  // client's fault, and throws as it always did.
   void OnRequest() {
-    const http::request<http::string_body>& request = parser_->get();
-    version_ = request.version();
-    const KvHttpRequest kv{std::string(request.method_string()), std::string(request.target()),
-                           request.body()};
-    const int64_t before = state_->store.revision();
-    KvHttpResponse response = state_->store.Handle(kv, Now());
+    KvHttpResponse response;
+    int64_t before = 0;
+    bool handled = false;
+    Guard([&] {
+      const http::request<http::string_body>& request = parser_->get();
+      version_ = request.version();
+      const KvHttpRequest kv{std::string(request.method_string()),
+                             std::string(request.target()), request.body()};
+      before = state_->store.revision();
+      response = state_->store.Handle(kv, Now());
+      handled = true;
+    });
+    if (!handled) return;
     if (state_->store.revision() != before) state_->Changed();
-    if (!response.wait_until) return Reply(response);
+    Guard([&] { Respond(std::move(response)); });
+  }
+
+  void Respond(KvHttpResponse response) {
+    if (!response.wait_until) return Reply(std::move(response));
     parked_ = true;
     self_in_parked_ = state_->parked.insert(state_->parked.end(), weak_from_this());
     wait_revision_ = response.wait_revision;
@@ -284,14 +304,13 @@ void KvHttpServer::State::Admit(tcp::socket socket) {
   beast::error_code ec;
   const tcp::endpoint remote = socket.remote_endpoint(ec);
   if (ec) return;  // Gone already; the socket closes with this scope.
-  size_t& mine = per_address[remote.address()];
+  const auto held = per_address.find(remote.address());
+  const size_t mine = held == per_address.end() ? 0 : held->second;
   if (sessions.size() >= limits.max_connections || mine >= limits.max_per_address) {
-    // Over a bound: closed at once, without affecting the others.
-    if (mine == 0) per_address.erase(remote.address());
-    return;
+    return;  // Over a bound: closed at once, without affecting the others.
   }
-  ++mine;
   auto session = std::make_shared<Session>(std::move(socket), shared_from_this(), remote.address());
+  ++per_address[remote.address()];  // Undone by ~Session.
   session->Start(sessions.insert(sessions.end(), session));
 }
 

@@ -78,6 +78,16 @@ UniqueFd OpenLockFile(const std::string& path) {
                                       path, why));
   };
   UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (fd.get() < 0 && errno == EACCES) {
+    // Another user's file in a sticky directory (fs.protected_regular refuses O_CREAT on it):
+    // its owner named, rather than a bare "Permission denied".
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) == 0 && st.st_uid != ::geteuid()) {
+      refuse(EPERM, fmt::format("owned by uid {}, not by this user (uid {})", st.st_uid,
+                                ::geteuid()));
+    }
+    errno = EACCES;
+  }
   if (fd.get() < 0) {
     const int err = errno;
     if (err == ELOOP) refuse(err, "it is a symbolic link");
@@ -91,7 +101,11 @@ UniqueFd OpenLockFile(const std::string& path) {
     refuse(EPERM, fmt::format("owned by uid {}, not by this user (uid {})", st.st_uid,
                               ::geteuid()));
   }
-  if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) refuse(EPERM, "writable by other users");
+  // A read lock of another user's would block every F_WRLCK as well: nobody else may open it.
+  if ((st.st_mode & (S_IRGRP | S_IWGRP | S_IROTH | S_IWOTH)) != 0) {
+    refuse(EPERM, fmt::format("open to other users (mode {:04o}; make it 0600)",
+                              st.st_mode & 07777));
+  }
   return fd;
 }
 
@@ -233,8 +247,9 @@ std::unique_ptr<PortReservation> LockingPortAllocator::Reserve(int count) {
 
 // The directory of the default lock file, made if missing: a directory only this user may write
 // to (its own, not a symbolic link, no group or other write), so that nobody else can plant
-// the file. Root's is /run/pdlaunch; another user's is $XDG_RUNTIME_DIR (systemd's
-// /run/user/<uid>) when that is such a directory, else /tmp/pdlaunch-<uid>.
+// the file. Root's is /run/pdlaunch; another user's is /run/user/<uid> (systemd's runtime
+// directory) when that is such a directory, else /tmp/pdlaunch-<uid>. From the uid alone, never
+// from the environment: every launcher of one user, from a login, cron or Slurm, finds the same.
 std::string PrivateDirectory() {
   const uid_t uid = ::geteuid();
   const auto usable = [&](const std::string& dir) {
@@ -243,12 +258,13 @@ std::string PrivateDirectory() {
            (st.st_mode & (S_IWGRP | S_IWOTH)) == 0;
   };
   if (uid != 0) {
-    const char* runtime = std::getenv("XDG_RUNTIME_DIR");
-    if (runtime != nullptr && *runtime == '/' && usable(runtime)) return runtime;
+    const std::string runtime = fmt::format("/run/user/{}", uid);
+    if (usable(runtime)) return runtime;
   }
   const std::string dir = uid == 0 ? "/run/pdlaunch" : fmt::format("/tmp/pdlaunch-{}", uid);
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
-    ThrowSystemError(errno, fmt::format("cannot make the port lock directory {}", dir));
+    const int error = errno;
+    ThrowSystemError(error, fmt::format("cannot make the port lock directory {}", dir));
   }
   if (!usable(dir)) {
     ThrowSystemError(EPERM, fmt::format("the port lock directory {} is not this user's own "

@@ -161,6 +161,7 @@ class ConsoleEcho {
     }
     boost::system::error_code ignored;
     inotify_.close(ignored);
+    finished_ = true;
     poll_timer_.cancel();
   }
 
@@ -194,7 +195,7 @@ class ConsoleEcho {
     poll_timer_.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
         std::chrono::duration<double>(kPollSeconds)));
     poll_timer_.async_wait([this](boost::system::error_code ec) {
-      if (ec) return;
+      if (ec || finished_) return;
       DrainLines();
       Poll();
     });
@@ -227,6 +228,7 @@ class ConsoleEcho {
   static constexpr double kPollSeconds = 0.05;
   StreamDescriptor inotify_;
   asio::steady_timer poll_timer_;  // Without inotify only.
+  bool finished_ = false;
   std::vector<File> files_;
   static constexpr size_t kEchoBufferSize = 1 << 20;
   std::unique_ptr<char[]> buffer_;

@@ -182,7 +182,8 @@ class MasterNode {
   std::optional<JobFailure> failure_;  // The job's root cause, once known.
   bool lost_reported_ = false;
   int pending_puts_ = 0;
-  std::minstd_rand jitter_{static_cast<unsigned>(::getpid())};
+  int last_put_status_ = 0;  // Of the Put whose callback runs: 0 when the master did not answer.
+  std::minstd_rand jitter_{std::random_device()()};  // Not the pid: 1 in every container.
   // Writes that matter (this node's done report, a failure record) are retried until the master
   // takes them or --heartbeat_timeout passes: how many are unsettled, what could not be
   // delivered, and the pauses between tries.
@@ -485,6 +486,7 @@ void MasterNode::Put(const std::string& key, const std::string& value, const std
   client_->Request("PUT", key + query, value, 5.0,
                    [this, done = std::move(done)](const HttpReply& reply) {
                      --pending_puts_;
+                     last_put_status_ = reply.status;
                      const bool ok = reply.status == 200 || reply.status == 412;
                      if (ok) {
                        last_contact_ = Clock::now();
@@ -505,11 +507,14 @@ void MasterNode::PutConfirmed(const std::string& key, const std::string& value,
       --confirming_;
       return;
     }
-    if (SecondsSince(first) >= settings_.heartbeat_timeout) {
+    // A master that answers and refuses (413: its store is full) is given --heartbeat_timeout;
+    // one that does not answer (gone: its job ended or failed, or the network) the flush time.
+    const double limit = last_put_status_ != 0 ? settings_.heartbeat_timeout : kFlushSeconds;
+    if (SecondsSince(first) >= limit) {
       --confirming_;
       if (!unconfirmed_) {
-        unconfirmed_ = fmt::format("the master at {} did not take this node's {} in {} s ({})",
-                                   MasterText(), what, settings_.heartbeat_timeout, last_error_);
+        unconfirmed_ = fmt::format("the master at {} did not take this node's {} in {:.0f} s ({})",
+                                   MasterText(), what, SecondsSince(first), last_error_);
       }
       return;
     }

@@ -28,10 +28,10 @@ def _ephemeral_low():
 
 def default_lock_file():
     """The launcher's default port lock file (src/plan/ports.cc, PrivateDirectory): root's in
-    /run/pdlaunch, another user's in $XDG_RUNTIME_DIR or /tmp/pdlaunch-<uid>, made 0700."""
+    /run/pdlaunch, another user's in /run/user/<uid> or /tmp/pdlaunch-<uid>, made 0700."""
     uid = os.geteuid()
-    runtime = os.environ.get("XDG_RUNTIME_DIR", "")
-    if uid != 0 and runtime.startswith("/") and os.path.isdir(runtime):
+    runtime = f"/run/user/{uid}"
+    if uid != 0 and os.path.isdir(runtime):
         directory = runtime
     else:
         directory = "/run/pdlaunch" if uid == 0 else f"/tmp/pdlaunch-{uid}"

@@ -402,7 +402,9 @@ TEST(LockingPortAllocatorTest, RefusesALockFileAnotherUserCouldPlantOrHold) {
 
   ASSERT_EQ(::close(::open(lock.path().c_str(), O_CREAT | O_WRONLY, 0600)), 0);
   ASSERT_EQ(::chmod(lock.path().c_str(), 0666), 0);
-  EXPECT_NE(refusal().find("writable by other users"), std::string::npos);
+  EXPECT_NE(refusal().find("open to other users (mode 0666; make it 0600)"), std::string::npos);
+  ASSERT_EQ(::chmod(lock.path().c_str(), 0640), 0);  // Readable is enough to hold a read lock.
+  EXPECT_NE(refusal().find("open to other users (mode 0640"), std::string::npos);
   ASSERT_EQ(::chmod(lock.path().c_str(), 0600), 0);
 
   if (::geteuid() == 0) {  // Only root can give a file away.
@@ -417,10 +419,10 @@ TEST(LockingPortAllocatorTest, DefaultLockFileIsInADirectoryOnlyThisUserMayWrite
   ::unsetenv("PDLAUNCH_PORT_LOCK_FILE");
   std::unique_ptr<PortReservation> reservation = MakeLockingPortAllocator()->Reserve(1);
   if (!saved.empty()) ::setenv("PDLAUNCH_PORT_LOCK_FILE", saved.c_str(), 1);
-  const std::string dir = ::geteuid() == 0 ? "/run/pdlaunch"
-                          : std::getenv("XDG_RUNTIME_DIR") != nullptr
-                              ? std::getenv("XDG_RUNTIME_DIR")
-                              : "/tmp/pdlaunch-" + std::to_string(::geteuid());
+  const std::string runtime = "/run/user/" + std::to_string(::geteuid());
+  const std::string dir = ::geteuid() == 0                ? "/run/pdlaunch"
+                          : fs::is_directory(runtime) ? runtime
+                                                      : "/tmp/pdlaunch-" + std::to_string(::geteuid());
   struct stat st {};
   ASSERT_EQ(::lstat(dir.c_str(), &st), 0) << dir;
   EXPECT_TRUE(S_ISDIR(st.st_mode));
