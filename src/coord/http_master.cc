@@ -110,10 +110,13 @@ class Session : public std::enable_shared_from_this<Session> {
     ReadSome();
   }
 
-  /// A change happened: answer if this session is a long-poll the change satisfies. Whatever
-  /// answering throws ends this connection only.
+  /// A change happened: answer if this session is a long-poll the change satisfies (a key under
+  /// its prefix changed). Whatever answering throws ends this connection only.
   void MaybeAnswer() noexcept {
-    if (parked_ && state_->store.revision() > wait_revision_) Guard([&] { Answer(); });
+    if (parked_ && state_->store.revision() > wait_revision_ &&
+        state_->store.ChangedUnder({wait_prefix_})) {
+      Guard([&] { Answer(); });
+    }
   }
 
   void Close() {

@@ -674,6 +674,36 @@ class WireTest(LaunchTestCase):
         self.assertEqual(sorted(peer), ["candidate", "dtype", "endpoints", "name", "rank",
                                         "replicas"])
 
+    def test_a_heartbeat_wakes_no_long_poll(self):
+        # A PUT of the value a key holds (a heartbeat renewing its TTL) is no change: parked
+        # long-polls stay parked; a change under their prefix answers them at once.
+        self.assertEqual(self.request("PUT", "/hb/alive/a?ttl=30", b"1")[0], 200)
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        conn.request("GET", "/hb/")
+        revision = int(conn.getresponse().getheader("X-Pdlaunch-Revision"))
+        conn.close()
+        results = []
+
+        def poll():
+            started = time.monotonic()
+            status, body, _ = self.request("GET", f"/hb/?wait={revision}&timeout=20")
+            results.append((time.monotonic() - started, status, json.loads(body)))
+
+        waiter = threading.Thread(target=poll)
+        waiter.start()
+        time.sleep(0.3)
+        for _ in range(5):
+            self.assertEqual(self.request("PUT", "/hb/alive/a?ttl=30", b"1")[0], 200)
+        self.assertEqual(self.request("PUT", "/elsewhere", b"x")[0], 200)  # Not under /hb/.
+        time.sleep(0.7)
+        self.assertEqual(results, [], "a heartbeat or a change elsewhere woke the poll")
+        self.assertEqual(self.request("PUT", "/hb/done/a", b"0")[0], 200)
+        waiter.join(10)
+        (elapsed, status, body), = results
+        self.assertEqual(status, 200)
+        self.assertEqual(body, {"/hb/alive/a": "1", "/hb/done/a": "0"})
+        self.assertLess(elapsed, 5)
+
     def test_concurrent_clients(self):
         errors = []
 

@@ -40,8 +40,9 @@ struct KvHttpResponse {
   /// A GET answer: encoded once per prefix and revision, shared by every client it goes to.
   std::shared_ptr<const std::string> shared_body;
   std::string_view Body() const { return shared_body ? std::string_view(*shared_body) : body; }
-  /// Set when the request is a long-poll to hold: answer when the store's revision exceeds
-  /// `wait_revision` or at `wait_until` (seconds on the caller's clock), whichever is first.
+  /// Set when the request is a long-poll to hold: answer when a key under `wait_prefix` changes
+  /// (the server tells by KvMemoryStore::ChangedUnder) or at `wait_until` (seconds on the
+  /// caller's clock), whichever is first.
   std::optional<double> wait_until;
   int64_t wait_revision = 0;
   std::string wait_prefix;
@@ -63,7 +64,8 @@ struct KvTarget {
 KvTarget ParseKvTarget(std::string_view target);
 
 /// Paddle's store: path → bytes, pre-seeded with /healthy = ok, plus one revision counter that
-/// every change increments (long-polls wait on it) and optional expiry times (heartbeats).
+/// every change increments (long-polls wait on it) and optional expiry times (heartbeats). A PUT
+/// of the value a key already holds is no change (its expiry may move).
 class KvMemoryStore {
  public:
   explicit KvMemoryStore(KvLimits limits = {});

@@ -84,6 +84,42 @@ TEST(KvMemoryStoreTest, LongPollParksUntilTheRevisionPasses) {
   EXPECT_EQ(store.Answer("/job/").Body(), R"({"/job/x": "1"})");
 }
 
+// A heartbeat renews its key with the same value: nothing a reader sees changes, so it must not
+// wake every parked long-poll of a 1,000-node job; only its expiry moves.
+TEST(KvMemoryStoreTest, TheSameValueAgainIsNoChangeButMovesTheExpiry) {
+  KvMemoryStore store;
+  EXPECT_EQ(Do(store, "PUT", "/j/alive/a?ttl=10", "1", 100).status, 200);
+  store.ClearChanged();
+  const int64_t rev = store.revision();
+  EXPECT_EQ(Do(store, "PUT", "/j/alive/a?ttl=10", "1", 105).status, 200);
+  EXPECT_EQ(store.revision(), rev);
+  EXPECT_FALSE(store.ChangedUnder({"/"}));
+  EXPECT_DOUBLE_EQ(*store.NextExpiry(), 115);
+  EXPECT_TRUE(store.Expire(112).empty());
+  EXPECT_EQ(store.Expire(115), std::vector<std::string>{"/j/alive/a"});
+  EXPECT_TRUE(store.ChangedUnder({"/j/alive/"}));
+  EXPECT_EQ(store.revision(), rev + 1);
+  EXPECT_EQ(Do(store, "PUT", "/j/k", "1").status, 200);
+  EXPECT_EQ(Do(store, "PUT", "/j/k", "2").status, 200);  // Another value: a change.
+  EXPECT_EQ(store.revision(), rev + 3);
+}
+
+// The server wakes a parked poll only when a key under its prefix changed.
+TEST(KvMemoryStoreTest, ChangedUnderTellsWhichPrefixesAChangeTouched) {
+  KvMemoryStore store;
+  store.ClearChanged();
+  Do(store, "PUT", "/a/x", "1");
+  EXPECT_TRUE(store.ChangedUnder({"/a/"}));
+  EXPECT_TRUE(store.ChangedUnder({"/b/", "/a"}));
+  EXPECT_FALSE(store.ChangedUnder({"/b/"}));
+  store.ClearChanged();
+  EXPECT_FALSE(store.ChangedUnder({"/a/"}));
+  for (size_t i = 0; i <= KvMemoryStore::kMaxChangedKeys; ++i) {
+    Do(store, "PUT", fmt::format("/c/{}", i), "1");
+  }
+  EXPECT_TRUE(store.ChangedUnder({"/anything/"}));  // Too many to record: assume anything.
+}
+
 TEST(KvMemoryStoreTest, LongPollTimeoutIsBounded) {
   KvLimits limits;
   limits.max_wait_seconds = 5;
