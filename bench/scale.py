@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""The master rendezvous at scale (issue #26), N simulated nodes on one machine.
+
+    python3 bench/scale.py [--launch build/launch] [--nodes 64,256,512,1024] [--idle 10]
+
+Each node is a launcher with its own loopback address (--host 127.1.x.y, --rank i) and one rank,
+a shell script that stamps its start and then sleeps; rank 0's launcher hosts the master on
+127.0.0.1. Per N it reports:
+  formed     the last launcher started -> the last rank started (every rank's own stamp);
+  host cpu   the hosting launcher's CPU (user+sys) while every rank sleeps, in % of one core;
+  on the wire bytes sent on the loopback interface (requests and answers, all nodes) from the
+             first launcher's start until the world formed;
+  retried    nodes whose log says "master not ready";
+  fail-fast  a second run in which rank N-1 exits 7 once every rank started: its ABORT line ->
+             the last launcher exited.
+Limits it raises for the run, and sets back afterwards (the product relies on none of them):
+  fs.inotify.max_user_instances to 8192 (128 by default: past it every further launcher echoes
+  rank 0 by a 50 ms poll instead of inotify, which would load the 2 cores), and this process's
+  RLIMIT_NOFILE to its hard limit. Needs root for the sysctl; 127.0.0.0/8 is local on Linux.
+"""
+import argparse
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+RANK = """#!/bin/sh
+date +%s.%N > "$STAMPS/stamp.$PADDLE_TRAINER_ID"
+if [ -n "$FAIL_RANK" ] && [ "$PADDLE_TRAINER_ID" = "$FAIL_RANK" ]; then
+  while [ "$(ls "$STAMPS" | wc -l)" -lt "$PADDLE_TRAINERS_NUM" ]; do sleep 0.1; done
+  date +%s.%N > "$STAMPS/fail"
+  exit 7
+fi
+sleep "$HOLD"
+"""
+
+
+def host_of(i):
+    return f"127.1.{i // 250}.{i % 250 + 1}"
+
+
+def cpu_seconds(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def loopback_bytes():
+    return int(Path("/sys/class/net/lo/statistics/tx_bytes").read_text())
+
+
+def run(launch, n, port, work, hold, fail_rank=None):
+    stamps = work / "stamps"
+    shutil.rmtree(work, ignore_errors=True)
+    stamps.mkdir(parents=True)
+    rank = work / "rank.sh"
+    rank.write_text(RANK)
+    rank.chmod(0o755)
+    env = dict(os.environ, STAMPS=str(stamps), HOLD=str(hold))
+    if fail_rank is not None:
+        env["FAIL_RANK"] = str(fail_rank)
+    procs = []
+    last_start = 0.0
+    lo_before = loopback_bytes()
+    for i in range(n):
+        last_start = time.time()
+        log = open(work / f"node{i}.log", "wb")
+        procs.append(subprocess.Popen(
+            [launch, "--host", host_of(i), "--rank", str(i), "--master", f"127.0.0.1:{port}",
+             "--nnodes", str(n), "--nproc_per_node", "1", "--rendezvous_timeout", "300",
+             "--log_dir", str(work / f"l{i}"), str(rank)],
+            env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL))
+        log.close()
+        if i == 0:
+            time.sleep(0.3)  # The host serves before the others knock.
+    host = procs[0].pid
+    deadline = time.time() + 300
+    sent = None
+    while len(list(stamps.glob("stamp.*"))) < n and time.time() < deadline:
+        if any(p.poll() not in (None, 0) for p in procs):
+            break
+        time.sleep(0.05)
+    ranks = len(list(stamps.glob("stamp.*")))
+    formed = None
+    if ranks == n:
+        sent = loopback_bytes() - lo_before
+        formed = max(float(p.read_text()) for p in stamps.glob("stamp.*")) - last_start
+    cpu = None
+    if ranks == n and fail_rank is None:
+        time.sleep(1)
+        before, t0 = cpu_seconds(host), time.time()
+        time.sleep(max(1.0, hold - 3))
+        cpu = (cpu_seconds(host) - before) / (time.time() - t0) * 100
+    codes = [p.wait(timeout=600) for p in procs]
+    exited = time.time()
+    retried = sum("master not ready" in (work / f"node{i}.log").read_text(errors="replace")
+                  for i in range(n))
+    fail_to_exit = None
+    if fail_rank is not None and (stamps / "fail").exists():
+        fail_to_exit = exited - float((stamps / "fail").read_text())
+    return dict(n=n, ranks=ranks, formed=formed, cpu=cpu, sent=sent, retried=retried,
+                nonzero=sum(c != 0 for c in codes), fail_to_exit=fail_to_exit)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--launch", default="build/launch")
+    parser.add_argument("--nodes", default="64,256,512,1024")
+    parser.add_argument("--idle", type=float, default=10, help="seconds the ranks sleep")
+    parser.add_argument("--port", type=int, default=29650)
+    args = parser.parse_args()
+    launch = str(Path(args.launch).resolve())
+    limit = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (limit[1], limit[1]))
+    sysctl = Path("/proc/sys/fs/inotify/max_user_instances")
+    old = sysctl.read_text().strip()
+    sysctl.write_text("8192")
+    try:
+        print("| N | formed | host CPU, ranks idle | loopback bytes until formed | nodes that retried "
+              "| rank fails → every launcher exited |")
+        print("|---|---|---|---|---|---|")
+        with tempfile.TemporaryDirectory(prefix="pdlaunch-scale-") as tmp:
+            for k, n in enumerate(int(x) for x in args.nodes.split(",")):
+                ok = run(launch, n, args.port + 2 * k, Path(tmp) / "ok", args.idle)
+                bad = run(launch, n, args.port + 2 * k + 1, Path(tmp) / "bad", 60,
+                          fail_rank=n - 1)
+                formed = f"{ok['formed']:.2f} s" if ok["formed"] is not None else \
+                    f"never ({ok['ranks']} of {n} ranks started, {ok['nonzero']} launchers failed)"
+                cpu = f"{ok['cpu']:.1f} %" if ok["cpu"] is not None else "–"
+                sent = f"{ok['sent'] / 1e6:.1f} MB" if ok["sent"] is not None else "–"
+                fail = f"{bad['fail_to_exit']:.2f} s" if bad["fail_to_exit"] is not None else "–"
+                print(f"| {n} | {formed} | {cpu} | {sent} | {ok['retried']} | {fail} |",
+                      flush=True)
+    finally:
+        sysctl.write_text(old)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
