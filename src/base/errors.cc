@@ -2,8 +2,9 @@
 
 #include <fmt/format.h>
 
-#include <cstdint>
 #include <system_error>
+
+#include "pdlaunch/base/utf8.h"
 
 namespace pdlaunch {
 
@@ -26,38 +27,6 @@ void AppendEscapingControl(std::string& out, char c) {
   }
 }
 
-namespace {
-
-// The length of the valid UTF-8 sequence at text[i] (2 to 4), or 0: a stray continuation byte,
-// an overlong form, a surrogate, a code point past U+10FFFF, or a sequence cut short.
-size_t Utf8SequenceLength(std::string_view text, size_t i) {
-  const auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
-  const unsigned char lead = byte(i);
-  size_t length = 0;
-  uint32_t cp = 0;
-  if (lead >= 0xC2 && lead <= 0xDF) {
-    length = 2, cp = lead & 0x1F;
-  } else if (lead >= 0xE0 && lead <= 0xEF) {
-    length = 3, cp = lead & 0x0F;
-  } else if (lead >= 0xF0 && lead <= 0xF4) {
-    length = 4, cp = lead & 0x07;
-  } else {
-    return 0;
-  }
-  if (i + length > text.size()) return 0;
-  for (size_t k = 1; k < length; ++k) {
-    if ((byte(i + k) & 0xC0) != 0x80) return 0;
-    cp = (cp << 6) | (byte(i + k) & 0x3F);
-  }
-  if ((length == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
-      (length == 4 && (cp < 0x10000 || cp > 0x10FFFF))) {
-    return 0;
-  }
-  return length;
-}
-
-}  // namespace
-
 std::string OneLine(std::string_view text) {
   std::string line;
   line.reserve(text.size());
@@ -67,7 +36,7 @@ std::string OneLine(std::string_view text) {
       AppendEscapingControl(line, text[i++]);
       continue;
     }
-    const size_t length = Utf8SequenceLength(text, i);
+    const size_t length = DecodeUtf8(text, i).length;
     // C1 controls (U+0080..U+009F, two bytes C2 80..C2 9F: CSI, OSC, ...) act on a terminal as
     // ESC [ and ESC ] do; they and every byte of invalid UTF-8 are written as \xNN.
     const bool c1 = length == 2 && byte == 0xC2 && static_cast<unsigned char>(text[i + 1]) < 0xA0;

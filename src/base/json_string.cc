@@ -2,48 +2,17 @@
 
 #include <cstdint>
 
+#include "pdlaunch/base/utf8.h"
+
 namespace pdlaunch {
 namespace {
 
-// Decodes one UTF-8 sequence at `text[i]`; returns the code point and advances `i`, or U+FFFD
-// (advancing one byte) for an invalid sequence.
+// The code point at `text[i]`, advancing `i` past it; U+FFFD, advancing one byte, for invalid
+// UTF-8 (json.dumps of bytes decoded with errors="replace").
 uint32_t NextCodePoint(std::string_view text, size_t& i) {
-  const auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
-  const unsigned char lead = byte(i);
-  int extra = 0;
-  uint32_t cp = 0;
-  uint32_t min = 0;
-  if (lead < 0x80) {
-    ++i;
-    return lead;
-  } else if ((lead & 0xE0) == 0xC0) {
-    extra = 1, cp = lead & 0x1F, min = 0x80;
-  } else if ((lead & 0xF0) == 0xE0) {
-    extra = 2, cp = lead & 0x0F, min = 0x800;
-  } else if ((lead & 0xF8) == 0xF0) {
-    extra = 3, cp = lead & 0x07, min = 0x10000;
-  } else {
-    ++i;
-    return 0xFFFD;
-  }
-  if (i + static_cast<size_t>(extra) >= text.size()) {
-    ++i;
-    return 0xFFFD;
-  }
-  for (int k = 1; k <= extra; ++k) {
-    const unsigned char next = byte(i + static_cast<size_t>(k));
-    if ((next & 0xC0) != 0x80) {
-      ++i;
-      return 0xFFFD;
-    }
-    cp = (cp << 6) | (next & 0x3F);
-  }
-  if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
-    ++i;
-    return 0xFFFD;
-  }
-  i += static_cast<size_t>(extra) + 1;
-  return cp;
+  const Utf8Char c = DecodeUtf8(text, i);
+  i += c.length == 0 ? 1 : c.length;
+  return c.length == 0 ? 0xFFFD : c.code_point;
 }
 
 // "\\u" and four lower-case hex digits, as json.dumps writes them.
