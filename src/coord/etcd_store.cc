@@ -406,17 +406,9 @@ error_code EtcdStore::RoundTrip(const http::request<http::string_body>& request,
         },
         cancel);
     if (error && error != asio::error::eof) return error;
-    http_feed::Fed fed;
-    if (error) {
-      fed = http_feed::FeedEof(parser, why);
-      if (fed == http_feed::Fed::kFailed && received == 0) return error;  // Closed before a byte.
-    } else {
-      buffer_.commit(got);
-      received += got;
-      fed = received > kMaxResponseBytes + kMaxHeaderBytes ? http_feed::Fed::kFailed
-                                                          : http_feed::Feed(parser, buffer_, why);
-      if (received > kMaxResponseBytes + kMaxHeaderBytes) why = "answer over the client's limit";
-    }
+    if (error && received == 0) return error;  // Closed before a byte: Exchange may retry.
+    const http_feed::Fed fed = http_feed::Take(parser, buffer_, error, got, received,
+                                               kMaxResponseBytes + kMaxHeaderBytes, why);
     if (fed == http_feed::Fed::kDone) break;
     if (fed == http_feed::Fed::kFailed) {
       answer.reason = OneLine(why);

@@ -157,19 +157,15 @@ class Session : public std::enable_shared_from_this<Session> {
   void OnRead(beast::error_code ec, size_t n) {
     bool request_ready = false;
     Guard([&] {
-      if (ec && ec != asio::error::eof) return Drop(ec.message());
-      std::string error;
-      http_feed::Fed fed;
-      if (ec) {
-        fed = http_feed::FeedEof(*parser_, error);
-      } else {
-        buffer_.commit(n);
-        if (!got_bytes_) {
-          got_bytes_ = true;
-          stream_.expires_at(request_deadline_);
-        }
-        fed = http_feed::Feed(*parser_, buffer_, error, /*stop_after_header=*/!header_checked_);
+      if (!ec && !got_bytes_) {
+        got_bytes_ = true;
+        stream_.expires_at(request_deadline_);
       }
+      std::string error;
+      const uint64_t max_request = state_->limits.max_header_bytes +
+                                   state_->limits.max_body_bytes + http_feed::kMaxBufferedBytes;
+      http_feed::Fed fed = http_feed::Take(*parser_, buffer_, ec, n, received_, max_request, error,
+                                           /*stop_after_header=*/!header_checked_);
       if (fed == http_feed::Fed::kFailed) return Drop(error);
       if (!header_checked_ && parser_->is_header_done()) {
         header_checked_ = true;
@@ -269,6 +265,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::optional<std::list<std::weak_ptr<Session>>::iterator> self_in_sessions_;
   std::list<std::weak_ptr<Session>>::iterator self_in_parked_;
   Clock::time_point request_deadline_;
+  uint64_t received_ = 0;
   bool got_bytes_ = false;
   bool header_checked_ = false;
   unsigned version_ = 11;
@@ -453,18 +450,10 @@ class Call : public std::enable_shared_from_this<Call> {
 
   void OnRead(beast::error_code ec, size_t n) {
     try {
-      if (ec && ec != asio::error::eof) return Fail("receive", ec);
+      if (ec && ec != asio::error::eof) return Fail("receive", ec);  // Says "timed out" too.
       std::string error;
-      http_feed::Fed fed;
-      if (ec) {
-        fed = http_feed::FeedEof(parser_, error);
-      } else {
-        buffer_.commit(n);
-        received_ += n;
-        fed = received_ > kMaxAnswerBytes ? http_feed::Fed::kFailed
-                                          : http_feed::Feed(parser_, buffer_, error);
-        if (received_ > kMaxAnswerBytes) error = "answer over the client's limit";
-      }
+      const http_feed::Fed fed =
+          http_feed::Take(parser_, buffer_, ec, n, received_, kMaxAnswerBytes, error);
       if (fed == http_feed::Fed::kFailed) return FailWith("receive: " + OneLine(error));
       if (fed == http_feed::Fed::kNeedMore) return Read();
       const auto& response = parser_.get();
@@ -493,10 +482,8 @@ class Call : public std::enable_shared_from_this<Call> {
   }
 
   void Fail(const char* what, beast::error_code ec) {
-    HttpReply reply;
-    reply.error = ec == beast::error::timeout ? fmt::format("{}: timed out", what)
-                                              : fmt::format("{}: {}", what, ec.message());
-    Finish(reply);
+    FailWith(ec == beast::error::timeout ? fmt::format("{}: timed out", what)
+                                         : fmt::format("{}: {}", what, ec.message()));
   }
 
   void Finish(const HttpReply& reply) {
@@ -512,7 +499,7 @@ class Call : public std::enable_shared_from_this<Call> {
   beast::flat_buffer buffer_{http_feed::kMaxBufferedBytes};
   http::request<http::string_body> request_;
   http::response_parser<http::string_body> parser_;
-  size_t received_ = 0;
+  uint64_t received_ = 0;
   std::function<void(const HttpReply&)> done_;
 };
 

@@ -96,18 +96,13 @@ bool KvMemoryStore::Put(const std::string& key, const std::string& value,
   if (within_limits && !Fits(key, value)) return false;
   auto [it, inserted] = entries_.try_emplace(key);
   Entry& entry = it->second;
-  if (!inserted && entry.value == value) {
-    // The same value again (a heartbeat renewing its TTL): nothing a reader can see changed, so
-    // no revision and no long-poll woken; only the expiry moves.
-    if (entry.expiry) expiries_.erase(*entry.expiry);
-    entry.expiry.reset();
-    if (expires_at) entry.expiry = expiries_.emplace(*expires_at, key);
-    return true;
-  }
-  if (!inserted) bytes_ -= key.size() + entry.value.size();
   if (entry.expiry) expiries_.erase(*entry.expiry);
   entry.expiry.reset();
   if (expires_at) entry.expiry = expiries_.emplace(*expires_at, key);
+  // The same value again (a heartbeat renewing its TTL): nothing a reader can see changed, so
+  // no revision and no long-poll woken; only the expiry moved.
+  if (!inserted && entry.value == value) return true;
+  if (!inserted) bytes_ -= key.size() + entry.value.size();
   entry.value = value;
   bytes_ += key.size() + value.size();
   ++revision_;

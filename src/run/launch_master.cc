@@ -132,7 +132,8 @@ class MasterNode {
   void OnNews(const std::map<std::string, std::string>& kvs);
   void OnRendezvousNews(const std::map<std::string, std::string>& kvs, const CoordState& coord);
   void OnRunNews(const CoordState& coord);
-  bool RefuseMismatchedNodes(const CoordState& coord, std::map<std::string, std::string>& info);
+  bool Refuse(const std::string& pod, const JobTerms& terms, const std::string& mismatch,
+              const std::vector<std::string>& info_keys, const CoordState& coord);
   void PublishFailure(const JobFailure& failure);
   void PublishDone();
   void Stop();
@@ -680,18 +681,25 @@ void MasterNode::OnRendezvousNews(const std::map<std::string, std::string>& kvs,
   for (const auto& [key, value] : kvs) {
     if (key.starts_with(keys_.info_prefix())) info.emplace(key, value);
   }
-  if (server_ && RefuseMismatchedNodes(coord, info)) return server_->Changed();
   // Every node leaves out a node whose terms disagree with the job's, refused or not yet: it
-  // wrote them before its info key, so whoever sees the one sees the other.
+  // wrote them before its info key, so whoever sees the one sees the other. The host refuses it.
   const JobTerms& job_terms = coord.terms ? *coord.terms : terms_;
+  bool refused_now = false;
   for (const auto& [pod, terms] : coord.node_terms) {
-    if (!TermsMismatch(job_terms, terms) && !coord.refused.count(pod)) continue;
+    const std::optional<std::string> mismatch = TermsMismatch(job_terms, terms);
+    if (!mismatch && !coord.refused.count(pod)) continue;
+    // Its info keys, /<job>/info/<pod>/<rank>, whatever record they hold (a PS node's is no
+    // collective peer).
+    std::vector<std::string> pod_info;
     const std::string own_info = keys_.info_prefix() + pod + "/";
     for (auto it = info.lower_bound(own_info);
          it != info.end() && it->first.starts_with(own_info);) {
+      pod_info.push_back(it->first);
       it = info.erase(it);
     }
+    if (server_ && mismatch) refused_now |= Refuse(pod, terms, *mismatch, pod_info, coord);
   }
+  if (refused_now) return server_->Changed();
   // The host forgets a node that left before the job started (its heartbeat expired), so that a
   // restarted node can take its place; Paddle's nodes publish no heartbeat and are never dropped.
   if (server_) {
@@ -743,30 +751,19 @@ void MasterNode::OnRendezvousNews(const std::map<std::string, std::string>& kvs,
   Stop();
 }
 
-// The host: a node whose terms disagree with the job's is refused (a record it reads, its info
-// key deleted so that it is not counted) and named once. True when the store changed.
-bool MasterNode::RefuseMismatchedNodes(const CoordState& coord,
-                                       std::map<std::string, std::string>& info) {
+// The host refuses a node whose terms disagree with the job's: its info keys deleted, so that
+// no node counts it, and a record it reads, written (and the node named) once. True when the
+// store changed.
+bool MasterNode::Refuse(const std::string& pod, const JobTerms& terms, const std::string& mismatch,
+                        const std::vector<std::string>& info_keys, const CoordState& coord) {
+  KvMemoryStore& store = server_->store();
   bool changed = false;
-  for (const auto& [pod, terms] : coord.node_terms) {
-    const std::optional<std::string> mismatch = TermsMismatch(terms_, terms);
-    if (!mismatch) continue;
-    const std::string address =
-        terms.node.empty() ? pod : fmt::format("{} ({})", terms.node, pod);
-    // Its info key, /<job>/info/<pod>/<rank>, whatever record it holds (a PS node's is no
-    // collective peer).
-    const std::string own_info = keys_.info_prefix() + pod + "/";
-    for (auto it = info.lower_bound(own_info);
-         it != info.end() && it->first.starts_with(own_info);) {
-      server_->store().Delete(it->first);
-      it = info.erase(it);
-      changed = true;
-    }
-    if (!coord.refused.count(pod)) {
-      PDLOG_WARN("refused node {} for job {}: {}", OneLine(address), settings_.job_id, *mismatch);
-      server_->store().Put(keys_.refused(pod), *mismatch, std::nullopt, /*within_limits=*/false);
-      changed = true;
-    }
+  for (const std::string& key : info_keys) changed |= store.Delete(key);
+  if (!coord.refused.count(pod)) {
+    const std::string node = terms.node.empty() ? pod : fmt::format("{} ({})", terms.node, pod);
+    PDLOG_WARN("refused node {} for job {}: {}", OneLine(node), settings_.job_id, mismatch);
+    store.Put(keys_.refused(pod), mismatch, std::nullopt, /*within_limits=*/false);
+    changed = true;
   }
   return changed;
 }
