@@ -674,6 +674,16 @@ class WireTest(LaunchTestCase):
         self.assertEqual(sorted(peer), ["candidate", "dtype", "endpoints", "name", "rank",
                                         "replicas"])
 
+    def test_a_connection_that_sends_nothing_is_closed_after_two_seconds(self):
+        # An idle connection held its slot for the whole 10 s request deadline; 600 of them shut
+        # every node out. Now it is closed after first_byte_seconds (2 s).
+        with socket.create_connection(("127.0.0.1", self.port), timeout=10) as s:
+            started = time.monotonic()
+            self.assertEqual(s.recv(100), b"")
+            elapsed = time.monotonic() - started
+        self.assertGreater(elapsed, 1.5)
+        self.assertLess(elapsed, 5)
+
     def test_a_heartbeat_wakes_no_long_poll(self):
         # A PUT of the value a key holds (a heartbeat renewing its TTL) is no change: parked
         # long-polls stay parked; a change under their prefix answers them at once.
