@@ -75,4 +75,51 @@ std::string EncodeJsonString(std::string_view text) {
   return out;
 }
 
+bool ReadPlainJsonString(std::string_view text, size_t& i, std::string& out) {
+  if (i >= text.size() || text[i] != '"') return false;
+  out.clear();
+  size_t run = ++i;  // Start of the bytes not yet copied.
+  while (i < text.size()) {
+    const char c = text[i];
+    if (c == '"') {
+      out.append(text.substr(run, i - run));
+      ++i;
+      return true;
+    }
+    if (c < 0x20 || c > 0x7E) return false;  // A control byte, or UTF-8: the full parser's.
+    if (c != '\\') {
+      ++i;
+      continue;
+    }
+    out.append(text.substr(run, i - run));
+    if (++i == text.size()) return false;
+    switch (text[i]) {
+      case '"':
+      case '\\':
+      case '/':
+        out += text[i];
+        break;
+      case 'b':
+        out += '\b';
+        break;
+      case 'f':
+        out += '\f';
+        break;
+      case 'n':
+        out += '\n';
+        break;
+      case 'r':
+        out += '\r';
+        break;
+      case 't':
+        out += '\t';
+        break;
+      default:
+        return false;  // \u, or not JSON.
+    }
+    run = ++i;
+  }
+  return false;
+}
+
 }  // namespace pdlaunch

@@ -72,11 +72,19 @@ std::string StrRepr(const std::string& text) {
   const bool use_double =
       text.find('\'') != std::string::npos && text.find('"') == std::string::npos;
   const char quote = use_double ? '"' : '\'';
-  std::string out(1, quote);
-  for (const char c : text) {
-    if (c == quote || c == '\\') out += '\\';
-    AppendEscapingControl(out, c);
+  std::string out;
+  out.reserve(text.size() + 2);
+  out += quote;
+  size_t run = 0;  // Start of the bytes not yet copied: they need no escape.
+  for (size_t i = 0; i < text.size(); ++i) {
+    const auto byte = static_cast<unsigned char>(text[i]);
+    if (byte >= 0x20 && byte != 0x7f && text[i] != quote && text[i] != '\\') continue;
+    out.append(text, run, i - run);
+    if (text[i] == quote || text[i] == '\\') out += '\\';
+    AppendEscapingControl(out, text[i]);
+    run = i + 1;
   }
+  out.append(text, run, std::string::npos);
   out += quote;
   return out;
 }

@@ -72,7 +72,11 @@ struct KvHttpServer::State : std::enable_shared_from_this<KvHttpServer::State> {
   std::function<void()> on_change;
   std::string job;
   std::list<std::weak_ptr<Session>> sessions;       // Every open connection (each erases its own).
-  std::list<std::weak_ptr<Session>> parked;         // The long-polls waiting for a change.
+  // The long-polls waiting for a change, by the prefix they wait on: a change costs one test per
+  // distinct prefix (at most kMaxParkedPrefixes), not one per parked connection.
+  using Parked = std::list<std::weak_ptr<Session>>;
+  std::map<std::string, Parked, std::less<>> parked;
+  static constexpr size_t kMaxParkedPrefixes = 64;
   std::map<asio::ip::address, size_t> per_address;  // Open connections by client address.
   size_t writing = 0;                               // Answers being written.
   bool stopped = false;
@@ -92,7 +96,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   ~Session() {
     if (self_in_sessions_) state_->sessions.erase(*self_in_sessions_);
-    if (parked_) state_->parked.erase(self_in_parked_);
+    if (parked_) Unpark();
     const auto count = state_->per_address.find(peer_);
     if (count != state_->per_address.end() && --count->second == 0) {
       state_->per_address.erase(count);
@@ -110,13 +114,10 @@ class Session : public std::enable_shared_from_this<Session> {
     ReadSome();
   }
 
-  /// A change happened: answer if this session is a long-poll the change satisfies (a key under
-  /// its prefix changed). Whatever answering throws ends this connection only.
-  void MaybeAnswer() noexcept {
-    if (parked_ && state_->store.revision() > wait_revision_ &&
-        state_->store.ChangedUnder({wait_prefix_})) {
-      Guard([&] { Answer(); });
-    }
+  /// A key under this long-poll's prefix changed: answer it. Whatever answering throws ends this
+  /// connection only.
+  void AnswerChange() noexcept {
+    if (parked_ && state_->store.revision() > wait_revision_) Guard([&] { Answer(); });
   }
 
   void Close() {
@@ -214,8 +215,17 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void Respond(KvHttpResponse response) {
     if (!response.wait_until) return Reply(std::move(response));
+    auto group = state_->parked.find(response.wait_prefix);
+    if (group == state_->parked.end()) {
+      if (state_->parked.size() >= ServerState::kMaxParkedPrefixes) {
+        // Past the distinct prefixes one change may test: this long-poll is a plain GET.
+        return Reply(state_->store.Answer(response.wait_prefix));
+      }
+      group = state_->parked.emplace(response.wait_prefix, ServerState::Parked()).first;
+    }
     parked_ = true;
-    self_in_parked_ = state_->parked.insert(state_->parked.end(), weak_from_this());
+    group_ = group;
+    self_in_parked_ = group->second.insert(group->second.end(), weak_from_this());
     wait_revision_ = response.wait_revision;
     wait_prefix_ = response.wait_prefix;
     stream_.expires_never();
@@ -227,10 +237,15 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void Answer() {
     if (!parked_) return;
-    parked_ = false;
-    state_->parked.erase(self_in_parked_);
+    Unpark();
     wait_timer_.cancel();
     Reply(state_->store.Answer(wait_prefix_));
+  }
+
+  void Unpark() {
+    parked_ = false;
+    group_->second.erase(self_in_parked_);
+    if (group_->second.empty()) state_->parked.erase(group_);
   }
 
   void Reply(KvHttpResponse answer) {
@@ -263,7 +278,8 @@ class Session : public std::enable_shared_from_this<Session> {
   std::shared_ptr<ServerState> state_;
   asio::ip::address peer_;
   std::optional<std::list<std::weak_ptr<Session>>::iterator> self_in_sessions_;
-  std::list<std::weak_ptr<Session>>::iterator self_in_parked_;
+  std::map<std::string, ServerState::Parked, std::less<>>::iterator group_;
+  ServerState::Parked::iterator self_in_parked_;
   Clock::time_point request_deadline_;
   uint64_t received_ = 0;
   bool got_bytes_ = false;
@@ -315,10 +331,18 @@ void KvHttpServer::State::Admit(tcp::socket socket) {
 }
 
 void KvHttpServer::State::Changed() {
-  // Only the parked long-polls, each answered from one shared encoding per prefix.
-  for (auto it = parked.begin(); it != parked.end();) {
-    const std::shared_ptr<Session> session = (it++)->lock();  // Answering erases its own entry.
-    if (session) session->MaybeAnswer();
+  // Only the long-polls under a changed prefix, each answered from one shared encoding.
+  std::vector<std::string> woken;
+  for (const auto& [prefix, waiting] : parked) {
+    if (store.ChangedUnder({prefix})) woken.push_back(prefix);
+  }
+  for (const std::string& prefix : woken) {
+    const auto group = parked.find(prefix);
+    if (group == parked.end()) continue;
+    const Parked waiting = group->second;  // Answering erases each from the group.
+    for (const std::weak_ptr<Session>& weak : waiting) {
+      if (const std::shared_ptr<Session> session = weak.lock()) session->AnswerChange();
+    }
   }
   ArmExpiry();
   if (on_change) on_change();
@@ -349,6 +373,9 @@ HttpServerLimits ServerLimitsFor(int nnodes, size_t open_files) {
   const size_t budget = open_files > 256 ? open_files - 128 : 128;
   limits.max_connections = std::min(std::max<size_t>(8 * nodes + 64, 512), budget);
   limits.max_per_address = std::min(3 * nodes + 16, limits.max_connections / 2);
+  // The world record and a Paddle node's read of every peer grow with the job: 2 KiB a node, as
+  // much as a client reads (KvHttpClient's 8 MiB).
+  limits.store.max_answer_bytes = std::clamp<size_t>(nodes * 2048, 4u << 20, 8u << 20);
   return limits;
 }
 

@@ -106,6 +106,7 @@ bool KvMemoryStore::Put(const std::string& key, const std::string& value,
   entry.value = value;
   bytes_ += key.size() + value.size();
   ++revision_;
+  entry.mod_revision = revision_;
   NoteChanged(key);
   return true;
 }
@@ -124,7 +125,25 @@ bool KvMemoryStore::Delete(const std::string& key) {
   NoteChanged(key);
   entries_.erase(it);
   ++revision_;
+  if (recent_deletes_.size() == kMaxRecentDeletes) recent_deletes_.pop_front();
+  recent_deletes_.emplace_back(revision_, key);
   return true;
+}
+
+bool KvMemoryStore::ChangedSince(const std::string& prefix, int64_t revision) const {
+  if (revision >= revision_) return false;
+  size_t scanned = 0;
+  for (auto it = entries_.lower_bound(prefix);
+       it != entries_.end() && std::string_view(it->first).starts_with(prefix); ++it) {
+    if (++scanned > kMaxScannedKeys || it->second.mod_revision > revision) return true;
+  }
+  // Deletions older than the ones kept may have touched the prefix: cannot tell.
+  if (recent_deletes_.size() == kMaxRecentDeletes && recent_deletes_.front().first > revision) {
+    return true;
+  }
+  return std::any_of(recent_deletes_.begin(), recent_deletes_.end(), [&](const auto& deleted) {
+    return deleted.first > revision && deleted.second.starts_with(prefix);
+  });
 }
 
 std::map<std::string, std::string> KvMemoryStore::Prefix(std::string_view prefix) const {
@@ -192,7 +211,9 @@ KvHttpResponse KvMemoryStore::Answer(const std::string& prefix) const {
 KvHttpResponse KvMemoryStore::Handle(const KvHttpRequest& request, double now) {
   const KvTarget target = ParseKvTarget(request.target);
   if (request.method == "GET") {
-    if (target.wait && *target.wait >= revision_) {
+    // Parked unless a key under the prefix changed after the revision the client last saw (a
+    // change elsewhere, another node joining, does not send it round again).
+    if (target.wait && !ChangedSince(target.path, *target.wait)) {
       KvHttpResponse parked;
       parked.wait_until = now + std::min(target.timeout, limits_.max_wait_seconds);
       parked.wait_revision = *target.wait;
@@ -225,7 +246,51 @@ std::string EncodeJsonObject(const std::map<std::string, std::string>& values) {
   return out + "}";
 }
 
+namespace {
+
+bool IsJsonSpace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
+// The fast path of DecodeJsonObject: an object of plain strings (ReadPlainJsonString), which is
+// what a master answers for pdlaunch's and Paddle's keys. False for anything else; the full
+// parser then decides. A key given twice keeps its last value, as the full parser does.
+bool DecodePlainJsonObject(std::string_view body, std::map<std::string, std::string>& out) {
+  size_t i = 0;
+  const auto skip = [&] {
+    while (i < body.size() && IsJsonSpace(body[i])) ++i;
+  };
+  const auto take = [&](char c) {
+    skip();
+    if (i >= body.size() || body[i] != c) return false;
+    ++i;
+    return true;
+  };
+  if (!take('{')) return false;
+  skip();
+  if (i < body.size() && body[i] == '}') {
+    ++i;
+  } else {
+    std::string key;
+    std::string value;
+    while (true) {
+      skip();
+      if (!ReadPlainJsonString(body, i, key) || !take(':')) return false;
+      skip();
+      if (!ReadPlainJsonString(body, i, value)) return false;
+      out.insert_or_assign(std::move(key), std::move(value));
+      if (take('}')) break;
+      if (i >= body.size() || body[i] != ',') return false;
+      ++i;
+    }
+  }
+  skip();
+  return i == body.size();
+}
+
+}  // namespace
+
 std::map<std::string, std::string> DecodeJsonObject(std::string_view body) {
+  std::map<std::string, std::string> plain;
+  if (DecodePlainJsonObject(body, plain)) return plain;
   const nlohmann::json json = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (json.is_discarded() || !json.is_object()) {
     throw LaunchError(fmt::format("the master answered something that is not a JSON object: '{}'",

@@ -22,6 +22,7 @@
 #include <deque>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <utility>
 
 #include "base/unique_fd.h"
@@ -374,11 +375,14 @@ class EventLoop {
         policy_(Primaries(processes), options.hold_secondaries),
         created_logs_(CreateLogsFirst(processes, options)),
         echo_(io_, EchoSources(processes, options)),
-        cgroup_(ContainJob()),
-        // Without a cgroup, the processes that left the groups are found by their environment.
-        watchdog_(echo_.SharedDescriptors(), options.remove_if_killed,
-                  cgroup_ ? cgroup_->dir() : std::string(), processes.size(),
-                  cgroup_ ? std::string() : NestedMarkerEntry()) {
+        // A wait without processes (the rendezvous) contains nothing and needs no watchdog.
+        cgroup_(processes.empty() ? nullptr : ContainJob()) {
+    if (!processes.empty()) {
+      // Without a cgroup, the processes that left the groups are found by their environment.
+      watchdog_.emplace(echo_.SharedDescriptors(), options.remove_if_killed,
+                        cgroup_ ? cgroup_->dir() : std::string(), processes.size(),
+                        cgroup_ ? std::string() : NestedMarkerEntry());
+    }
     pending_ = std::move(processes);
     idle_ = pending_.empty() && (options_.external != nullptr || options_.stop_hook != nullptr);
     for (int signal : {SIGQUIT, SIGUSR1, SIGUSR2, SIGTSTP, SIGCONT}) signals_.add(signal);
@@ -408,12 +412,12 @@ class EventLoop {
     }
     CollectLateSignals();
     echo_.Finish();      // Closes our inotify reference while the watchdog still holds one...
-    watchdog_.Disarm();  // ...so the expensive last close happens in the watchdog, not here.
+    if (watchdog_) watchdog_->Disarm();  // ...so the expensive last close happens there.
     // Inside another pdlaunch job, a watchdog still exiting after us would be one of its
     // rank's processes left behind: wait for it there (design.md, Parent death).
-    if (std::getenv(std::string(kNestedMarker).c_str()) != nullptr) {
-      if (!watchdog_.AwaitExit(std::chrono::seconds(5))) {
-        PDLOG_DEBUG("the watchdog (pid {}) had not exited 5 s after the job", watchdog_.pid());
+    if (watchdog_ && std::getenv(std::string(kNestedMarker).c_str()) != nullptr) {
+      if (!watchdog_->AwaitExit(std::chrono::seconds(5))) {
+        PDLOG_DEBUG("the watchdog (pid {}) had not exited 5 s after the job", watchdog_->pid());
       }
     }
     if (primaries_done_ && !options_.primaries_done_message.empty()) {
@@ -477,7 +481,7 @@ class EventLoop {
         throw;
       }
       report.processes.back().pid = child.process.pid();
-      watchdog_.Register(child.process.pid());
+      watchdog_->Register(child.process.pid());
       if (options_.on_spawn) options_.on_spawn(child.process.pid());
       child.exit_event.assign(child.process.ReleasePidfd());
       pids.push_back(child.process.pid());
@@ -893,7 +897,7 @@ class EventLoop {
       created_logs_;  // Before echo_: the echoed files exist before it opens them.
   ConsoleEcho echo_;
   std::unique_ptr<JobCgroup> cgroup_;  // Null: the subreaper fallback. Removed last.
-  Watchdog watchdog_;  // Declared before children_: it is disarmed only after they are gone.
+  std::optional<Watchdog> watchdog_;  // Declared before children_: it is disarmed only after they are gone.
   std::vector<SupervisedProcess> pending_;
   std::vector<Child> children_;
   std::vector<StreamDescriptor> stragglers_;

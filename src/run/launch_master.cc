@@ -25,6 +25,7 @@
 #include "pdlaunch/cli/master_config.h"
 #include "pdlaunch/cli/options.h"
 #include "pdlaunch/coord/http_master.h"
+#include "pdlaunch/coord/job_ledger.h"
 #include "pdlaunch/coord/rendezvous.h"
 #include "pdlaunch/plan/messages.h"
 #include "pdlaunch/plan/node.h"
@@ -50,6 +51,8 @@ constexpr double kForeignPollSeconds = 0.5;
 constexpr double kMaxBackoff = 1.0;
 /// How long an exiting launcher keeps the loop running to deliver its last record.
 constexpr double kFlushSeconds = 3.0;
+/// How long after the rendezvous deadline a participant waits for the host's own timeout record.
+constexpr double kTimeoutGrace = 2.0;
 /// Pause between two tries of a write the master refused (PutConfirmed).
 constexpr double kConfirmRetrySeconds = 0.25;
 
@@ -121,6 +124,8 @@ class MasterNode {
   void Contact();
   void Register();
   void Poll();
+  void ReadWorld();
+  void TimeOut();
   void Heartbeat();
   void Retry(std::function<void()> call, const std::string& error);
   void Put(const std::string& key, const std::string& value, const std::string& query,
@@ -129,11 +134,18 @@ class MasterNode {
                     const std::string& what, Clock::time_point first);
 
   void OnTick();
+  // The participant's decisions, from the news; a node of Paddle's master's, from the peers.
   void OnNews(const std::map<std::string, std::string>& kvs);
-  void OnRendezvousNews(const std::map<std::string, std::string>& kvs, const CoordState& coord);
-  void OnRunNews(const CoordState& coord);
-  bool Refuse(const std::string& pod, const JobTerms& terms, const std::string& mismatch,
-              const std::vector<std::string>& info_keys, const CoordState& coord);
+  void OnForeignPeers(const std::map<std::string, std::string>& info);
+  // The host's, from its ledger.
+  void OnStoreChange();
+  void HostDecide();
+  void FormWorld();
+  void OnJobFailed(const JobFailure& failure);
+  void OnNodesLost(const std::vector<std::string>& lost);
+  bool Adopt(const std::function<MasterWorld()>& form);
+  std::vector<std::string> RegisteredNames(const std::map<std::string, std::string>& info) const;
+  std::string TimeoutError(size_t registered, const std::vector<std::string>& names) const;
   void PublishFailure(const JobFailure& failure);
   void PublishDone();
   void Stop();
@@ -173,8 +185,10 @@ class MasterNode {
   bool polling_ = false;
   int64_t revision_ = 0;
   std::string last_error_;
-  std::map<std::string, std::string> kvs_;
-  std::set<std::string> seen_alive_;
+  std::unique_ptr<JobLedger> ledger_;  // Set on the hosting node.
+  WorldEntries world_;                 // The members' keys and records, in node order.
+  bool reading_world_ = false;
+  bool timing_out_ = false;
   std::vector<std::string> members_;
   std::vector<std::string> peer_keys_;
   std::vector<std::string> member_addresses_;
@@ -363,7 +377,8 @@ std::optional<int> MasterNode::ChooseHost() {
 void MasterNode::StartRendezvous() {
   if (Solo(settings_)) {
     registered_ = true;
-    return OnNews({{own_key_, value_}});
+    Adopt([&] { return job_->Form({{own_key_, value_}}, own_key_, settings_.sort_ip); });
+    return;
   }
   PDLOG_INFO("Waiting peer start...");
   tick_ = std::make_unique<LoopTimer>(loop_.get(), 0.25, [this] { OnTick(); });
@@ -375,22 +390,131 @@ void MasterNode::StartRendezvous() {
 void MasterNode::StartServing() {
   server_->set_job(settings_.job_id);
   KvMemoryStore& store = server_->store();
-  // Room for the job's own records (info, alive, done, failure) beyond the limits: any client may
-  // write to the store, and one that fills it must not shut the job's nodes out.
+  // Room for the job's own records (info, alive, done, terms, the world) beyond the limits: any
+  // client may write to the store, and one that fills it must not shut the job's nodes out.
   const size_t job_keys = 4 * static_cast<size_t>(std::max(settings_.nnodes, 1)) + 16;
   store.Reserve(keys_.job_prefix(), job_keys, job_keys * 4096);
+  ledger_ = std::make_unique<JobLedger>(keys_, terms_, pod_);
   store.Put(keys_.terms(), EncodeJobTerms(terms_), std::nullopt, /*within_limits=*/false);
   store.Put(keys_.alive(pod_), "1", std::nullopt, /*within_limits=*/false);
   store.Put(own_key_, value_, std::nullopt, /*within_limits=*/false);
   registered_ = true;
-  server_->set_on_change([this] {
-    // Only the keys this node reads (peers and the job's records): a write elsewhere, even
-    // under the job's prefix, costs the host nothing but this scan of the changed keys.
-    if (server_->store().ChangedUnder({keys_.info_prefix(), keys_.coord_prefix()})) {
-      OnNews(server_->store().Prefix(keys_.job_prefix()));
-    }
-  });
+  server_->set_on_change([this] { OnStoreChange(); });
   server_->Changed();
+}
+
+// The host learns of every change of the store here: only the keys it touched are read (a join
+// costs O(log n), not a read of the job), then the ledger's decisions are carried out.
+void MasterNode::OnStoreChange() {
+  KvMemoryStore& store = server_->store();
+  if (const std::vector<std::string>* changed = store.ChangedKeys()) {
+    for (const std::string& key : *changed) ledger_->Update(key, store.Find(key));
+  } else {
+    ledger_->Resync(store.Prefix(keys_.job_prefix()));
+  }
+  store.ClearChanged();
+  HostDecide();
+}
+
+void MasterNode::HostDecide() {
+  KvMemoryStore& store = server_->store();
+  bool wrote = false;
+  // A node whose --nnodes or run mode is not the job's would form a world of its own (silent
+  // wrong training): the host refuses it, naming it, and the node stops when it reads why.
+  for (const JobLedger::Refusal& refusal : ledger_->TakeRefusals()) {
+    PDLOG_WARN("refused node {} for job {}: {}", refusal.node, settings_.job_id, refusal.why);
+    store.Put(keys_.refused(refusal.pod), refusal.why, std::nullopt, /*within_limits=*/false);
+    wrote = true;
+  }
+  // A node that left before the job started (its heartbeat expired) is forgotten, so that a
+  // restarted node can take its place.
+  std::vector<std::string> left;
+  for (const std::string& key : ledger_->TakeStaleInfo(&left)) wrote |= store.Delete(key);
+  for (const std::string& pod : std::set<std::string>(left.begin(), left.end())) {
+    PDLOG_WARN("node {} left before the job started; forgetting it", OneLine(pod));
+  }
+  if (phase_ == Phase::kRendezvous && !rendezvous_error_) {
+    FormWorld();
+  } else if (phase_ == Phase::kRunning || phase_ == Phase::kCompleting) {
+    const MasterStep step = ledger_->Step();
+    switch (step.kind) {
+      case MasterStep::Kind::kContinue:
+        break;
+      case MasterStep::Kind::kJobFailed:
+        OnJobFailed(step.failure);
+        break;
+      case MasterStep::Kind::kNodesLost:
+        OnNodesLost(step.lost);
+        break;
+      case MasterStep::Kind::kAllDone:
+        // A PS node's servers wait for this to stop.
+        wrote |= store.PutIfAbsent(keys_.complete(), "1", /*within_limits=*/false);
+        if (phase_ == Phase::kCompleting) Stop();
+        break;
+    }
+  }
+  if (wrote) server_->Changed();
+}
+
+// The world forms when --nnodes nodes count: the host orders them (OrderKeys, as Paddle's nodes
+// do) and publishes the world once; every participant reads it once.
+void MasterNode::FormWorld() {
+  const std::map<std::string, std::string>& counted = ledger_->counted();
+  if (static_cast<int>(counted.size()) < settings_.nnodes) return;
+  KvMemoryStore& store = server_->store();
+  if (static_cast<int>(counted.size()) > settings_.nnodes) {
+    std::vector<std::string> names;
+    for (const auto& [key, value] : counted) names.push_back(OneLine(key));
+    rendezvous_error_ =
+        fmt::format("{} nodes registered at master {} for job {} but --nnodes is {}: {}",
+                    counted.size(), MasterText(), settings_.job_id, settings_.nnodes,
+                    fmt::join(names, ", "));
+    Stop();
+  } else if (Adopt([&] { return job_->Form(counted, own_key_, settings_.sort_ip); })) {
+    for (const std::string& key : peer_keys_) world_.emplace_back(key, counted.at(key));
+    store.Put(keys_.world(), EncodeWorld(world_), std::nullopt, /*within_limits=*/false);
+    store.Put(keys_.formed(), EncodeFormed({settings_.nnodes, {}}), std::nullopt,
+              /*within_limits=*/false);
+    ledger_->Form(members_);
+    return server_->Changed();
+  }
+  // Every node exits with the host's reason (two nodes with one --rank, say).
+  store.Put(keys_.formed(), EncodeFormed({0, *rendezvous_error_}), std::nullopt,
+            /*within_limits=*/false);
+  server_->Changed();
+}
+
+// This node's world, from `form` (which throws LaunchError on bad peers or ranks): true when it
+// is formed, and the rendezvous ends; false with rendezvous_error_ set.
+bool MasterNode::Adopt(const std::function<MasterWorld()>& form) {
+  try {
+    const MasterWorld world = form();
+    members_ = world.members;
+    member_addresses_ = world.addresses;
+    peer_keys_ = world.keys;
+    own_index_ = world.own_index;
+    TheRunReport().node_rank = own_index_;
+    TheRunReport().nodes = static_cast<int>(member_addresses_.size());
+  } catch (const LaunchError& e) {
+    rendezvous_error_ = e.what();
+    Stop();
+    return false;
+  }
+  phase_ = Phase::kRunning;
+  if (!Solo(settings_)) {
+    // A thousand addresses on every node's console say nothing: the first ones, and how many.
+    constexpr size_t kShown = 16;
+    const size_t shown = std::min(member_addresses_.size(), kShown);
+    const std::string more =
+        member_addresses_.size() > shown
+            ? fmt::format(", ... {} more", member_addresses_.size() - shown)
+            : std::string();
+    PDLOG_INFO("all {} nodes joined in {:.3f} s; this node is rank {} of [{}{}]", settings_.nnodes,
+               SecondsSince(start_), own_index_,
+               fmt::join(member_addresses_.begin(), member_addresses_.begin() + shown, ", "), more);
+  }
+  Stop();
+  return true;
 }
 
 // Phase 1 waits in the supervisor's loop (signals handled) with no processes. Returns the exit
@@ -418,6 +542,10 @@ std::optional<int> MasterNode::WaitForWorld() {
     std::fflush(stdout);
     fmt::print(stderr, "launch: error: {}\n", OneLine(*rendezvous_error_));
     return kExitSetupError;
+  }
+  if (phase_ == Phase::kRendezvous && failure_) {  // Another node failed before the world came.
+    PDLOG_ERROR("job failed before this node started: {}", failure_->cause);
+    return failure_->exit_code;
   }
   return std::nullopt;
 }
@@ -529,12 +657,14 @@ void MasterNode::PutConfirmed(const std::string& key, const std::string& value,
   });
 }
 
+// A participant long-polls the news (small: terms, refusals, the world formed, a failure), which
+// no join, heartbeat or report touches; a node of Paddle's master polls the peers.
 void MasterNode::Poll() {
   if (polling_ || phase_ == Phase::kDone) return;
   polling_ = true;
   const std::string target =
       foreign_ ? keys_.info_prefix()
-               : fmt::format("{}?wait={}&timeout={}", keys_.job_prefix(), revision_, kPollSeconds);
+               : fmt::format("{}?wait={}&timeout={}", keys_.news_prefix(), revision_, kPollSeconds);
   client_->Request("GET", target, "", kPollSeconds + 5.0, [this](const HttpReply& reply) {
     polling_ = false;
     if (reply.status != 200 && reply.status != 404) {
@@ -552,12 +682,46 @@ void MasterNode::Poll() {
         return Retry([this] { Poll(); }, e.what());
       }
     }
+    if (foreign_) {
+      OnForeignPeers(kvs);
+      retry_ = std::make_unique<LoopTimer>(loop_.get(), kForeignPollSeconds, [this] {
+        retry_.reset();
+        Poll();
+      });
+      return;
+    }
     OnNews(kvs);
-    if (!foreign_) return Poll();
-    retry_ = std::make_unique<LoopTimer>(loop_.get(), kForeignPollSeconds, [this] {
-      retry_.reset();
-      Poll();
-    });
+    Poll();
+  });
+}
+
+// The world the host formed, read once (one shared answer at the master for every node).
+void MasterNode::ReadWorld() {
+  if (phase_ != Phase::kRendezvous || rendezvous_error_) return;
+  reading_world_ = true;
+  client_->Request("GET", keys_.world(), "", 30.0, [this](const HttpReply& reply) {
+    if (phase_ != Phase::kRendezvous || rendezvous_error_) return;
+    if (reply.status != 200) {
+      return Retry([this] { ReadWorld(); },
+                   reply.status == 0 ? reply.error : fmt::format("HTTP {}", reply.status));
+    }
+    last_contact_ = Clock::now();
+    try {
+      const std::map<std::string, std::string> kvs = DecodeJsonObject(reply.body);
+      const auto it = kvs.find(keys_.world());
+      if (it == kvs.end()) throw LaunchError("no world record in the master's answer");
+      world_ = DecodeWorld(it->second, static_cast<size_t>(settings_.nnodes));
+      if (static_cast<int>(world_.size()) != settings_.nnodes) {
+        throw LaunchError(fmt::format("the master's world has {} nodes, --nnodes is {}",
+                                      world_.size(), settings_.nnodes));
+      }
+    } catch (const LaunchError& e) {
+      // A record that will not change: waiting would only hide it.
+      rendezvous_error_ = fmt::format("cannot read the world of job {} from the master at {}: {}",
+                                      settings_.job_id, MasterText(), OneLine(e.what()));
+      return Stop();
+    }
+    Adopt([&] { return job_->Take(world_, own_key_); });
   });
 }
 
@@ -608,30 +772,9 @@ void MasterNode::OnTick() {
     Stop();
     return;
   }
-  const size_t registered = [&] {
-    size_t n = 0;
-    for (const auto& [key, value] : kvs_) n += key.starts_with(keys_.info_prefix()) ? 1 : 0;
-    return n;
-  }();
-  if (SecondsSince(start_) > settings_.rendezvous_timeout) {
-    std::vector<std::string> names;
-    for (const auto& [key, value] : kvs_) {
-      if (!key.starts_with(keys_.info_prefix())) continue;
-      try {
-        names.push_back(DescribePeer(DecodePeerInfo(key, value)));
-      } catch (const LaunchError&) {
-        names.push_back(key);
-      }
-    }
-    rendezvous_error_ = fmt::format(
-        "rendezvous timed out after {} s (--rendezvous_timeout) at master {}: {} of {} nodes "
-        "registered [{}], {} missing{}",
-        settings_.rendezvous_timeout, MasterText(), registered, settings_.nnodes,
-        fmt::join(names, ", "), settings_.nnodes - static_cast<int>(registered),
-        registered_ ? "" : fmt::format("; this node never reached the master ({})", last_error_));
-    Stop();
-    return;
-  }
+  // A registered participant gives the host a moment to say why first (it names the nodes).
+  const double grace = !ledger_ && registered_ ? kTimeoutGrace : 0;
+  if (SecondsSince(start_) > settings_.rendezvous_timeout + grace) return TimeOut();
   if (SecondsSince(last_status_) >= kStatusInterval) {
     last_status_ = Clock::now();
     if (!registered_) {
@@ -641,169 +784,148 @@ void MasterNode::OnTick() {
                                        "queued at the master or its answer is on the way"
                                      : last_error_,
                  settings_.rendezvous_timeout);
-    } else {
+    } else if (ledger_) {
       PDLOG_INFO("waiting for {} more node(s) of {} at master {} (job {}, {:.0f} s of {} s)",
-                 settings_.nnodes - static_cast<int>(registered), settings_.nnodes, MasterText(),
-                 settings_.job_id, SecondsSince(start_), settings_.rendezvous_timeout);
+                 settings_.nnodes - static_cast<int>(ledger_->counted().size()),
+                 settings_.nnodes, MasterText(), settings_.job_id, SecondsSince(start_),
+                 settings_.rendezvous_timeout);
+    } else {
+      PDLOG_INFO("waiting for the world of {} nodes at master {} (job {}, {:.0f} s of {} s)",
+                 settings_.nnodes, MasterText(), settings_.job_id, SecondsSince(start_),
+                 settings_.rendezvous_timeout);
     }
   }
+}
+
+std::vector<std::string> MasterNode::RegisteredNames(
+    const std::map<std::string, std::string>& info) const {
+  std::vector<std::string> names;
+  for (const auto& [key, value] : info) {
+    if (!key.starts_with(keys_.info_prefix())) continue;
+    try {
+      names.push_back(DescribePeer(DecodePeerInfo(key, value)));
+    } catch (const LaunchError&) {
+      names.push_back(OneLine(key));
+    }
+  }
+  return names;
+}
+
+std::string MasterNode::TimeoutError(size_t registered,
+                                     const std::vector<std::string>& names) const {
+  return fmt::format(
+      "rendezvous timed out after {} s (--rendezvous_timeout) at master {}: {} of {} nodes "
+      "registered [{}], {} missing{}",
+      settings_.rendezvous_timeout, MasterText(), registered, settings_.nnodes,
+      fmt::join(names, ", "), settings_.nnodes - static_cast<int>(registered),
+      registered_ ? "" : fmt::format("; this node never reached the master ({})", last_error_));
+}
+
+// The rendezvous deadline passed: the error names the nodes that registered. The host knows
+// them and publishes its error for every node; a participant that did not hear it asks the
+// master once (for at most 2 s).
+void MasterNode::TimeOut() {
+  if (timing_out_) return;
+  timing_out_ = true;
+  if (ledger_) {
+    rendezvous_error_ =
+        TimeoutError(ledger_->counted().size(), RegisteredNames(ledger_->counted()));
+    server_->store().Put(keys_.formed(), EncodeFormed({0, *rendezvous_error_}), std::nullopt,
+                         /*within_limits=*/false);
+    server_->Changed();
+    return Stop();
+  }
+  if (!client_ || !answered_) {
+    rendezvous_error_ = TimeoutError(0, {});
+    return Stop();
+  }
+  client_->Request("GET", keys_.info_prefix(), "", 2.0, [this](const HttpReply& reply) {
+    std::map<std::string, std::string> info;
+    if (reply.status == 200) {
+      try {
+        info = DecodeJsonObject(reply.body);
+      } catch (const LaunchError&) {
+      }
+    }
+    const std::vector<std::string> names = RegisteredNames(info);
+    rendezvous_error_ = TimeoutError(names.size(), names);
+    Stop();
+  });
 }
 
 void MasterNode::OnNews(const std::map<std::string, std::string>& kvs) {
-  kvs_ = kvs;
-  const CoordState coord = ParseCoordState(keys_, kvs);
-  seen_alive_.insert(coord.alive.begin(), coord.alive.end());
-  if (phase_ == Phase::kRendezvous) {
-    OnRendezvousNews(kvs, coord);
-  } else if (phase_ != Phase::kDone) {
-    OnRunNews(coord);
-  }
-}
-
-void MasterNode::OnRendezvousNews(const std::map<std::string, std::string>& kvs,
-                                  const CoordState& coord) {
-  if (!registered_) return;
-  // A node whose --nnodes or run mode is not the job's would form a world of its own (silent
-  // wrong training): it stops here, and the host refuses it, naming it.
-  if (!server_) {
-    const auto refused = coord.refused.find(pod_);
-    const std::optional<std::string> mismatch =
-        coord.terms ? TermsMismatch(*coord.terms, terms_) : std::nullopt;
-    if (mismatch || refused != coord.refused.end()) {
+  if (!registered_ || phase_ == Phase::kDone) return;
+  const JobNews news = ParseNews(keys_, pod_, kvs);
+  const NodeStep step = DecideNodeStep(news, terms_, phase_ != Phase::kRendezvous);
+  switch (step.kind) {
+    case NodeStep::Kind::kWait:
+      return;
+    case NodeStep::Kind::kRefused:
       rendezvous_error_ = fmt::format(
           "the master at {} refused this node for job {}: {}; give every node the same "
           "--nnodes and run mode",
-          MasterText(), settings_.job_id, mismatch ? *mismatch : refused->second);
+          MasterText(), settings_.job_id, step.reason);
       return Stop();
-    }
+    case NodeStep::Kind::kCannotForm:
+      rendezvous_error_ = step.reason;
+      return Stop();
+    case NodeStep::Kind::kReadWorld:
+      if (!reading_world_) ReadWorld();
+      return;
+    case NodeStep::Kind::kJobFailed:
+      return OnJobFailed(step.failure);
+    case NodeStep::Kind::kComplete:
+      if (phase_ == Phase::kCompleting) Stop();
+      return;
   }
-  std::map<std::string, std::string> info;
-  for (const auto& [key, value] : kvs) {
-    if (key.starts_with(keys_.info_prefix())) info.emplace(key, value);
-  }
-  // Every node leaves out a node whose terms disagree with the job's, refused or not yet: it
-  // wrote them before its info key, so whoever sees the one sees the other. The host refuses it.
-  const JobTerms& job_terms = coord.terms ? *coord.terms : terms_;
-  bool refused_now = false;
-  for (const auto& [pod, terms] : coord.node_terms) {
-    const std::optional<std::string> mismatch = TermsMismatch(job_terms, terms);
-    if (!mismatch && !coord.refused.count(pod)) continue;
-    // Its info keys, /<job>/info/<pod>/<rank>, whatever record they hold (a PS node's is no
-    // collective peer).
-    std::vector<std::string> pod_info;
-    const std::string own_info = keys_.info_prefix() + pod + "/";
-    for (auto it = info.lower_bound(own_info);
-         it != info.end() && it->first.starts_with(own_info);) {
-      pod_info.push_back(it->first);
-      it = info.erase(it);
-    }
-    if (server_ && mismatch) refused_now |= Refuse(pod, terms, *mismatch, pod_info, coord);
-  }
-  if (refused_now) return server_->Changed();
-  // The host forgets a node that left before the job started (its heartbeat expired), so that a
-  // restarted node can take its place; Paddle's nodes publish no heartbeat and are never dropped.
-  if (server_) {
-    bool dropped = false;
-    for (auto it = info.begin(); it != info.end();) {
-      std::string name;
-      try {
-        name = DecodePeerInfo(it->first, it->second).name;
-      } catch (const LaunchError&) {
-      }
-      if (!name.empty() && name != pod_ && seen_alive_.count(name) && !coord.alive.count(name)) {
-        PDLOG_WARN("node {} left before the job started; forgetting it", name);
-        server_->store().Delete(it->first);
-        it = info.erase(it);
-        dropped = true;
-      } else {
-        ++it;
-      }
-    }
-    if (dropped) return server_->Changed();
-  }
+}
+
+// A node of Paddle's master: the world forms when --nnodes peers are there, each node ordering
+// them itself (as Paddle's do); no failure detection between nodes.
+void MasterNode::OnForeignPeers(const std::map<std::string, std::string>& info) {
+  if (!registered_ || phase_ != Phase::kRendezvous) return;
   if (static_cast<int>(info.size()) < settings_.nnodes) return;
   if (static_cast<int>(info.size()) > settings_.nnodes) {
     std::vector<std::string> names;
-    for (const auto& [key, value] : info) names.push_back(key);
+    for (const auto& [key, value] : info) names.push_back(OneLine(key));
     rendezvous_error_ =
         fmt::format("{} nodes registered at master {} for job {} but --nnodes is {}: {}",
                     info.size(), MasterText(), settings_.job_id, settings_.nnodes,
                     fmt::join(names, ", "));
     return Stop();
   }
-  try {
-    const MasterWorld world = job_->Form(info, own_key_, settings_.sort_ip);
-    members_ = world.members;
-    member_addresses_ = world.addresses;
-    peer_keys_ = world.keys;
-    own_index_ = world.own_index;
-    TheRunReport().node_rank = own_index_;
-    TheRunReport().nodes = static_cast<int>(member_addresses_.size());
-  } catch (const LaunchError& e) {
-    rendezvous_error_ = e.what();
-    return Stop();
+  if (Adopt([&] { return job_->Form(info, own_key_, settings_.sort_ip); })) {
+    for (const std::string& key : peer_keys_) world_.emplace_back(key, info.at(key));
   }
-  phase_ = Phase::kRunning;
-  if (!Solo(settings_)) {
-    PDLOG_INFO("all {} nodes joined in {:.3f} s; this node is rank {} of [{}]", settings_.nnodes,
-               SecondsSince(start_), own_index_, fmt::join(member_addresses_, ", "));
+}
+
+void MasterNode::OnJobFailed(const JobFailure& failure) {
+  if (!failure_ || failure_->pod.empty()) {
+    const bool first = !failure_;
+    failure_ = failure;
+    if (first && failure.pod != pod_ && phase_ != Phase::kRendezvous) {
+      PDLOG_ERROR("job failed: {}; stopping this node's processes", failure.cause);
+    }
   }
   Stop();
 }
 
-// The host refuses a node whose terms disagree with the job's: its info keys deleted, so that
-// no node counts it, and a record it reads, written (and the node named) once. True when the
-// store changed.
-bool MasterNode::Refuse(const std::string& pod, const JobTerms& terms, const std::string& mismatch,
-                        const std::vector<std::string>& info_keys, const CoordState& coord) {
-  KvMemoryStore& store = server_->store();
-  bool changed = false;
-  for (const std::string& key : info_keys) changed |= store.Delete(key);
-  if (!coord.refused.count(pod)) {
-    const std::string node = terms.node.empty() ? pod : fmt::format("{} ({})", terms.node, pod);
-    PDLOG_WARN("refused node {} for job {}: {}", OneLine(node), settings_.job_id, mismatch);
-    store.Put(keys_.refused(pod), mismatch, std::nullopt, /*within_limits=*/false);
-    changed = true;
-  }
-  return changed;
-}
-
-void MasterNode::OnRunNews(const CoordState& coord) {
-  const MasterStep step = DecideMasterStep(coord, members_, seen_alive_);
-  switch (step.kind) {
-    case MasterStep::Kind::kContinue:
-      return;
-    case MasterStep::Kind::kJobFailed:
-      if (!failure_ || failure_->pod.empty()) {
-        const bool first = !failure_;
-        failure_ = step.failure;
-        if (first && step.failure.pod != pod_) {
-          PDLOG_ERROR("job failed: {}; stopping this node's processes", step.failure.cause);
-        }
-      }
-      return Stop();
-    case MasterStep::Kind::kNodesLost: {
-      if (lost_reported_) return;
-      lost_reported_ = true;
-      std::vector<std::string> names;
-      for (const std::string& pod : step.lost) {
-        std::string address = pod;
-        for (size_t i = 0; i < members_.size(); ++i) {
-          if (members_[i] == pod) address = member_addresses_[i];
-        }
-        names.push_back(address);
-      }
-      PublishFailure(JobFailure{
-          node_ip_, "",
-          fmt::format("node {} lost: no heartbeat for {} s", fmt::join(names, ", "),
-                      settings_.heartbeat_timeout),
-          1});
-      return;
+// The host found members whose heartbeat expired: their loss is the job's failure.
+void MasterNode::OnNodesLost(const std::vector<std::string>& lost) {
+  if (lost_reported_) return;
+  lost_reported_ = true;
+  std::vector<std::string> names;
+  for (const std::string& pod : lost) {
+    std::string address = OneLine(pod);
+    for (size_t i = 0; i < members_.size(); ++i) {
+      if (members_[i] == pod) address = member_addresses_[i];
     }
-    case MasterStep::Kind::kAllDone:
-      if (phase_ == Phase::kCompleting) Stop();
-      return;
+    names.push_back(address);
   }
+  PublishFailure(JobFailure{node_ip_, "",
+                            fmt::format("node {} lost: no heartbeat for {} s",
+                                        fmt::join(names, ", "), settings_.heartbeat_timeout),
+                            1});
 }
 
 void MasterNode::Stop() {
@@ -840,9 +962,8 @@ void MasterNode::PublishDone() {
 int MasterNode::RunRanks() {
   const fs::path log_dir = PrepareLogDir(options_.log_dir);
   std::vector<std::string> peers;
-  for (const std::string& key : peer_keys_) {
-    peers.push_back(key == own_key_ ? value_ : kvs_.count(key) ? kvs_.at(key) : key);
-  }
+  for (const auto& [key, value] : world_) peers.push_back(key == own_key_ ? value_ : value);
+  if (world_.empty()) peers.push_back(value_);  // A one-node job.
   WritePodLog(log_dir / fmt::format("{}.{}.log", settings_.job_id, pod_), PythonListRepr(peers),
               options_.log_overwrite);
   MasterLocal local = job_->Build(log_dir, pod_);
@@ -875,7 +996,7 @@ int MasterNode::RunRanks() {
     PublishFailure(*failure_);
   };
   if (local.job_wide_completion) {
-    // This node's workers are done: say so; the servers stay until every node's are (OnRunNews).
+    // This node's workers are done: say so; the servers stay until every node's are (news/complete).
     supervisor.hold_secondaries = true;
     supervisor.on_primaries_done = [this] {
       PDLOG_INFO("this node's workers are done; its servers stay until every node's are");
@@ -915,11 +1036,8 @@ int MasterNode::Complete() {
   PublishDone();
   if (server_) {
     // The host stays until every node has reported (or the job fails): they talk to it.
-    OnNews(server_->store().Prefix(keys_.job_prefix()));
     if (phase_ == Phase::kCompleting && !failure_ &&
-        DecideMasterStep(ParseCoordState(keys_, server_->store().Prefix(keys_.job_prefix())),
-                         members_, seen_alive_)
-                .kind != MasterStep::Kind::kAllDone) {
+        ledger_->Step().kind != MasterStep::Kind::kAllDone) {
       PDLOG_INFO("waiting for the other nodes to finish");
       if (const std::optional<int> code = WaitIdle("the other nodes to finish")) {
         return Finish(*code);

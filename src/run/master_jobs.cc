@@ -53,7 +53,14 @@ class CollectiveJob : public MasterJob {
 
   MasterWorld Form(const std::map<std::string, std::string>& info, const std::string& own_key,
                    bool sort_ip) override {
-    const PeerOrder order = OrderPeers(info, own_key, sort_ip);
+    return Adopt(OrderPeers(info, own_key, sort_ip));
+  }
+
+  MasterWorld Take(const WorldEntries& world, const std::string& own_key) override {
+    return Adopt(PeersInOrder(world, own_key));
+  }
+
+  MasterWorld Adopt(const PeerOrder& order) {
     cluster_ = BuildMasterCluster(order, devices_);
     MasterWorld world;
     world.keys = order.keys;
@@ -147,7 +154,21 @@ class PsJob : public MasterJob {
       keys.push_back(key);
       peers.emplace(key, std::move(peer));
     }
-    const KeyOrder order = OrderKeys(keys, own_key, names, nullptr);
+    return Adopt(OrderKeys(keys, own_key, names, nullptr), peers);
+  }
+
+  MasterWorld Take(const WorldEntries& world, const std::string& own_key) override {
+    KeyOrder order;
+    order.own_index = OwnIndexInWorld(world, own_key);
+    std::map<std::string, PsPeerInfo> peers;
+    for (const auto& [key, value] : world) {
+      order.keys.push_back(key);
+      peers.emplace(key, DecodePsPeer(key, value));
+    }
+    return Adopt(order, peers);
+  }
+
+  MasterWorld Adopt(const KeyOrder& order, const std::map<std::string, PsPeerInfo>& peers) {
     MasterWorld world;
     world.keys = order.keys;
     world.own_index = order.own_index;

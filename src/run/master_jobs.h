@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "pdlaunch/cli/options.h"
+#include "pdlaunch/coord/rendezvous.h"
 #include "pdlaunch/process/supervisor.h"
 #include "run/launch_support.h"
 
@@ -45,6 +46,9 @@ class MasterJob {
   /// ranks.
   virtual MasterWorld Form(const std::map<std::string, std::string>& info,
                            const std::string& own_key, bool sort_ip) = 0;
+  /// Takes the world the host formed, in its order (a participant of a pdlaunch master); throws
+  /// LaunchError on bad peers or when this node is not a member.
+  virtual MasterWorld Take(const WorldEntries& world, const std::string& own_key) = 0;
   /// This node's processes, their logs in `log_dir`.
   virtual MasterLocal Build(const std::filesystem::path& log_dir, const std::string& pod) = 0;
 };

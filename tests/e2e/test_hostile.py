@@ -287,7 +287,7 @@ class HostileMasterTest(harness.LaunchTestCase):
         port, host, node = self.start_job(seconds=30)
         record = {"node": "\x1b]0;owned\x07", "pod": "p",
                   "cause": "x\x1b[2J\x1b]0;owned\x07\rfake line\u009b", "exit_code": 1e300}
-        status, _ = request(port, "PUT", "/default/pdlaunch/failure",
+        status, _ = request(port, "PUT", "/default/pdlaunch/news/failure",
                             json.dumps(record).encode())
         self.assertEqual(status, 200)
         for proc in (host, node):

@@ -13,6 +13,7 @@ import re
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 
@@ -439,6 +440,44 @@ class MasterLoopbackTest(LaunchTestCase):
         self.assertEqual(sorted(e["PADDLE_TRAINER_ID"] for e in envs), ["0", "1"])
         host = 0 if "hosts it now" in results[0].stderr else 1
         self.assertEqual(envs[host]["PADDLE_TRAINER_ID"], "0")
+
+    def test_128_nodes_form_one_world(self):
+        # 128 launchers on their own loopback addresses, one rank each; at the default
+        # fs.inotify.max_user_instances (128) the last ones run without inotify, as a user's
+        # would. The bound is generous (the bench measures: docs/performance.md).
+        n = 128
+        port = free_port(self)
+        stamps = self.dir / "stamps"
+        stamps.mkdir()
+        rank = self.dir / "rank.sh"
+        rank.write_text('#!/bin/sh\necho "$PADDLE_TRAINER_ID $PADDLE_TRAINERS_NUM '
+                        '$PADDLE_TRAINER_ENDPOINTS" > "$STAMPS/$PADDLE_TRAINER_ID"\n')
+        rank.chmod(0o755)
+        env = dict(self.env(), STAMPS=str(stamps))
+        procs = []
+        for i in range(n):
+            procs.append(self.start_launch(
+                ["--host", f"127.3.{i // 250}.{i % 250 + 1}", "--rank", i, "--master",
+                 f"127.0.0.1:{port}", "--nnodes", n, "--nproc_per_node", 1,
+                 "--rendezvous_timeout", 60, "--log_dir", self.dir / f"l{i}", rank],
+                env=env, name=f"n{i}"))
+            if i == 0:
+                self.wait_until(lambda: "hosts the master" in
+                                (self.dir / "n0.stderr").read_text(), "the host to serve", 20)
+        last_started = time.monotonic()
+        results = [self.finish(proc, timeout=90) for proc in procs]
+        formed = time.monotonic() - last_started
+        for result in results:
+            self.assertEqual(result.code, 0, result)
+        lines = {int(p.name): p.read_text().split() for p in stamps.iterdir()}
+        self.assertEqual(sorted(lines), list(range(n)))
+        endpoints = {tuple(line[2].split(",")) for line in lines.values()}
+        self.assertEqual(len(endpoints), 1, "the ranks saw different worlds")
+        self.assertEqual(len(next(iter(endpoints))), n)
+        self.assertTrue(all(line[1] == str(n) for line in lines.values()))
+        print(f"e2e measured: 128 nodes, last launcher started -> all exited {formed:.2f} s",
+              file=sys.stderr)
+        self.assertLess(formed, 30)
 
     def test_a_log_directory_that_cannot_be_made_fails_before_the_rendezvous(self):
         (self.dir / "file").write_text("")

@@ -39,6 +39,7 @@
 #include "pdlaunch/coord/elastic_policy.h"
 #include "pdlaunch/coord/etcd_protocol.h"
 #include "pdlaunch/coord/kv_http.h"
+#include "pdlaunch/coord/job_ledger.h"
 #include "pdlaunch/coord/rendezvous.h"
 #include "pdlaunch/plan/cloud.h"
 #include "pdlaunch/plan/devices.h"
@@ -613,9 +614,24 @@ void FuzzMaster(const FuzzInput& input, const LaunchOptions& options, const EnvM
       PDLAUNCH_FUZZ_CHECK(cluster.world_size() == total);
     }
   }
-  const CoordState coord = ParseCoordState(keys, all);
-  std::vector<std::string> members(coord.alive.begin(), coord.alive.end());
-  (void)DecideMasterStep(coord, members, coord.alive);
+  // The host's ledger, fed every key (then told they all went), and a participant's news.
+  JobLedger ledger(keys, JobTerms{2, "collective", ""}, "host");
+  for (const auto& [key, value] : all) ledger.Update(key, &value);
+  (void)ledger.TakeRefusals();
+  (void)ledger.TakeStaleInfo();
+  std::vector<std::string> members;
+  for (const auto& [key, value] : info) members.push_back(InfoKeyPod(keys, key));
+  ledger.Form(members);
+  (void)ledger.Step();
+  ledger.Resync({});
+  PDLAUNCH_FUZZ_CHECK(ledger.counted().empty());
+  const JobNews news = ParseNews(keys, "host", all);
+  (void)DecideNodeStep(news, JobTerms{2, "collective", ""}, false);
+  if (const auto it = all.find(keys.world()); it != all.end()) {
+    if (const auto world = Try([&] { return DecodeWorld(it->second, 4096); })) {
+      PDLAUNCH_FUZZ_CHECK(DecodeWorld(EncodeWorld(*world), 4096) == *world);
+    }
+  }
   // Hostlists: a UsageError or names without brackets; the step from the input's environment.
   for (const std::string& token : input.args) {
     if (const auto hosts = Try([&] { return ExpandHostlist(token); })) {

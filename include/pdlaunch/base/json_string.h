@@ -19,4 +19,12 @@ std::string EncodeJsonString(std::string_view text);
 bool AppendJsonString(std::string& out, std::string_view text,
                       size_t max_size = std::numeric_limits<size_t>::max());
 
+/// Reads the JSON string literal that starts at text[i] (its opening quote) into `out`, moving `i`
+/// past its closing quote: the fast path of the readers of the master's answers and peer records,
+/// for printable ASCII and the short escapes (\" \\ \/ \b \f \n \r \t), which is all
+/// json.dumps writes for them. False for anything else (a \u escape, a byte outside printable
+/// ASCII, an unterminated literal), with `out` and `i` unspecified: the caller then parses the
+/// whole text with a full JSON parser, which decides.
+bool ReadPlainJsonString(std::string_view text, size_t& i, std::string& out);
+
 }  // namespace pdlaunch

@@ -32,7 +32,8 @@ struct HttpServerLimits {
 /// The bounds of the master of a job of `nnodes` nodes on a launcher allowed `open_files`
 /// descriptors (its RLIMIT_NOFILE): room for 8 connections per node plus 64, at least 512, and
 /// at most the descriptors left after 128 for the launcher itself; one address may hold 3 per
-/// node plus 16 (nodes simulated on one host share one address), at most half of them.
+/// node plus 16 (nodes simulated on one host share one address), at most half of them; an answer
+/// may carry 2 KiB per node, between 4 and 8 MiB.
 HttpServerLimits ServerLimitsFor(int nnodes, size_t open_files);
 
 /// Paddle's KV server, served from `io`: concurrent connections, one request each (the answer

@@ -5,6 +5,7 @@
 // server (http_master.cc) passes the time in. docs/master.md describes the protocol.
 
 #include <cstdint>
+#include <deque>
 #include <initializer_list>
 #include <map>
 #include <memory>
@@ -89,6 +90,11 @@ class KvMemoryStore {
   /// records out.
   void Reserve(std::string prefix, size_t keys, size_t bytes);
   bool Delete(const std::string& key);
+  /// The value of `key`; nullptr when it does not exist. Valid until the next change.
+  const std::string* Find(const std::string& key) const {
+    const auto it = entries_.find(key);
+    return it == entries_.end() ? nullptr : &it->second.value;
+  }
   /// Every key starting with `prefix` (a pure string prefix, as Paddle matches).
   std::map<std::string, std::string> Prefix(std::string_view prefix) const;
 
@@ -97,6 +103,18 @@ class KvMemoryStore {
   /// The earliest expiry time of any key, if any. O(1).
   std::optional<double> NextExpiry() const;
   int64_t revision() const { return revision_; }
+  /// Whether a key under `prefix` changed after `revision`, so that a long-poll asking to wait
+  /// past `revision` must be answered at once rather than parked. Exact while at most
+  /// kMaxScannedKeys keys lie under `prefix` and the last kMaxRecentDeletes deletions reach back
+  /// to `revision`; true (answer at once) when it cannot tell. O(kMaxScannedKeys).
+  bool ChangedSince(const std::string& prefix, int64_t revision) const;
+  static constexpr size_t kMaxScannedKeys = 64;
+  static constexpr size_t kMaxRecentDeletes = 64;
+  /// The keys changed since ClearChanged(), in order (a key may repeat); nullptr when more than
+  /// kMaxChangedKeys changed (not recorded: read what you need again).
+  const std::vector<std::string>* ChangedKeys() const {
+    return changed_overflow_ ? nullptr : &changed_;
+  }
   /// Whether a key starting with one of `prefixes` was written or deleted since ClearChanged()
   /// (the server clears after each change it reports), so that a watcher can skip changes of
   /// keys it does not read. True as well when more than kMaxChangedKeys changed (not recorded).
@@ -112,6 +130,7 @@ class KvMemoryStore {
   struct Entry {
     std::string value;
     std::optional<Expiries::iterator> expiry;  ///< Its place in expiries_, when it expires.
+    int64_t mod_revision = 0;                  ///< The revision that last changed it.
   };
   bool Fits(const std::string& key, const std::string& value) const;
   KvHttpResponse Encode(const std::string& prefix) const;
@@ -126,6 +145,7 @@ class KvMemoryStore {
   int64_t revision_ = 1;
   std::vector<std::string> changed_;
   bool changed_overflow_ = false;
+  std::deque<std::pair<int64_t, std::string>> recent_deletes_;  // (revision, key), oldest first.
   void NoteChanged(const std::string& key);
   // Answers encoded at cache_revision_, by prefix.
   mutable std::map<std::string, KvHttpResponse> answers_;

@@ -8,6 +8,8 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "pdlaunch/plan/devices.h"
@@ -20,9 +22,16 @@ namespace pdlaunch {
 inline constexpr std::string_view kHostKeyName = "aaaaaa";
 
 /// The keys of job `job_id` at the master. Paddle's: /<job>/info/<pod>/<rank>. pdlaunch's own,
-/// outside Paddle's prefix so that Paddle's count of peers is not disturbed:
-/// /<job>/pdlaunch/alive/<pod> (heartbeat, expires), /<job>/pdlaunch/done/<pod> (exit code),
-/// /<job>/pdlaunch/failure (the job's root cause, first writer wins).
+/// outside Paddle's prefix so that Paddle's count of peers is not disturbed (docs/master.md,
+/// "Keys"):
+/// * written by the participants, read by the host alone: /<job>/pdlaunch/alive/<pod>
+///   (heartbeat, expires), /<job>/pdlaunch/done/<pod> (exit code),
+///   /<job>/pdlaunch/node_terms/<pod>;
+/// * the news, small, which every participant long-polls: /<job>/pdlaunch/news/terms (the job's),
+///   news/refused/<pod>, news/formed (the world is formed, or cannot be), news/failure (the
+///   job's root cause, first writer wins), news/complete (every node done);
+/// * /<job>/pdlaunch/world: the world the host formed, which every participant reads once.
+/// A join, a heartbeat or a done report touches no key a participant waits on.
 struct MasterKeys {
   explicit MasterKeys(std::string job_id) : job(std::move(job_id)) {}
   std::string job;
@@ -36,16 +45,48 @@ struct MasterKeys {
   std::string coord_prefix() const { return "/" + job + "/pdlaunch/"; }
   std::string alive(const std::string& pod) const { return coord_prefix() + "alive/" + pod; }
   std::string done(const std::string& pod) const { return coord_prefix() + "done/" + pod; }
-  std::string failure() const { return coord_prefix() + "failure"; }
-  /// The job's terms, written by the host before anyone can register.
-  std::string terms() const { return coord_prefix() + "terms"; }
   /// A participant's terms, written before its info key.
   std::string node_terms(const std::string& pod) const {
     return coord_prefix() + "node_terms/" + pod;
   }
+  std::string news_prefix() const { return coord_prefix() + "news/"; }
+  /// The job's terms, written by the host before anyone can register.
+  std::string terms() const { return news_prefix() + "terms"; }
   /// Why the host refused a node (its terms disagree with the job's).
-  std::string refused(const std::string& pod) const { return coord_prefix() + "refused/" + pod; }
+  std::string refused(const std::string& pod) const { return news_prefix() + "refused/" + pod; }
+  std::string formed() const { return news_prefix() + "formed"; }
+  std::string failure() const { return news_prefix() + "failure"; }
+  std::string complete() const { return news_prefix() + "complete"; }
+  std::string world() const { return coord_prefix() + "world"; }
 };
+
+/// The pod of an info key /<job>/info/<pod>/<rank> (the segment after the prefix); empty when
+/// `key` is not under `keys.info_prefix()`.
+std::string InfoKeyPod(const MasterKeys& keys, const std::string& key);
+
+/// The members' info keys and records, in node order, as the host formed the world.
+using WorldEntries = std::vector<std::pair<std::string, std::string>>;
+
+/// The world record: "<n>\n", then per member "<len>:<key>,<len>:<record>," (netstrings), read
+/// in one pass without escapes: every participant reads all of it. A collective peer's record in
+/// Paddle's exact layout travels as its fields ("~name rank replicas dtype candidate
+/// endpoints", a third of the bytes); DecodeWorld gives it back as it was.
+std::string EncodeWorld(const WorldEntries& entries);
+/// Throws LaunchError on a malformed record: not that layout, more than `max_nodes` members, a
+/// length past the end, a key twice, bytes after the last member.
+WorldEntries DecodeWorld(std::string_view text, size_t max_nodes);
+
+/// news/formed: the world is formed, of `nodes` members, or it cannot be, and why (the host's
+/// rendezvous error, e.g. two nodes with one --rank: every node exits with it).
+struct WorldFormed {
+  int nodes = 0;
+  std::string error;  ///< Escaped when decoded.
+
+  bool operator==(const WorldFormed&) const = default;
+};
+std::string EncodeFormed(const WorldFormed& formed);
+/// nullopt when `value` is no such record.
+std::optional<WorldFormed> DecodeFormed(const std::string& value);
 
 /// What one node publishes (collective and rpc): Paddle's peer JSON.
 struct PeerInfo {
@@ -94,6 +135,14 @@ struct PeerOrder {
 PeerOrder OrderPeers(const std::map<std::string, std::string>& entries,
                      const std::string& own_key, bool sort_ip);
 
+/// The peers of a world the host formed, in its order (a participant of a pdlaunch master):
+/// decoded (LaunchError on a bad one) and this node's found (LaunchError naming the job when it
+/// is not a member: the world formed without it).
+PeerOrder PeersInOrder(const WorldEntries& world, const std::string& own_key);
+
+/// Where `own_key` stands in `world`; LaunchError when it is not there.
+int OwnIndexInWorld(const WorldEntries& world, const std::string& own_key);
+
 /// The Cluster the ordered peers describe: pod k = peer k, its trainers on its endpoints, global
 /// ranks by node order then local index, master = peer 0's candidate. Only this node's trainers
 /// get `devices` (the local plan); the backend and mode are the local plan's.
@@ -133,33 +182,36 @@ std::optional<JobTerms> DecodeJobTerms(const std::string& value);
 /// they agree.
 std::optional<std::string> TermsMismatch(const JobTerms& job, const JobTerms& node);
 
-/// The job's coordination keys as a node reads them.
-struct CoordState {
-  std::set<std::string> alive;  ///< Pods whose heartbeat key exists.
-  std::map<std::string, int> done;  ///< Pod → the exit code it reported.
+/// The news of the job as a participant reads them (under `keys.news_prefix()`).
+struct JobNews {
+  std::optional<JobTerms> terms;       ///< The host's; malformed is absent.
+  std::optional<std::string> refused;  ///< Why the host refused this node (escaped).
+  std::optional<WorldFormed> formed;
   std::optional<JobFailure> failure;
-  std::optional<JobTerms> terms;                   ///< The host's; malformed is absent.
-  std::map<std::string, JobTerms> node_terms;      ///< Pod → a participant's.
-  std::map<std::string, std::string> refused;      ///< Pod → why the host refused it (escaped).
+  bool complete = false;
 };
 
-/// Reads CoordState from every key under `keys.coord_prefix()` (others ignored).
-CoordState ParseCoordState(const MasterKeys& keys, const std::map<std::string, std::string>& kvs);
+/// Reads the news for the participant `pod` from an answer of the master (other keys ignored).
+JobNews ParseNews(const MasterKeys& keys, const std::string& pod,
+                  const std::map<std::string, std::string>& kvs);
 
-/// What a running node does next (docs/master.md, "Failure detection").
-struct MasterStep {
-  enum class Kind { kContinue, kJobFailed, kNodesLost, kAllDone };
-  Kind kind = Kind::kContinue;
-  JobFailure failure;           ///< kJobFailed: the published root cause.
-  std::vector<std::string> lost;   ///< kNodesLost: the pods whose heartbeat expired.
+/// What a participant does next, from the news (docs/master.md, "Failure detection").
+struct NodeStep {
+  enum class Kind {
+    kWait,        ///< Nothing yet.
+    kRefused,     ///< The host refused this node, or its terms are not the job's: `reason`.
+    kCannotForm,  ///< The host cannot form the world: `reason`.
+    kReadWorld,   ///< The world is formed: read it.
+    kJobFailed,   ///< `failure`.
+    kComplete,    ///< Every node is done (a PS node's servers may stop).
+  };
+  Kind kind = Kind::kWait;
+  std::string reason;
+  JobFailure failure;
 };
 
-/// The pure decision, from the keys alone: a published failure stops the job; a member that was
-/// seen alive and is neither alive nor done has been lost; every member seen alive done
-/// completes it (a member never seen alive, a node of Paddle's launcher, reports nothing).
-/// `members` are the pods of the world; `seen_alive` those whose heartbeat key was ever seen (a
-/// node started by Paddle's launcher publishes none and is never counted as lost).
-MasterStep DecideMasterStep(const CoordState& state, const std::vector<std::string>& members,
-                            const std::set<std::string>& seen_alive);
+/// The pure decision of a participant whose terms are `mine`, before (`formed` false) or after
+/// it read the world. A failure comes first, at any time.
+NodeStep DecideNodeStep(const JobNews& news, const JobTerms& mine, bool formed);
 
 }  // namespace pdlaunch

@@ -84,6 +84,56 @@ TEST(KvMemoryStoreTest, LongPollParksUntilTheRevisionPasses) {
   EXPECT_EQ(store.Answer("/job/").Body(), R"({"/job/x": "1"})");
 }
 
+// A node that re-parks with the revision of its last answer is parked again when the changes
+// since were elsewhere (other nodes joining), else answered at once: nothing is missed, and a
+// thousand joins do not send a thousand parked nodes round.
+TEST(KvMemoryStoreTest, LongPollParksAgainWhenTheChangesWereElsewhere) {
+  KvMemoryStore store;
+  Do(store, "PUT", "/j/news/terms", "t");
+  const int64_t seen = store.revision();
+  for (int i = 0; i < 100; ++i) Do(store, "PUT", fmt::format("/j/info/n{}/-1", i), "peer");
+  EXPECT_FALSE(store.ChangedSince("/j/news/", seen));
+  EXPECT_TRUE(Do(store, "GET", fmt::format("/j/news/?wait={}", seen)).wait_until);
+  // A write under the prefix since: answered at once.
+  Do(store, "PUT", "/j/news/formed", "f");
+  EXPECT_TRUE(store.ChangedSince("/j/news/", seen));
+  EXPECT_FALSE(Do(store, "GET", fmt::format("/j/news/?wait={}", seen)).wait_until);
+  // A deletion under the prefix since: answered at once, too.
+  const int64_t seen2 = store.revision();
+  Do(store, "DELETE", "/j/news/formed");
+  EXPECT_TRUE(store.ChangedSince("/j/news/", seen2));
+  EXPECT_FALSE(store.ChangedSince("/j/other/", seen2));
+  // Past the deletions it keeps, it cannot tell, so it answers.
+  const int64_t seen3 = store.revision();
+  for (size_t i = 0; i < KvMemoryStore::kMaxRecentDeletes; ++i) {
+    Do(store, "PUT", "/x", "1");
+    Do(store, "DELETE", "/x");
+  }
+  EXPECT_TRUE(store.ChangedSince("/j/news/", seen3));
+  EXPECT_FALSE(store.ChangedSince("/j/news/", store.revision()));
+  // A prefix of more keys than it scans: it cannot tell either.
+  const int64_t seen4 = store.revision() - 1;  // The change since: /x deleted.
+  EXPECT_TRUE(store.ChangedSince("/j/info/", seen4));
+}
+
+TEST(KvMemoryStoreTest, ChangedKeysListsWhatChangedUntilCleared) {
+  KvMemoryStore store;
+  store.ClearChanged();
+  Do(store, "PUT", "/a", "1");
+  Do(store, "DELETE", "/a");
+  ASSERT_NE(store.ChangedKeys(), nullptr);
+  EXPECT_EQ(*store.ChangedKeys(), (std::vector<std::string>{"/a", "/a"}));
+  EXPECT_EQ(store.Find("/a"), nullptr);
+  Do(store, "PUT", "/b", "2");
+  EXPECT_EQ(*store.Find("/b"), "2");
+  for (size_t i = 0; i < KvMemoryStore::kMaxChangedKeys; ++i) {
+    Do(store, "PUT", fmt::format("/k{}", i), "v");
+  }
+  EXPECT_EQ(store.ChangedKeys(), nullptr);  // Too many: read again what you need.
+  store.ClearChanged();
+  EXPECT_TRUE(store.ChangedKeys()->empty());
+}
+
 // A heartbeat renews its key with the same value: nothing a reader sees changes, so it must not
 // wake every parked long-poll of a 1,000-node job; only its expiry moves.
 TEST(KvMemoryStoreTest, TheSameValueAgainIsNoChangeButMovesTheExpiry) {
@@ -195,6 +245,22 @@ TEST(KvJsonTest, DecodeRoundTripsAndRefusesOtherJson) {
   EXPECT_THROW(DecodeJsonObject("[1]"), LaunchError);
   EXPECT_THROW(DecodeJsonObject(R"({"a": 1})"), LaunchError);
   EXPECT_THROW(DecodeJsonObject("not json"), LaunchError);
+}
+
+// Plain strings are read by a fast path, everything else by the full parser: same answers.
+TEST(KvJsonTest, TheFastPathAgreesWithTheFullParser) {
+  using Map = std::map<std::string, std::string>;
+  EXPECT_EQ(DecodeJsonObject(" {\n\"a\" :\"1\" ,\"b\":\"x\\\"\\\\\\/\\n\\t\"} "),
+            (Map{{"a", "1"}, {"b", "x\"\\/\n\t"}}));
+  EXPECT_EQ(DecodeJsonObject("{}"), Map{});
+  EXPECT_EQ(DecodeJsonObject(R"({"a": "1", "a": "2"})"), (Map{{"a", "2"}}));
+  EXPECT_EQ(DecodeJsonObject(R"({"\u0061": "\u00e9"})"), (Map{{"a", "\xc3\xa9"}}));
+  EXPECT_EQ(DecodeJsonObject("{\"a\": \"caf\xc3\xa9\"}"), (Map{{"a", "caf\xc3\xa9"}}));
+  for (const std::string bad : {"{", "{\"a\"}", "{\"a\": \"1\",}", "{\"a\": \"1\"} x",
+                                "{\"a\": \"\x01\"}", "{\"a\": \"1\" \"b\": \"2\"}",
+                                "{\"a\": \"\\x\"}", "{\"a\": \"\xff\"}", "{\"a\": null}"}) {
+    EXPECT_THROW(DecodeJsonObject(bad), LaunchError) << bad;
+  }
 }
 
 }  // namespace

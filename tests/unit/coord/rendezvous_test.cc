@@ -1,5 +1,6 @@
 #include "pdlaunch/coord/rendezvous.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "pdlaunch/base/errors.h"
@@ -84,17 +85,154 @@ TEST(JobTermsTest, MismatchNamesBothValuesAndRecordsRoundTrip) {
   }
 }
 
-TEST(JobTermsTest, CoordStateReadsTheTermsAndRefusals) {
+TEST(JobNewsTest, ReadsTheTermsAndThisNodesRefusal) {
   const MasterKeys keys("job");
-  const CoordState state = ParseCoordState(
-      keys, {{keys.terms(), EncodeJobTerms({3, "collective", ""})},
-             {keys.node_terms("abcdef"), EncodeJobTerms({2, "collective", ""})},
-             {keys.node_terms("bad"), "garbage"},
-             {keys.refused("abcdef"), "--nnodes 2 where the job's is 3\x1b"}});
-  EXPECT_EQ(state.terms, (JobTerms{3, "collective", ""}));
-  EXPECT_EQ(state.node_terms.size(), 1u);
-  EXPECT_EQ(state.node_terms.at("abcdef"), (JobTerms{2, "collective", ""}));
-  EXPECT_EQ(state.refused.at("abcdef"), "--nnodes 2 where the job's is 3\\x1b");
+  const std::map<std::string, std::string> kvs = {
+      {keys.terms(), EncodeJobTerms({3, "collective", ""})},
+      {keys.refused("abcdef"), "--nnodes 2 where the job's is 3\x1b"},
+      {keys.refused("other"), "not ours"}};
+  const JobNews news = ParseNews(keys, "abcdef", kvs);
+  EXPECT_EQ(news.terms, (JobTerms{3, "collective", ""}));
+  EXPECT_EQ(news.refused, "--nnodes 2 where the job's is 3\\x1b");
+  EXPECT_EQ(ParseNews(keys, "zzzzzz", kvs).refused, std::nullopt);
+}
+
+TEST(JobNewsTest, NewsKeysAreOutsideWhatJoinsAndHeartbeatsTouch) {
+  const MasterKeys keys("j");
+  for (const std::string& key : {keys.terms(), keys.refused("p"), keys.formed(), keys.failure(),
+                                 keys.complete()}) {
+    EXPECT_TRUE(key.starts_with(keys.news_prefix())) << key;
+  }
+  for (const std::string& key : {keys.info("p", -1), keys.alive("p"), keys.done("p"),
+                                 keys.node_terms("p"), keys.world()}) {
+    EXPECT_FALSE(key.starts_with(keys.news_prefix())) << key;
+  }
+}
+
+TEST(DecideNodeStepTest, Rules) {
+  using K = NodeStep::Kind;
+  const JobTerms mine{3, "collective", "10.0.0.2"};
+  JobNews news;
+  EXPECT_EQ(DecideNodeStep(news, mine, false).kind, K::kWait);
+  news.terms = JobTerms{3, "collective", ""};
+  EXPECT_EQ(DecideNodeStep(news, mine, false).kind, K::kWait);
+  // The node sees the mismatch itself, before the host refuses it.
+  NodeStep step = DecideNodeStep(news, {2, "collective", ""}, false);
+  EXPECT_EQ(step.kind, K::kRefused);
+  EXPECT_EQ(step.reason, "--nnodes 2 where the job's is 3");
+  news.refused = "run mode ps where the job's is collective";
+  EXPECT_EQ(DecideNodeStep(news, mine, false).reason, *news.refused);
+  news.refused.reset();
+  news.formed = WorldFormed{3, ""};
+  EXPECT_EQ(DecideNodeStep(news, mine, false).kind, K::kReadWorld);
+  // Once the world is read, only a failure or the end count.
+  EXPECT_EQ(DecideNodeStep(news, mine, true).kind, K::kWait);
+  news.complete = true;
+  EXPECT_EQ(DecideNodeStep(news, mine, true).kind, K::kComplete);
+  news.formed = WorldFormed{0, "nodes a and b both have --rank 1"};
+  step = DecideNodeStep(news, mine, false);
+  EXPECT_EQ(step.kind, K::kCannotForm);
+  EXPECT_EQ(step.reason, "nodes a and b both have --rank 1");
+  // A failure wins over everything, before or after the world.
+  news.failure = JobFailure{"n", "a", "cause", 9};
+  EXPECT_EQ(DecideNodeStep(news, mine, false).kind, K::kJobFailed);
+  step = DecideNodeStep(news, mine, true);
+  EXPECT_EQ(step.kind, K::kJobFailed);
+  EXPECT_EQ(step.failure.exit_code, 9);
+}
+
+TEST(WorldRecordTest, RoundTripsAnyBytes) {
+  const WorldEntries world = {{"/j/info/aaaaaa/-1", R"({"name": "x"})"},
+                              {"/j/info/b,c:d/-1", std::string("1:,\n\0\xff", 7)},
+                              {"/j/info/e/-1", ""}};
+  const std::string text = EncodeWorld(world);
+  EXPECT_TRUE(text.starts_with("3\n17:/j/info/aaaaaa/-1,"));
+  EXPECT_EQ(DecodeWorld(text, 3), world);
+  EXPECT_EQ(DecodeWorld(EncodeWorld({}), 0), WorldEntries{});
+}
+
+TEST(WorldRecordTest, APeerInPaddlesLayoutTravelsAsItsFields) {
+  const std::string peer =
+      EncodePeerInfo({"abcdef", -1, 2, "gpu", "10.0.0.1:6000", "10.0.0.1:6001,10.0.0.1:6002"});
+  const std::string spaced = R"({"name": "abcdef", "rank": -1})";  // Not a peer: as it is.
+  const WorldEntries world = {{"/j/info/abcdef/-1", peer}, {"/j/info/x/-1", spaced}};
+  const std::string text = EncodeWorld(world);
+  EXPECT_NE(text.find("~abcdef -1 2 gpu 10.0.0.1:6000 10.0.0.1:6001,10.0.0.1:6002,"),
+            std::string::npos)
+      << text;
+  EXPECT_LT(EncodeWorld({world[0]}).size(), peer.size());
+  EXPECT_EQ(DecodeWorld(text, 2), world);
+  for (const std::string bad : {"~a 1 1 cpu", "~a x 1 cpu c e", "~a 1 1 cpu c e f", "~"}) {
+    EXPECT_THROW(DecodeWorld(fmt::format("1\n1:k,{}:{},", bad.size(), bad), 1), LaunchError)
+        << bad;
+  }
+}
+
+TEST(WorldRecordTest, RefusesMalformedRecords) {
+  const std::string good = EncodeWorld({{"/j/info/a/-1", "v"}, {"/j/info/b/-1", "w"}});
+  EXPECT_NO_THROW(DecodeWorld(good, 2));
+  EXPECT_THROW(DecodeWorld(good, 1), LaunchError);  // More members than the job's nodes.
+  for (const std::string& bad :
+       {std::string(""), std::string("x\n"), std::string("1\n"), std::string("1\n3:ab,1:v,"),
+        std::string("1\n99999999999:a,"), std::string("1\n2:ab;1:v,"), good + "x",
+        good.substr(0, good.size() - 1), std::string("-1\n")}) {
+    EXPECT_THROW(DecodeWorld(bad, 2), LaunchError) << bad;
+  }
+  EXPECT_THROW(DecodeWorld(EncodeWorld({{"/k", "v"}, {"/k", "w"}}), 2), LaunchError);
+}
+
+TEST(WorldFormedTest, RoundTripsAndEscapes) {
+  EXPECT_EQ(DecodeFormed(EncodeFormed({4, ""})), (WorldFormed{4, ""}));
+  EXPECT_EQ(DecodeFormed(EncodeFormed({0, "two nodes\x1b"}))->error, "two nodes\\x1b");
+  for (const std::string bad : {"", "{}", R"({"nodes": 0})", R"({"nodes": "3"})", "[]"}) {
+    EXPECT_EQ(DecodeFormed(bad), std::nullopt) << bad;
+  }
+}
+
+TEST(PeersInOrderTest, KeepsTheHostsOrderAndFindsThisNode) {
+  const auto peer = [](const std::string& name, const std::string& ip) {
+    return EncodePeerInfo({name, -1, 1, "cpu", ip + ":6000", ip + ":6001"});
+  };
+  const WorldEntries world = {{"/j/info/zzz/-1", peer("zzz", "10.0.0.9")},
+                              {"/j/info/aaa/-1", peer("aaa", "10.0.0.1")}};
+  const PeerOrder order = PeersInOrder(world, "/j/info/aaa/-1");
+  EXPECT_EQ(order.own_index, 1);
+  EXPECT_EQ(order.peers[0].name, "zzz");
+  EXPECT_EQ(order.keys, (std::vector<std::string>{"/j/info/zzz/-1", "/j/info/aaa/-1"}));
+  try {
+    PeersInOrder(world, "/j/info/late/-1");
+    FAIL() << "a node outside the world was taken in";
+  } catch (const LaunchError& e) {
+    EXPECT_NE(std::string(e.what()).find("the world formed with 2 nodes without this node"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(DecodePeerInfoTest, TheFastPathAgreesWithTheFullParser) {
+  // The canonical layout is read without nlohmann; any other layout by it. Both must agree.
+  const PeerInfo peer{"abcdef", 3, 2, "gpu", "10.0.0.1:6000", "10.0.0.1:6001,10.0.0.1:6002"};
+  const std::string canonical = EncodePeerInfo(peer);
+  EXPECT_EQ(DecodePeerInfo("k", canonical), peer);
+  const std::string spaced =
+      R"({ "name":"abcdef","rank":3,"replicas":2,"dtype":"gpu","candidate":"10.0.0.1:6000",)"
+      R"("endpoints":"10.0.0.1:6001,10.0.0.1:6002" })";
+  EXPECT_EQ(DecodePeerInfo("k", spaced), peer);
+  const std::string escaped = R"({"name": "abcdef", "rank": 3, "replicas": 2, "dtype": "g\u0070u", )"
+                              R"("candidate": "10.0.0.1:6000", "endpoints": )"
+                              R"("10.0.0.1:6001,10.0.0.1:6002"})";
+  EXPECT_EQ(DecodePeerInfo("k", escaped), peer);
+  PeerInfo negative = peer;
+  negative.rank = -1;
+  EXPECT_EQ(DecodePeerInfo("k", EncodePeerInfo(negative)), negative);
+  // What JSON forbids, the fast path must not accept either.
+  for (const std::string rank : {"03", "-03", "3.0", "3e0", "+3", "-", "2147483648", "0x3"}) {
+    std::string text = canonical;
+    text.replace(text.find("\"rank\": 3") + 9, 1, rank);
+    EXPECT_THROW(DecodePeerInfo("k", text), LaunchError) << text;
+  }
+  EXPECT_THROW(DecodePeerInfo("k", canonical + " x"), LaunchError);
+  EXPECT_THROW(DecodePeerInfo("k", canonical.substr(0, canonical.size() - 1)), LaunchError);
 }
 
 TEST(MasterKeysTest, TheInfoPrefixEndsInASlash) {
@@ -192,51 +330,12 @@ TEST(BuildMasterClusterTest, NodesMayRunDifferentNumbersOfProcesses) {
   EXPECT_TRUE(cluster.pods[0].trainers[0].devices.empty());
 }
 
-TEST(CoordStateTest, ParsesAliveDoneAndFailure) {
-  const MasterKeys keys("j");
-  const CoordState state = ParseCoordState(
-      keys, {{keys.alive("a"), "1"},
-             {keys.alive("b"), "1"},
-             {keys.done("b"), "0"},
-             {keys.failure(), EncodeFailure({"10.0.0.2", "b", "rank 3 ended", 7})},
-             {keys.info("a", -1), "{}"}});
-  EXPECT_EQ(state.alive, (std::set<std::string>{"a", "b"}));
-  EXPECT_EQ(state.done.at("b"), 0);
-  ASSERT_TRUE(state.failure);
-  EXPECT_EQ(state.failure->exit_code, 7);
-  EXPECT_EQ(state.failure->cause, "rank 3 ended");
+TEST(JobFailureTest, MalformedRecordsStillStopTheJob) {
+  const JobFailure failure = DecodeFailure(EncodeFailure({"10.0.0.2", "b", "rank 3 ended", 7}));
+  EXPECT_EQ(failure.exit_code, 7);
+  EXPECT_EQ(failure.cause, "rank 3 ended");
   EXPECT_EQ(DecodeFailure("garbage").cause, "garbage");
   EXPECT_EQ(DecodeFailure("garbage").exit_code, 1);
-}
-
-TEST(DecideMasterStepTest, Rules) {
-  using K = MasterStep::Kind;
-  const std::vector<std::string> members = {"a", "b", "c"};
-  CoordState state;
-  state.alive = {"a", "b", "c"};
-  EXPECT_EQ(DecideMasterStep(state, members, state.alive).kind, K::kContinue);
-  // A node seen alive whose heartbeat expired without reporting done is lost.
-  state.alive = {"a", "c"};
-  MasterStep step = DecideMasterStep(state, members, {"a", "b", "c"});
-  EXPECT_EQ(step.kind, K::kNodesLost);
-  EXPECT_EQ(step.lost, std::vector<std::string>{"b"});
-  // ... unless it was never seen alive (a node of Paddle's launcher publishes no heartbeat).
-  EXPECT_EQ(DecideMasterStep(state, members, {"a", "c"}).kind, K::kContinue);
-  // Done nodes may go away.
-  state.done["b"] = 0;
-  EXPECT_EQ(DecideMasterStep(state, members, {"a", "b", "c"}).kind, K::kContinue);
-  state.done["a"] = 0;
-  state.done["c"] = 0;
-  EXPECT_EQ(DecideMasterStep(state, members, {"a", "b", "c"}).kind, K::kAllDone);
-  // Members never seen alive (Paddle's nodes) are not waited for.
-  CoordState paddle;
-  paddle.done = {{"a", 0}};
-  EXPECT_EQ(DecideMasterStep(paddle, {"a", "p"}, {"a"}).kind, K::kAllDone);
-  // A failure wins over everything.
-  state.failure = JobFailure{"n", "a", "cause", 9};
-  step = DecideMasterStep(state, members, {"a", "b", "c"});
-  EXPECT_EQ(step.kind, K::kJobFailed);
-  EXPECT_EQ(step.failure.exit_code, 9);
 }
 
 LaunchOptions Options(std::function<void(LaunchOptions&)> set) {

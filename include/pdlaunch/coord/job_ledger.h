@@ -1,0 +1,87 @@
+#pragma once
+
+// The hosting node's book of its job at the master (docs/master.md, "The host's ledger"): which
+// nodes count, which are refused or gone, and once the world is formed which are lost or done.
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "pdlaunch/coord/rendezvous.h"
+
+namespace pdlaunch {
+
+/// What the host does next in the run.
+struct MasterStep {
+  enum class Kind { kContinue, kJobFailed, kNodesLost, kAllDone };
+  Kind kind = Kind::kContinue;
+  JobFailure failure;             ///< kJobFailed: the published root cause.
+  std::vector<std::string> lost;  ///< kNodesLost: the pods whose heartbeat expired.
+};
+
+/// The hosting node's view of its job's keys, kept current one changed key at a time (O(log n)
+/// each: a join costs the host O(log n), not a read of the whole job), and what it decides from
+/// them. Pure: the controller feeds it the changed keys and carries the decisions out.
+///
+/// Before the world forms: a node whose terms disagree with the job's is refused (its info keys
+/// do not count and are deleted); a node whose heartbeat went away is forgotten (its info keys
+/// deleted: a restarted node takes its place; Paddle's nodes publish no heartbeat and are never
+/// forgotten). After: a member seen alive that is neither alive nor done is lost; every member
+/// seen alive done completes the job (a member never seen alive, a node of Paddle's launcher,
+/// reports nothing and is not waited for).
+class JobLedger {
+ public:
+  JobLedger(MasterKeys keys, JobTerms terms, std::string host_pod);
+
+  /// `key` now holds `*value`, or was deleted (nullptr). Keys outside the job are ignored.
+  void Update(const std::string& key, const std::string* value);
+  /// The store could not say which keys changed: `job_keys` is every key under the job's prefix
+  /// now. O(n).
+  void Resync(const std::map<std::string, std::string>& job_keys);
+
+  struct Refusal {
+    std::string pod;
+    std::string node;  ///< "10.0.0.2 (abcdef)", escaped; the pod alone when unknown.
+    std::string why;   ///< TermsMismatch's phrase.
+  };
+  /// Nodes newly found to disagree with the job's terms, each once.
+  std::vector<Refusal> TakeRefusals();
+  /// Info keys to delete now, each once: a refused node's, and before the world forms a node's
+  /// whose heartbeat went away. `left` gets the pods forgotten for the latter.
+  std::vector<std::string> TakeStaleInfo(std::vector<std::string>* left = nullptr);
+
+  /// The info entries that count: of nodes neither refused nor gone.
+  const std::map<std::string, std::string>& counted() const { return counted_; }
+  bool formed() const { return formed_; }
+  /// The world is formed of the pods `members`: from now on Step() watches them. O(n), once.
+  void Form(const std::vector<std::string>& members);
+  /// O(1) unless nodes are lost (then O(lost)).
+  MasterStep Step() const;
+
+ private:
+  void Forget(const std::string& pod, bool left);
+
+  MasterKeys keys_;
+  JobTerms terms_;
+  std::string host_pod_;
+  std::set<std::string> tracked_;  // Every key fed, for Resync.
+  std::map<std::string, std::set<std::string>> info_by_pod_;
+  std::map<std::string, std::string> counted_;
+  std::map<std::string, std::string> node_of_;  // Pod → its address, from its terms.
+  std::set<std::string> refused_;               // Mismatched, or named by a refused record.
+  std::set<std::string> alive_;
+  std::set<std::string> seen_alive_;
+  std::set<std::string> done_;
+  std::optional<JobFailure> failure_;
+  std::vector<Refusal> refusals_;
+  std::vector<std::string> stale_;
+  std::vector<std::string> left_;
+  bool formed_ = false;
+  std::set<std::string> members_;
+  std::set<std::string> waiting_;  // Members seen alive, not done.
+  std::set<std::string> lost_;     // Of waiting_: not alive.
+};
+
+}  // namespace pdlaunch
