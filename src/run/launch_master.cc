@@ -145,6 +145,7 @@ class MasterNode {
   void OnNodesLost(const std::vector<std::string>& lost);
   bool Adopt(const std::function<MasterWorld()>& form);
   std::vector<std::string> RegisteredNames(const std::map<std::string, std::string>& info) const;
+  std::string TooManyNodes(const std::map<std::string, std::string>& info) const;
   std::string TimeoutError(size_t registered, const std::vector<std::string>& names) const;
   void PublishFailure(const JobFailure& failure);
   void PublishDone();
@@ -463,12 +464,7 @@ void MasterNode::FormWorld() {
   if (static_cast<int>(counted.size()) < settings_.nnodes) return;
   KvMemoryStore& store = server_->store();
   if (static_cast<int>(counted.size()) > settings_.nnodes) {
-    std::vector<std::string> names;
-    for (const auto& [key, value] : counted) names.push_back(OneLine(key));
-    rendezvous_error_ =
-        fmt::format("{} nodes registered at master {} for job {} but --nnodes is {}: {}",
-                    counted.size(), MasterText(), settings_.job_id, settings_.nnodes,
-                    fmt::join(names, ", "));
+    rendezvous_error_ = TooManyNodes(counted);
     Stop();
   } else if (Adopt([&] { return job_->Form(counted, own_key_, settings_.sort_ip); })) {
     for (const std::string& key : peer_keys_) world_.emplace_back(key, counted.at(key));
@@ -797,6 +793,15 @@ void MasterNode::OnTick() {
   }
 }
 
+// More nodes registered than --nnodes (Paddle waits forever): the error names them.
+std::string MasterNode::TooManyNodes(const std::map<std::string, std::string>& info) const {
+  std::vector<std::string> names;
+  for (const auto& [key, value] : info) names.push_back(OneLine(key));
+  return fmt::format("{} nodes registered at master {} for job {} but --nnodes is {}: {}",
+                     info.size(), MasterText(), settings_.job_id, settings_.nnodes,
+                     fmt::join(names, ", "));
+}
+
 std::vector<std::string> MasterNode::RegisteredNames(
     const std::map<std::string, std::string>& info) const {
   std::vector<std::string> names;
@@ -886,12 +891,7 @@ void MasterNode::OnForeignPeers(const std::map<std::string, std::string>& info) 
   if (!registered_ || phase_ != Phase::kRendezvous) return;
   if (static_cast<int>(info.size()) < settings_.nnodes) return;
   if (static_cast<int>(info.size()) > settings_.nnodes) {
-    std::vector<std::string> names;
-    for (const auto& [key, value] : info) names.push_back(OneLine(key));
-    rendezvous_error_ =
-        fmt::format("{} nodes registered at master {} for job {} but --nnodes is {}: {}",
-                    info.size(), MasterText(), settings_.job_id, settings_.nnodes,
-                    fmt::join(names, ", "));
+    rendezvous_error_ = TooManyNodes(info);
     return Stop();
   }
   if (Adopt([&] { return job_->Form(info, own_key_, settings_.sort_ip); })) {
