@@ -72,11 +72,11 @@ void JobLedger::Update(const std::string& key, const std::string* value) {
   } else if (Below(key, keys_.node_terms(""), pod)) {
     const std::optional<JobTerms> terms = value ? DecodeJobTerms(*value) : std::nullopt;
     if (!terms) return;
-    node_of_[pod] =
-        terms->node.empty() ? OneLine(pod) : fmt::format("{} ({})", terms->node, OneLine(pod));
     const std::optional<std::string> mismatch = TermsMismatch(terms_, *terms);
     if (mismatch && !formed_ && refused_.insert(pod).second) {
-      refusals_.push_back(Refusal{pod, node_of_[pod], *mismatch});
+      const std::string node =
+          terms->node.empty() ? OneLine(pod) : fmt::format("{} ({})", terms->node, OneLine(pod));
+      refusals_.push_back(Refusal{pod, node, *mismatch});
       Forget(pod, /*left=*/false);
     }
   } else if (Below(key, keys_.refused(""), pod)) {

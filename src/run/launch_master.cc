@@ -144,6 +144,7 @@ class MasterNode {
   void OnJobFailed(const JobFailure& failure);
   void OnNodesLost(const std::vector<std::string>& lost);
   bool Adopt(const std::function<MasterWorld()>& form);
+  bool AdoptPeers(const std::map<std::string, std::string>& info);
   std::vector<std::string> RegisteredNames(const std::map<std::string, std::string>& info) const;
   std::string TooManyNodes(const std::map<std::string, std::string>& info) const;
   std::string TimeoutError(size_t registered, const std::vector<std::string>& names) const;
@@ -378,7 +379,7 @@ std::optional<int> MasterNode::ChooseHost() {
 void MasterNode::StartRendezvous() {
   if (Solo(settings_)) {
     registered_ = true;
-    Adopt([&] { return job_->Form({{own_key_, value_}}, own_key_, settings_.sort_ip); });
+    AdoptPeers({{own_key_, value_}});
     return;
   }
   PDLOG_INFO("Waiting peer start...");
@@ -466,8 +467,7 @@ void MasterNode::FormWorld() {
   if (static_cast<int>(counted.size()) > settings_.nnodes) {
     rendezvous_error_ = TooManyNodes(counted);
     Stop();
-  } else if (Adopt([&] { return job_->Form(counted, own_key_, settings_.sort_ip); })) {
-    for (const std::string& key : peer_keys_) world_.emplace_back(key, counted.at(key));
+  } else if (AdoptPeers(counted)) {
     store.Put(keys_.world(), EncodeWorld(world_), std::nullopt, /*within_limits=*/false);
     store.Put(keys_.formed(), EncodeFormed({settings_.nnodes, {}}), std::nullopt,
               /*within_limits=*/false);
@@ -510,6 +510,14 @@ bool MasterNode::Adopt(const std::function<MasterWorld()>& form) {
                fmt::join(member_addresses_.begin(), member_addresses_.begin() + shown, ", "), more);
   }
   Stop();
+  return true;
+}
+
+// The world formed here from every peer (the host, a one-node job, a node of Paddle's master),
+// ordered by Paddle's rule; world_ keeps the members' records for the pod log.
+bool MasterNode::AdoptPeers(const std::map<std::string, std::string>& info) {
+  if (!Adopt([&] { return job_->Form(info, own_key_, settings_.sort_ip); })) return false;
+  for (const std::string& key : peer_keys_) world_.emplace_back(key, info.at(key));
   return true;
 }
 
@@ -894,9 +902,7 @@ void MasterNode::OnForeignPeers(const std::map<std::string, std::string>& info) 
     rendezvous_error_ = TooManyNodes(info);
     return Stop();
   }
-  if (Adopt([&] { return job_->Form(info, own_key_, settings_.sort_ip); })) {
-    for (const std::string& key : peer_keys_) world_.emplace_back(key, info.at(key));
-  }
+  AdoptPeers(info);
 }
 
 void MasterNode::OnJobFailed(const JobFailure& failure) {
@@ -963,7 +969,6 @@ int MasterNode::RunRanks() {
   const fs::path log_dir = PrepareLogDir(options_.log_dir);
   std::vector<std::string> peers;
   for (const auto& [key, value] : world_) peers.push_back(key == own_key_ ? value_ : value);
-  if (world_.empty()) peers.push_back(value_);  // A one-node job.
   WritePodLog(log_dir / fmt::format("{}.{}.log", settings_.job_id, pod_), PythonListRepr(peers),
               options_.log_overwrite);
   MasterLocal local = job_->Build(log_dir, pod_);

@@ -69,7 +69,6 @@ class JobLedger {
   std::set<std::string> tracked_;  // Every key fed, for Resync.
   std::map<std::string, std::set<std::string>> info_by_pod_;
   std::map<std::string, std::string> counted_;
-  std::map<std::string, std::string> node_of_;  // Pod → its address, from its terms.
   std::set<std::string> refused_;               // Mismatched, or named by a refused record.
   std::set<std::string> alive_;
   std::set<std::string> seen_alive_;
