@@ -320,6 +320,18 @@ std::optional<JobTerms> DecodeJobTerms(const std::string& value) {
   return JobTerms{static_cast<int>(*count), name, ShownField(json, "node", "").substr(0, 256)};
 }
 
+std::optional<std::string> ForeignJobError(const std::string& master, const std::string& server,
+                                           const std::string& served_job,
+                                           const std::string& own_job) {
+  if (!server.starts_with("pdlaunch/") || served_job.empty() || served_job == own_job) {
+    return std::nullopt;
+  }
+  return fmt::format(
+      "the master at {} serves job {}, not this node's job {}: give each job its own --master "
+      "address or port",
+      master, served_job, OneLine(own_job));
+}
+
 std::optional<std::string> TermsMismatch(const JobTerms& job, const JobTerms& node) {
   if (node.nnodes != job.nnodes) {
     return fmt::format("--nnodes {} where the job's is {}", node.nnodes, job.nnodes);

@@ -574,11 +574,8 @@ void MasterNode::Contact() {
     foreign_ = !reply.server.starts_with("pdlaunch/");
     // One master serves one job: a node of another job would wait on a host that leaves when
     // its own job is done (docs/master.md, "Several jobs on one master").
-    if (!foreign_ && !reply.job.empty() && reply.job != settings_.job_id) {
-      rendezvous_error_ = fmt::format(
-          "the master at {} serves job {}, not this node's job {}: give each job its own "
-          "--master address or port",
-          MasterText(), reply.job, OneLine(settings_.job_id));
+    if (auto error = ForeignJobError(MasterText(), reply.server, reply.job, settings_.job_id)) {
+      rendezvous_error_ = std::move(*error);
       return Stop();
     }
     if (foreign_) {

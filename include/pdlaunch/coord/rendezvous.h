@@ -182,6 +182,16 @@ std::optional<JobTerms> DecodeJobTerms(const std::string& value);
 /// they agree.
 std::optional<std::string> TermsMismatch(const JobTerms& job, const JobTerms& node);
 
+/// The multi-job rule (docs/master.md, "Several jobs on one master"): one pdlaunch master serves
+/// one job, since its host leaves when its own job is done. From the master's /healthy answer
+/// (`server` its Server header, `served_job` the job it names, possibly empty), the error of a
+/// node of `own_job`, or nullopt when the node may register: same job, a master that names no
+/// job, or a master that is not pdlaunch's (Paddle's serves any number of jobs). `served_job`
+/// comes escaped (HttpReply::job); `own_job` is escaped here.
+std::optional<std::string> ForeignJobError(const std::string& master, const std::string& server,
+                                           const std::string& served_job,
+                                           const std::string& own_job);
+
 /// The news of the job as a participant reads them (under `keys.news_prefix()`).
 struct JobNews {
   std::optional<JobTerms> terms;       ///< The host's; malformed is absent.

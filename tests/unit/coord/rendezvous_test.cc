@@ -65,6 +65,22 @@ TEST(PeerInfoTest, RefusesNumbersThatAreNotIntegersInRangeAndUnprintableNames) {
   EXPECT_THROW(DecodePeerInfo("/k", EncodePeerInfo(long_name)), LaunchError);
 }
 
+// Two jobs on one master: the host of job A leaves when A is done, so a node of job B is refused
+// at its first contact (issue #26 item 7); Paddle's master serves any number of jobs.
+TEST(ForeignJobTest, OnePdlaunchMasterServesOneJob) {
+  const std::string master = "10.0.0.1:8090";
+  EXPECT_EQ(ForeignJobError(master, "pdlaunch/1.0", "B", "B"), std::nullopt);
+  EXPECT_EQ(ForeignJobError(master, "pdlaunch/1.0", "", "B"), std::nullopt);
+  EXPECT_EQ(ForeignJobError(master, "Python/3.10 aiohttp", "A", "B"), std::nullopt);
+  EXPECT_EQ(ForeignJobError(master, "", "A", "B"), std::nullopt);
+  EXPECT_EQ(ForeignJobError(master, "pdlaunch/1.0", "A", "B"),
+            "the master at 10.0.0.1:8090 serves job A, not this node's job B: give each job its "
+            "own --master address or port");
+  EXPECT_EQ(ForeignJobError(master, "pdlaunch/1.0", "A", "b\nc\x1b"),
+            "the master at 10.0.0.1:8090 serves job A, not this node's job b\\nc\\x1b: give "
+            "each job its own --master address or port");
+}
+
 // A node whose --nnodes or run mode differs from the host's formed a world of its own and
 // trained as "rank 1 of 2" of a 3-node job; the terms say so before any rank starts.
 TEST(JobTermsTest, MismatchNamesBothValuesAndRecordsRoundTrip) {
