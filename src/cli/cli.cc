@@ -260,7 +260,6 @@ constexpr std::string_view kPsGroup = "Parameter-Server Parameters";
 constexpr std::string_view kElasticGroup = "Elastic Parameters";
 constexpr std::string_view kOwnGroup = "pdlaunch Parameters";
 
-constexpr std::string_view kXpu = "XPU devices";
 constexpr std::string_view kAutoParallel = "auto-parallel tuning";
 
 using LO = LaunchOptions;
@@ -278,11 +277,14 @@ const auto kFlags = std::to_array<FlagSpec>({
     {"--log_dir", "log_dir", Kind::kValue, L, &StoreLogDir, kBaseGroup,
      "Directory of the log files (workerlog.N, ...). Default: log", "", "PADDLE_LOG_DIR"},
     {"--backend", "backend", Kind::kValue, L, &StoreText<&LO::backend>, kBaseGroup,
-     "Collective backend: gloo, nccl or auto (nccl with GPUs, else gloo). Default: auto", ""},
+     "Collective backend: auto (the devices' own: nccl on GPUs, bkcl on XPUs, xccl on "
+     "PADDLE_XCCL_BACKEND's cards, else gloo), nccl, bkcl, xccl, heter (parameter server) or "
+     "gloo (CPU). Default: auto",
+     ""},
     {"--nproc_per_node", "nproc_per_node", Kind::kValue, L, &StoreInt<&LO::nproc_per_node>,
      kBaseGroup,
-     "Processes on this node. Default: one per device (--devices, CUDA_VISIBLE_DEVICES or the "
-     "GPUs found), else 1. With devices, each process gets an equal share of them.",
+     "Processes on this node. Default: one per device (--devices, the visible-devices variable "
+     "or the devices found), else 1. With devices, each process gets an equal share of them.",
      "", "PADDLE_NPROC_PER_NODE"},
     {"--run_mode", "run_mode", Kind::kValue, L, &StoreText<&LO::run_mode>, kBaseGroup,
      "collective (default), ps, ps-heter or rpc (rpc needs --master)", "", "PADDLE_RUN_MODE"},
@@ -291,9 +293,11 @@ const auto kFlags = std::to_array<FlagSpec>({
     {"--selected_gpus", "gpus", Kind::kValue, L, &StoreText<&LO::gpus>, kBaseGroup,
      "Deprecated alias of --gpus.", ""},
     {"--xpus", "xpus", Kind::kValue, L, &StoreText<&LO::xpus>, kBaseGroup,
-     "XPU devices to use (not supported yet).", kXpu},
+     "Kunlun XPUs to use, e.g. 0,1: one process each (labels of XPU_VISIBLE_DEVICES); picks the "
+     "XPU family (bkcl).",
+     ""},
     {"--selected_xpus", "xpus", Kind::kValue, L, &StoreText<&LO::xpus>, kBaseGroup,
-     "Deprecated alias of --xpus.", kXpu},
+     "Deprecated alias of --xpus.", ""},
     {"--ips", "ips", Kind::kValue, L, &StoreText<&LO::ips>, kCollectiveGroup,
      "Comma list of the nodes' addresses or host names, the same on every node; each node runs "
      "the same command and finds itself in it. Default: 127.0.0.1",
@@ -342,7 +346,10 @@ const auto kFlags = std::to_array<FlagSpec>({
      "This node's rank, 0..nnodes-1. Default: -1, assigned by the master (its host is 0)", "",
      "PADDLE_RANK"},
     {"--devices", "gpus", Kind::kValue, N, &StoreText<&LO::gpus>, kLaunchGroup,
-     "Devices to use, e.g. 0,1 (labels of CUDA_VISIBLE_DEVICES); aliases --gpus, --npus", "",
+     "Devices to use, e.g. 0,1: labels of the visible-devices variable of the device family "
+     "found (CUDA_VISIBLE_DEVICES, XPU_VISIBLE_DEVICES, <TYPE>_VISIBLE_DEVICES with "
+     "PADDLE_XCCL_BACKEND=<type>); aliases --gpus, --npus",
+     "",
      "PADDLE_DEVICES"},
     {"--npus", "gpus", Kind::kValue, N, &StoreText<&LO::gpus>, kLaunchGroup, "Alias of --devices.",
      ""},
@@ -656,7 +663,7 @@ void ValidateChoices(const LaunchOptions& options) {
   if (!IsOneOf(options.backend, kBackends)) {
     throw UsageError(fmt::format(
         "paddle.distributed initialize error, backend argument can only be one of 'nccl', "
-        "'gloo', 'bkcl', 'auto', but got {}",
+        "'gloo', 'bkcl', 'auto', 'heter', 'xccl' but got {}",
         options.backend));
   }
 }
@@ -846,8 +853,12 @@ void RejectUnsupportedOptions(const LaunchOptions& options) {
                                    options.FlagName(std::string(flag.dest)), flag.refused));
     }
   }
-  if (options.backend == "bkcl") {
-    throw UsageError(fmt::format("--backend=bkcl is not supported yet ({})", kXpu));
+  // Paddle's launcher turns the script name "ipu" into a poprun command line (its IPU
+  // controller); running a program of that name instead would be a different job.
+  if (options.training_script == "ipu") {
+    throw UsageError(
+        "ipu: Graphcore IPU jobs (Paddle's poprun controller) are not supported: run poprun "
+        "directly");
   }
 }
 
@@ -907,7 +918,10 @@ std::string UsageText() {
 
 constexpr std::string_view kEpilog = R"(
 Environment (besides the flags' twins above):
-  CUDA_VISIBLE_DEVICES      the devices --devices/--gpus labels refer to
+  CUDA_VISIBLE_DEVICES      the GPUs --devices/--gpus labels refer to
+  XPU_VISIBLE_DEVICES       the Kunlun XPUs (--xpus, --devices) labels refer to
+  PADDLE_XCCL_BACKEND=TYPE  a custom device (npu, mlu, gcu, ...), labels of
+                            TYPE_VISIBLE_DEVICES (docs/cli.md, "Devices")
   POD_IP                    this node's address (as --host)
   FLAGS_START_PORT, PADDLE_START_PORT
                             fixed first port (after --start_port)

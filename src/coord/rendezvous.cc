@@ -250,6 +250,7 @@ PeerOrder PeersInOrder(const WorldEntries& world, const std::string& own_key) {
 Cluster BuildMasterCluster(const PeerOrder& order, const DevicePlan& devices) {
   Cluster cluster;
   cluster.local_index = order.own_index;
+  cluster.family = devices.family;
   cluster.mode = devices.mode;
   cluster.backend = devices.backend;
   cluster.master = ParseEndpoint(order.peers.front().candidate);

@@ -1,32 +1,20 @@
 #include "pdlaunch/plan/devices.h"
 
-#include <dirent.h>
-#include <fcntl.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <poll.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <chrono>
+#include <array>
+#include <cctype>
+#include <sstream>
 
 #include "pdlaunch/base/endpoint.h"
 #include "pdlaunch/base/errors.h"
 #include "pdlaunch/cli/options.h"  // PythonListRepr
-#include "pdlaunch/plan/training_command.h"
-
-extern char** environ;
 
 namespace pdlaunch {
 
 namespace {
-
-// A driver in a bad state can make nvidia-smi hang for minutes; the job should not wait for it.
-constexpr int kProbeTimeoutMs = 10000;
 
 // `flag`: the name the list was given under (--gpus, --devices, PADDLE_DEVICES).
 int ParseDeviceId(const std::string& token, const std::string& flag) {
@@ -47,59 +35,81 @@ int CountVisibleDevices(const std::string& cuda_visible_devices) {
   return count;
 }
 
-// --gpus with a non-empty CUDA_VISIBLE_DEVICES: physical ids become positions in it.
-std::vector<int> RelativeIds(const std::string& gpus, const std::vector<std::string>& tokens,
-                             const std::string& cuda_visible_devices, const std::string& flag,
-                             DevicePlan& plan) {
-  const std::vector<std::string> visible = SplitAndStrip(cuda_visible_devices, ',');
+std::vector<std::string> SplitWords(const std::string& text) {
+  std::istringstream in(text);
+  std::vector<std::string> words;
+  for (std::string word; in >> word;) words.push_back(word);
+  return words;
+}
+
+// The family's visible list, when it decides.
+std::optional<std::string> VisibleList(const DeviceFamily& family, const DeviceEnv& env) {
+  std::optional<std::string> value;
+  switch (family.mode) {
+    case DeviceMode::kGpu: value = env.cuda_visible_devices; break;
+    case DeviceMode::kXpu: value = env.xpu_visible_devices; break;
+    case DeviceMode::kCustom: value = env.custom_visible_devices; break;
+    case DeviceMode::kCpu: break;
+  }
+  return Decides(value) ? value : std::nullopt;
+}
+
+int CountVisible(const DeviceFamily& family, const std::string& visible) {
+  if (family.mode == DeviceMode::kGpu) return CountVisibleDevices(visible);
+  return static_cast<int>(SplitAndStrip(visible, ',').size());
+}
+
+std::string Upper(std::string text) {
+  for (char& c : text) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return text;
+}
+
+// The list with the family's visible list: labels become positions in it.
+std::vector<int> RelativeIds(const std::string& list, const std::vector<std::string>& tokens,
+                             const DeviceFamily& family, const std::string& visible_value,
+                             const std::string& flag, DevicePlan& plan) {
+  const std::vector<std::string> visible = SplitAndStrip(visible_value, ',');
   std::vector<int> ids;
   for (const std::string& token : tokens) {
     ParseDeviceId(token, flag);
     auto it = std::find(visible.begin(), visible.end(), token);
     if (it == visible.end()) {
-      throw UsageError(fmt::format("Can't find your gpus {} in CUDA_VISIBLE_DEVICES[{}].", token,
-                                   cuda_visible_devices));
+      throw UsageError(fmt::format("Can't find your {}s {} in {}[{}].", family.type, token,
+                                   family.visible_variable, OneLine(visible_value)));
     }
     ids.push_back(static_cast<int>(it - visible.begin()));
   }
   plan.info.push_back(fmt::format(
-      "Change selected_gpus into reletive values. --ips:{} will change into relative_ips:[{}] "
-      "according to your CUDA_VISIBLE_DEVICES:{}",
-      gpus, fmt::join(ids, ", "), PythonListRepr(visible)));
+      "Change selected_{}s into reletive values. --ips:{} will change into relative_ips:[{}] "
+      "according to your {}:{}",
+      family.type, list, fmt::join(ids, ", "), family.visible_variable,
+      PythonListRepr(visible)));
   return ids;
 }
 
-std::vector<int> GpusFromFlag(const std::string& gpus, const DeviceEnv& env, DeviceProbe& probe,
-                              DevicePlan& plan) {
-  std::vector<std::string> tokens = SplitAndStrip(gpus, ',');
+std::vector<int> IdsFromList(const std::string& list, const DeviceFamily& family,
+                             const DeviceEnv& env, int probed, DevicePlan& plan) {
+  std::vector<std::string> tokens = SplitAndStrip(list, ',');
   if (tokens.empty()) tokens.emplace_back();
   for (size_t i = 0; i < tokens.size(); ++i) {
     if (std::find(tokens.begin(), tokens.begin() + static_cast<std::ptrdiff_t>(i), tokens[i]) !=
         tokens.begin() + static_cast<std::ptrdiff_t>(i)) {
       plan.warnings.push_back(
           fmt::format("{}={} lists device {} more than once: its processes share that device",
-                      env.gpus_name, gpus, tokens[i]));
+                      env.gpus_name, list, tokens[i]));
       break;
     }
   }
-  const std::string cvd = env.cuda_visible_devices.value_or("");
-  if (!cvd.empty()) return RelativeIds(gpus, tokens, cvd, env.gpus_name, plan);
+  if (const auto visible = VisibleList(family, env)) {
+    return RelativeIds(list, tokens, family, *visible, env.gpus_name, plan);
+  }
   std::vector<int> ids;
   for (const std::string& token : tokens) ids.push_back(ParseDeviceId(token, env.gpus_name));
-  if (probe.CountGpus() == 0) {
-    plan.warnings.push_back(fmt::format(
-        "{}={} given but no GPU was found on this machine; running as asked", env.gpus_name, gpus));
+  if (probed == 0) {
+    plan.warnings.push_back(fmt::format("{}={} given but no {} was found on this machine; running "
+                                        "as asked",
+                                        env.gpus_name, list, Upper(family.type)));
   }
-  return ids;
-}
-
-std::vector<int> FindGpus(const std::optional<std::string>& gpus, const DeviceEnv& env,
-                          DeviceProbe& probe, DevicePlan& plan) {
-  if (gpus) return GpusFromFlag(*gpus, env, probe, plan);
-  const std::string cvd = env.cuda_visible_devices.value_or("");
-  const int count = cvd.empty() ? probe.CountGpus() : CountVisibleDevices(cvd);
-  std::vector<int> ids;
-  for (int id = 0; id < count; ++id) ids.push_back(id);
   return ids;
 }
 
@@ -120,90 +130,62 @@ std::vector<std::vector<int>> SplitAmongProcesses(const std::vector<int>& ids,
 }
 
 DevicePlan CpuPlan(const std::optional<int>& nproc_per_node, DevicePlan plan) {
+  plan.family = CpuFamily();
   plan.mode = DeviceMode::kCpu;
   plan.backend = "gloo";
-  plan.mode_line = "launch train in CPU mode";
+  plan.mode_line = plan.family.mode_line;
   plan.devices_per_proc.assign(static_cast<size_t>(nproc_per_node.value_or(1)), {});
   return plan;
 }
 
 void CheckBackend(const std::string& backend) {
-  if (backend != "auto" && backend != "nccl" && backend != "gloo") {
-    throw UsageError(
-        fmt::format("--backend: '{}' is not supported (use auto, nccl or gloo)", backend));
+  constexpr std::array<std::string_view, 6> kKnown = {"auto", "gloo", "nccl",
+                                                      "bkcl", "xccl", "heter"};
+  if (std::find(kKnown.begin(), kKnown.end(), backend) == kKnown.end()) {
+    throw UsageError(fmt::format(
+        "--backend: '{}' is not supported (use auto, nccl, bkcl, xccl, heter or gloo)",
+        OneLine(backend)));
   }
 }
 
-// Reads `fd` to EOF; false when the deadline passes first or reading fails.
-bool ReadUntilEof(int fd, std::string& output) {
-  using std::chrono::steady_clock;
-  const auto deadline = steady_clock::now() + std::chrono::milliseconds(kProbeTimeoutMs);
-  char buffer[4096];
-  while (true) {
-    const auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - steady_clock::now());
-    if (left.count() <= 0) return false;
-    pollfd pfd{fd, POLLIN, 0};
-    const int ready = poll(&pfd, 1, static_cast<int>(left.count()));
-    if (ready < 0 && errno == EINTR) continue;
-    if (ready <= 0) return false;
-    const ssize_t n = read(fd, buffer, sizeof buffer);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return n == 0;
-    output.append(buffer, static_cast<size_t>(n));
+// The family a backend other than auto asks for; nullopt for auto and heter.
+std::optional<DeviceFamily> FamilyOfBackend(const std::string& backend, const DeviceEnv& env) {
+  if (backend == "nccl") return GpuFamily();
+  if (backend == "bkcl") return XpuFamily();
+  if (backend == "xccl") {
+    if (!env.xccl_backend || env.xccl_backend->empty()) {
+      throw UsageError(
+          "--backend=xccl needs PADDLE_XCCL_BACKEND=<device type> (npu, mlu, gcu, ...) in the "
+          "environment");
+    }
+    return CustomFamily(*env.xccl_backend);
   }
+  return std::nullopt;
 }
 
-// Starts `argv` (no shell) with stdin and stderr on /dev/null and stdout on `out_fd`.
-pid_t SpawnWithStdout(const std::vector<std::string>& argv, int out_fd) {
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, out_fd, 1);
-  posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t signals;
-  sigemptyset(&signals);
-  posix_spawnattr_setsigmask(&attr, &signals);
-  sigaddset(&signals, SIGPIPE);
-  posix_spawnattr_setsigdefault(&attr, &signals);
-  // Its own process group, so that a timeout kills whatever it started too.
-  posix_spawnattr_setpgroup(&attr, 0);
-  posix_spawnattr_setflags(&attr,
-                           POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
-  std::vector<char*> args;
-  for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
-  args.push_back(nullptr);
-  pid_t pid = -1;
-  const int rc = posix_spawnp(&pid, args[0], &actions, &attr, args.data(), environ);
-  posix_spawnattr_destroy(&attr);
-  posix_spawn_file_actions_destroy(&actions);
-  return rc == 0 ? pid : -1;
+// Paddle's detection order (paddle-new-launch.md §5). Sets `probed` when the probe was asked.
+DeviceFamily DetectFamily(const std::string& backend, const DeviceEnv& env, DeviceProbe& probe,
+                          std::optional<int>& probed) {
+  if (auto forced = FamilyOfBackend(backend, env)) return *forced;
+  if (env.xpus) return XpuFamily();
+  if (env.xccl_backend && !env.xccl_backend->empty()) return CustomFamily(*env.xccl_backend);
+  if (Decides(env.cuda_visible_devices)) return GpuFamily();
+  if (Decides(env.xpu_visible_devices)) return XpuFamily();
+  const DeviceFamily gpu = GpuFamily();
+  probed = probe.Count(gpu);
+  if (*probed > 0) return gpu;
+  const DeviceFamily xpu = XpuFamily();
+  const int xpus = probe.Count(xpu);
+  if (xpus > 0) {
+    probed = xpus;
+    return xpu;
+  }
+  return gpu;  // None found: a device list given runs as GPUs, as asked (with a warning).
 }
 
-// The stdout of `argv`, or nullopt unless it exits 0 within the timeout. The child is reaped.
-std::optional<std::string> CaptureOutput(const std::vector<std::string>& argv) {
-  int fds[2];
-  if (pipe2(fds, O_CLOEXEC) != 0) return std::nullopt;
-  const pid_t pid = SpawnWithStdout(argv, fds[1]);
-  close(fds[1]);
-  if (pid < 0) {
-    close(fds[0]);
-    return std::nullopt;
-  }
-  std::string output;
-  const bool complete = ReadUntilEof(fds[0], output);
-  close(fds[0]);
-  if (!complete) kill(-pid, SIGKILL);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (!complete || !WIFEXITED(status) || WEXITSTATUS(status) != 0) return std::nullopt;
-  return output;
-}
+}  // namespace
 
-int CountGpuLines(const std::string& output) {
+int CountNvidiaSmiGpus(const std::string& output) {
   int count = 0;
   for (size_t begin = 0; begin < output.size();) {
     if (output.compare(begin, 4, "GPU ") == 0) ++count;
@@ -214,42 +196,44 @@ int CountGpuLines(const std::string& output) {
   return count;
 }
 
-int CountDirectoryEntries(const char* path) {
-  DIR* dir = opendir(path);
-  if (dir == nullptr) return 0;
+int CountNpuSmiChips(const std::string& output) {
+  // "| 0     910B3               | OK            | 93.6 ..." opens a chip's two rows; its second
+  // row "| 0                         | 0000:C1:00.0  | ..." has one token in the first cell.
   int count = 0;
-  while (const dirent* entry = readdir(dir)) {
-    if (entry->d_name[0] != '.') ++count;
+  for (const std::string& line : SplitAndStrip(output, '\n')) {
+    if (!line.starts_with("|")) continue;
+    const size_t bar = line.find('|', 1);
+    if (bar == std::string::npos) continue;
+    const std::vector<std::string> cell = SplitWords(line.substr(1, bar - 1));
+    if (cell.size() == 2 && !cell[0].empty() &&
+        cell[0].find_first_not_of("0123456789") == std::string::npos && cell[1] != "Name") {
+      ++count;
+    }
   }
-  closedir(dir);
   return count;
 }
 
-class SystemDeviceProbe : public DeviceProbe {
- public:
-  explicit SystemDeviceProbe(std::string nvidia_smi) : nvidia_smi_(std::move(nvidia_smi)) {}
-
-  int CountGpus() override {
-    try {
-      // Most CPU machines have no nvidia-smi: skip the fork then (it is on the start-up path).
-      const char* path = std::getenv("PATH");
-      if (FindProgram(nvidia_smi_, path != nullptr ? path : "/bin:/usr/bin")) {
-        if (auto output = CaptureOutput({nvidia_smi_, "-L"})) return CountGpuLines(*output);
-      }
-      return CountDirectoryEntries("/proc/driver/nvidia/gpus");
-    } catch (...) {
-      return 0;
-    }
+int CountRocmSmiGpus(const std::string& output) {
+  std::vector<std::string> seen;
+  for (const std::string& line : SplitAndStrip(output, '\n')) {
+    if (!line.starts_with("GPU[")) continue;
+    const std::string id = line.substr(0, line.find(']') + 1);
+    if (std::find(seen.begin(), seen.end(), id) == seen.end()) seen.push_back(id);
   }
+  return static_cast<int>(seen.size());
+}
 
- private:
-  std::string nvidia_smi_;
-};
-
-}  // namespace
-
-std::unique_ptr<DeviceProbe> MakeSystemDeviceProbe(std::string nvidia_smi) {
-  return std::make_unique<SystemDeviceProbe>(std::move(nvidia_smi));
+DeviceEnv DeviceEnvFrom(const VisibleDevices& visible, std::string nproc_per_node_name,
+                        std::string gpus_name, bool xpus) {
+  DeviceEnv env;
+  env.cuda_visible_devices = visible.cuda;
+  env.nproc_per_node_name = std::move(nproc_per_node_name);
+  env.gpus_name = std::move(gpus_name);
+  env.xpu_visible_devices = visible.xpu;
+  env.xccl_backend = visible.xccl_backend;
+  env.custom_visible_devices = visible.custom;
+  env.xpus = xpus;
+  return env;
 }
 
 DevicePlan ResolveDevices(const std::optional<std::string>& gpus,
@@ -265,18 +249,40 @@ DevicePlan ResolveDevices(const std::optional<std::string>& gpus,
     }
     return CpuPlan(nproc_per_node, std::move(plan));
   }
-  const std::vector<int> ids = FindGpus(gpus, env, probe, plan);
+  std::optional<int> probed;
+  const DeviceFamily family = DetectFamily(backend, env, probe, probed);
+  const std::optional<std::string> visible = VisibleList(family, env);
+  std::vector<int> ids;
+  if (gpus) {
+    if (!visible && !probed) probed = probe.Count(family);
+    ids = IdsFromList(*gpus, family, env, probed.value_or(1), plan);
+  } else {
+    if (!visible && !probed) probed = probe.Count(family);
+    const int count = visible ? CountVisible(family, *visible) : *probed;
+    for (int id = 0; id < count; ++id) ids.push_back(id);
+  }
   if (ids.empty()) {
-    if (backend == "nccl") {
-      throw LaunchError(
-          "--backend=nccl needs a GPU, but none was found on this machine; "
-          "pass --gpus or use --backend=gloo");
+    if (family.mode == DeviceMode::kCustom) {
+      throw LaunchError(fmt::format(
+          "PADDLE_XCCL_BACKEND={}: no {} device found ({} is not set{}); set {} or pass --devices",
+          family.type, family.type, family.visible_variable,
+          family.probe_programs.empty() && family.device_files.empty()
+              ? ", and pdlaunch has no probe for this device type"
+              : " and the probe found none",
+          family.visible_variable));
+    }
+    if (backend != "auto" && backend != "heter") {
+      throw LaunchError(fmt::format(
+          "--backend={} needs {} {}, but none was found on this machine; pass --gpus or use "
+          "--backend=gloo",
+          backend, family.mode == DeviceMode::kXpu ? "an" : "a", Upper(family.type)));
     }
     return CpuPlan(nproc_per_node, std::move(plan));
   }
-  plan.mode = DeviceMode::kGpu;
-  plan.backend = "nccl";
-  plan.mode_line = "launch train in GPU mode!";
+  plan.family = family;
+  plan.mode = family.mode;
+  plan.backend = family.backend;
+  plan.mode_line = family.mode_line;
   plan.devices_per_proc = SplitAmongProcesses(ids, nproc_per_node);
   return plan;
 }

@@ -561,11 +561,12 @@ EnvList RoleEnv(const Shared& s, const PsProcess& p) {
 
 // --- Local processes (contract §4.4, §4.6) ------------------------------------------------------
 
-// Physical ids (what CUDA_VISIBLE_DEVICES takes) of the GPU list of §3.2, in order.
+// Physical ids (what CUDA_VISIBLE_DEVICES or XPU_VISIBLE_DEVICES takes) of the device list of §3.2,
+// in order.
 std::vector<std::string> PhysicalGpus(const DevicePlan& devices,
                                       const std::optional<std::string>& cuda_visible_devices) {
   std::vector<std::string> gpus;
-  if (devices.mode != DeviceMode::kGpu) return gpus;
+  if (devices.mode == DeviceMode::kCpu) return gpus;
   const std::vector<std::string> visible = SplitAndStrip(cuda_visible_devices.value_or(""), ',');
   for (const std::vector<int>& ids : devices.devices_per_proc) {
     for (int id : ids) {

@@ -80,6 +80,7 @@ Cluster BuildClusterFromEndpoints(const std::vector<std::string>& node_ips, int 
   CheckEndpointLists(node_ips, local_index, endpoints, per_node);
   Cluster cluster;
   cluster.local_index = local_index;
+  cluster.family = devices.family;
   cluster.mode = devices.mode;
   cluster.backend = devices.backend;
   cluster.master = master;
@@ -90,7 +91,7 @@ Cluster BuildClusterFromEndpoints(const std::vector<std::string>& node_ips, int 
       trainer.global_rank = static_cast<int>(n * per_node + i);
       trainer.local_rank = static_cast<int>(i);
       trainer.endpoint = endpoints[n][i];
-      if (devices.mode == DeviceMode::kGpu) trainer.devices = devices.devices_per_proc[i];
+      if (devices.mode != DeviceMode::kCpu) trainer.devices = devices.devices_per_proc[i];
       pod.trainers.push_back(std::move(trainer));
     }
     cluster.pods.push_back(std::move(pod));

@@ -56,8 +56,12 @@ EnvList TrainerTable(const Cluster& cluster, const Trainer& trainer, const World
   table.emplace_back("PADDLE_RANK_IN_NODE", std::to_string(trainer.local_rank));
   table.emplace_back("PADDLE_LOCAL_DEVICE_IDS", ids);
   table.emplace_back("PADDLE_WORLD_DEVICE_IDS", world.world_device_ids);
-  if (!ids.empty() && cluster.mode == DeviceMode::kGpu) {
-    table.emplace_back("FLAGS_selected_gpus", ids);
+  if (!ids.empty() && cluster.mode != DeviceMode::kCpu) {
+    table.emplace_back(cluster.family.selected_key, ids);
+    for (const auto& [name, value] : cluster.family.env) {
+      // PADDLE_DISTRI_BACKEND is cluster.backend, set by TrainerVariables.
+      if (name != "PADDLE_DISTRI_BACKEND") table.emplace_back(name, value);
+    }
   }
   if (!ids.empty()) table.emplace_back("FLAGS_selected_accelerators", ids);
   return table;
@@ -110,7 +114,9 @@ EnvList MasterTrainerVariables(const Cluster& cluster, const Trainer& trainer,
   if (job.auto_cluster) vars.emplace_back("PADDLE_AUTO_CLUSTER", *job.auto_cluster);
   vars.emplace_back("PADDLE_TRAINER_ENDPOINTS", world.trainer_endpoints);
   if (!trainer.devices.empty()) {
-    vars.emplace_back("FLAGS_selected_gpus", fmt::format("{}", fmt::join(trainer.devices, ",")));
+    for (const auto& [name, value] : cluster.family.env) vars.emplace_back(name, value);
+    vars.emplace_back(cluster.family.selected_key,
+                      fmt::format("{}", fmt::join(trainer.devices, ",")));
   } else {
     vars.emplace_back("PADDLE_DISTRI_BACKEND", "gloo");
   }

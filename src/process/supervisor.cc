@@ -331,6 +331,10 @@ ProcessRecord RecordOf(const SupervisedProcess& p, int local_rank, pid_t pid) {
   record.endpoint = EnvValue(p.spec, "PADDLE_CURRENT_ENDPOINT");
   record.devices = EnvValue(p.spec, "FLAGS_selected_gpus");
   if (record.devices.empty()) record.devices = EnvValue(p.spec, "FLAGS_selected_xpus");
+  if (const std::string custom = EnvValue(p.spec, "PADDLE_XCCL_BACKEND");
+      record.devices.empty() && !custom.empty()) {
+    record.devices = EnvValue(p.spec, "FLAGS_selected_" + custom + "s");
+  }
   record.log_path = p.log_path;
   record.start_time = WallClockNow();
   return record;

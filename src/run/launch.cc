@@ -208,17 +208,21 @@ std::optional<std::string> UnusedMasterNote(const JobDecision& d) {
 /// --gpus and --nproc_per_node against CUDA_VISIBLE_DEVICES, and the fixed ports they need,
 /// without probing the machine (the real plan comes later).
 void CheckDeviceUsage(const LaunchOptions& options, const EnvMap& env) {
-  const auto cuda = env.find("CUDA_VISIBLE_DEVICES");
-  const std::optional<std::string> visible =
-      cuda == env.end() || cuda->second.empty() ? std::nullopt
-                                                : std::optional<std::string>(cuda->second);
+  const VisibleDevices visible = ReadVisibleDevices([&env](const std::string& name) {
+    const auto it = env.find(name);
+    return it == env.end() ? std::nullopt : std::optional<std::string>(it->second);
+  });
+  const DeviceEnv device_env = internal::DeviceEnvOf(options, visible);
   const std::optional<int> start = GivenStartPort(options);
-  if (!options.gpus && !visible && !options.nproc_per_node && !start) return;
-  FakeDeviceProbe probe(0);  // No GPU unless listed: never a usage error the machine would not give.
+  if (!internal::DeviceList(options) && !Decides(visible.cuda) && !Decides(visible.xpu) &&
+      !visible.xccl_backend && !options.nproc_per_node && !start) {
+    return;
+  }
+  FakeDeviceProbe probe(0);  // No device unless listed: never a usage error the machine would not give.
   DevicePlan plan;
   try {
-    plan = ResolveDevices(options.gpus, options.nproc_per_node, options.backend,
-                          internal::DeviceEnvOf(options, visible), probe);
+    plan = ResolveDevices(internal::DeviceList(options), options.nproc_per_node, options.backend,
+                          device_env, probe);
   } catch (const UsageError&) {
     throw;
   } catch (const LaunchError&) {
@@ -352,7 +356,7 @@ int RunDryRun(JobDecision decision) {
     }
   } else {
     const CollectivePlan collective = PlanCollective(options, env);
-    plan.device_mode = collective.devices.mode == DeviceMode::kGpu ? "gpu" : "cpu";
+    plan.device_mode = collective.devices.family.type;
     plan.cluster = collective.cluster;
     const JobEnv job{"(a new temporary directory)", GetEnv("PADDLE_WITH_GLOO").value_or("0"),
                      fs::absolute(options.log_dir).string()};

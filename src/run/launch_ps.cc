@@ -12,6 +12,7 @@
 #include "pdlaunch/plan/cloud.h"
 #include "pdlaunch/plan/devices.h"
 #include "pdlaunch/plan/ports.h"
+#include "pdlaunch/process/device_probe.h"
 #include "pdlaunch/process/supervisor.h"
 #include "run/launch_support.h"
 
@@ -77,11 +78,17 @@ PsDecision DecidePs(const LaunchOptions& options, JobMode mode, const std::strin
   PsInputs inputs;
   inputs.options = options;
   inputs.mode = mode;
-  inputs.cuda_visible_devices = GetEnv("CUDA_VISIBLE_DEVICES");
   auto probe = MakeSystemDeviceProbe();
-  inputs.devices = ResolveDevices(options.gpus, std::nullopt, "auto",
-                                  DeviceEnvOf(options, inputs.cuda_visible_devices), *probe);
-  decision.accelerators = inputs.devices.mode == DeviceMode::kGpu
+  inputs.devices = ResolveDevices(DeviceList(options), std::nullopt, "auto",
+                                  DeviceEnvOf(options, VisibleDevicesOfEnvironment()), *probe);
+  // Paddle's PS launcher knows GPUs and XPUs (its workers get both CUDA_ and
+  // XPU_VISIBLE_DEVICES); the physical ids come from the family's own visible list.
+  const bool accelerated =
+      inputs.devices.mode == DeviceMode::kGpu || inputs.devices.mode == DeviceMode::kXpu;
+  if (!accelerated) inputs.devices = ResolveDevices(std::nullopt, std::nullopt, "gloo", {}, *probe);
+  inputs.cuda_visible_devices =
+      accelerated ? GetEnv(inputs.devices.family.visible_variable.c_str()) : std::nullopt;
+  decision.accelerators = accelerated
                               ? static_cast<int>(inputs.devices.devices_per_proc.size())
                               : 0;
 

@@ -20,6 +20,7 @@
 #include "pdlaunch/cli/options.h"
 #include "pdlaunch/plan/messages.h"
 #include "pdlaunch/plan/ports.h"
+#include "pdlaunch/process/device_probe.h"
 
 extern char** environ;
 
@@ -154,16 +155,27 @@ LocalPorts PlanLocalPorts(std::optional<int> start, int num_local) {
   return plan;
 }
 
-DeviceEnv DeviceEnvOf(const LaunchOptions& options,
-                      std::optional<std::string> cuda_visible_devices) {
-  return DeviceEnv{std::move(cuda_visible_devices), options.FlagName("nproc_per_node"),
-                   options.FlagName("gpus")};
+DeviceEnv DeviceEnvOf(const LaunchOptions& options, const VisibleDevices& visible) {
+  if (options.gpus && options.xpus) {
+    throw UsageError(fmt::format("{} and {} both list devices: give one of them",
+                                 options.FlagName("gpus"), options.FlagName("xpus")));
+  }
+  return DeviceEnvFrom(visible, options.FlagName("nproc_per_node"),
+                       options.FlagName(options.xpus ? "xpus" : "gpus"), options.xpus.has_value());
+}
+
+std::optional<std::string> DeviceList(const LaunchOptions& options) {
+  return options.xpus ? options.xpus : options.gpus;
+}
+
+VisibleDevices VisibleDevicesOfEnvironment() {
+  return ReadVisibleDevices([](const std::string& name) { return GetEnv(name.c_str()); });
 }
 
 DevicePlan ResolveCollectiveDevices(const LaunchOptions& options) {
   auto probe = MakeSystemDeviceProbe();
-  return ResolveDevices(options.gpus, options.nproc_per_node, options.backend,
-                        DeviceEnvOf(options, GetEnv("CUDA_VISIBLE_DEVICES")), *probe);
+  return ResolveDevices(DeviceList(options), options.nproc_per_node, options.backend,
+                        DeviceEnvOf(options, VisibleDevicesOfEnvironment()), *probe);
 }
 
 void PrintStarted(const std::vector<pid_t>& pids) {

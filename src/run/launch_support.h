@@ -58,13 +58,19 @@ struct LocalPorts {
 /// `num_local` + 1 free locked ports, the last one MASTER_PORT.
 LocalPorts PlanLocalPorts(std::optional<int> start, int num_local);
 
-/// ResolveDevices' environment input: `cuda_visible_devices`, and the names the device list and
-/// the process count were given under (LaunchOptions::FlagName), for its messages.
-DeviceEnv DeviceEnvOf(const LaunchOptions& options,
-                      std::optional<std::string> cuda_visible_devices);
+/// ResolveDevices' environment input: the visible-devices variables, and the names the device
+/// list and the process count were given under (LaunchOptions::FlagName), for its messages.
+/// UsageError when both --gpus (or an alias) and --xpus are given.
+DeviceEnv DeviceEnvOf(const LaunchOptions& options, const VisibleDevices& visible);
 
-/// The collective device plan: --gpus, --nproc_per_node, --backend, CUDA_VISIBLE_DEVICES and
-/// the system's GPUs (nvidia-smi).
+/// The device list: --xpus (or --selected_xpus) when given, else --devices and its aliases.
+std::optional<std::string> DeviceList(const LaunchOptions& options);
+
+/// The visible-devices variables of this process's environment.
+VisibleDevices VisibleDevicesOfEnvironment();
+
+/// The collective device plan: the device list, --nproc_per_node, --backend, the visible-devices
+/// variables and the system's devices (process/device_probe.h).
 DevicePlan ResolveCollectiveDevices(const LaunchOptions& options);
 
 /// Paddle's "launch proc_id:<pid> idx:<i>" line for every started process, on stdout.

@@ -37,7 +37,8 @@ class CollectiveJob : public MasterJob {
       CheckPortsFree(all);
     }
     info_.replicas = local;
-    info_.dtype = devices_.mode == DeviceMode::kGpu ? "gpu" : "cpu";
+    // Paddle's DeviceType values: cpu, gpu, xpu, custom_device.
+    info_.dtype = devices_.mode == DeviceMode::kCustom ? "custom_device" : devices_.family.type;
     info_.candidate = Endpoint{node_ip, ports_.master_port}.ToString();
     std::vector<Endpoint> endpoints;
     for (int port : ports_.ports) endpoints.push_back(Endpoint{node_ip, port});

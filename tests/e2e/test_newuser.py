@@ -179,7 +179,7 @@ class HelpTruthTest(LaunchTestCase):
         self.assertEqual(missing_help, [], "flags missing from --help")
         self.assertEqual(missing_doc, [], "flags missing from docs/cli.md")
         self.assertNotIn("1.6", help_text)
-        for word in ("Specifize", "perfers", "bkcl"):
+        for word in ("Specifize", "perfers"):
             self.assertNotIn(word, help_text)
 
 

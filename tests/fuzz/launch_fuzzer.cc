@@ -344,15 +344,22 @@ void FuzzCloudCluster(const LaunchOptions& options, const CloudEnv& cloud,
 
 void FuzzCollective(const LaunchOptions& options, const FuzzInput& input) {
   if (options.nproc_per_node && *options.nproc_per_node > kMaxProcesses) return;
-  const std::optional<std::string> visible = Get(input.env, "CUDA_VISIBLE_DEVICES");
-  if (ItemCount(options.gpus, ',') > kMaxProcesses || ItemCount(visible, ',') > kMaxProcesses)
-    return;
-  FakeDeviceProbe probe(input.gpu_count);
+  const VisibleDevices visible =
+      ReadVisibleDevices([&](const std::string& name) { return Get(input.env, name); });
+  for (const auto* list : {&options.gpus, &options.xpus, &visible.cuda, &visible.xpu,
+                           &visible.custom}) {
+    if (ItemCount(*list, ',') > kMaxProcesses) return;
+  }
+  FakeDeviceProbe probe(input.gpu_count, input.gpu_count / 2, input.gpu_count % 3);
   const std::optional<DevicePlan> devices = Try([&] {
-    return ResolveDevices(options.gpus, options.nproc_per_node, options.backend, DeviceEnv{visible},
+    if (options.gpus && options.xpus) throw UsageError("both");
+    return ResolveDevices(options.xpus ? options.xpus : options.gpus, options.nproc_per_node,
+                          options.backend,
+                          DeviceEnvFrom(visible, "--nproc_per_node", "--gpus",
+                                        options.xpus.has_value()),
                           probe);
   });
-  PDLAUNCH_FUZZ_CHECK(probe.calls() <= 1);
+  PDLAUNCH_FUZZ_CHECK(probe.calls() <= 2);  // GPU, then XPU.
   if (!devices) return;
   CheckDevices(*devices, options.nproc_per_node);
   const std::optional<CloudEnv> cloud = DetectCloud(input.env);
@@ -427,8 +434,9 @@ void FuzzPs(const LaunchOptions& options, JobMode mode, const FuzzInput& input) 
   if (ItemCount(options.gpus, ',') > kMaxProcesses) return;
   FakeDeviceProbe probe(input.gpu_count);
   const auto devices = Try([&] {
-    return ResolveDevices(options.gpus, std::nullopt, "auto",
-                          DeviceEnv{inputs.cuda_visible_devices}, probe);
+    DeviceEnv env;
+    env.cuda_visible_devices = inputs.cuda_visible_devices;
+    return ResolveDevices(options.gpus, std::nullopt, "auto", env, probe);
   });
   if (!devices) return;
   inputs.devices = *devices;

@@ -16,6 +16,7 @@ inline DevicePlan CpuPlan(int processes) {
 /// GPU mode (nccl) with one GPU per process: process i uses GPU i.
 inline DevicePlan GpuPlan(int processes) {
   DevicePlan plan;
+  plan.family = GpuFamily();
   plan.mode = DeviceMode::kGpu;
   plan.backend = "nccl";
   for (int i = 0; i < processes; ++i) plan.devices_per_proc.push_back({i});

@@ -94,7 +94,8 @@ void RejectUnsupportedOptions(const LaunchOptions& options);
 /// NOTSET are accepted too, as Python's logging does, but not offered).
 inline constexpr std::array<std::string_view, 4> kRunModes = {"collective", "ps", "ps-heter",
                                                               "rpc"};
-inline constexpr std::array<std::string_view, 4> kBackends = {"auto", "gloo", "nccl", "bkcl"};
+inline constexpr std::array<std::string_view, 6> kBackends = {"auto", "gloo",  "nccl",
+                                                              "bkcl", "heter", "xccl"};
 inline constexpr std::array<std::string_view, 5> kLogLevels = {"DEBUG", "INFO", "WARNING", "ERROR",
                                                                "CRITICAL"};
 

@@ -6,48 +6,63 @@
 #include <string>
 #include <vector>
 
+#include "pdlaunch/plan/device_family.h"
+
 namespace pdlaunch {
 
-/// What kind of device the local trainers use (contract §2.2).
-enum class DeviceMode { kCpu, kGpu };
-
-/// Tells how many CUDA devices the hardware has. The real one asks `nvidia-smi -L`, then
-/// /proc/driver/nvidia/gpus; tests use FakeDeviceProbe.
+/// Tells how many devices of a family the machine has, when no visible-devices variable says it.
+/// The real one (process/device_probe.h) runs the family's programs with a deadline and counts its
+/// device files; tests use FakeDeviceProbe.
 class DeviceProbe {
  public:
   virtual ~DeviceProbe() = default;
-  /// Number of physical GPUs; 0 when there is no driver or no device. Never throws.
-  virtual int CountGpus() = 0;
+  /// Number of devices of `family`; 0 when there is no driver, no device, or no way to tell.
+  /// Never throws.
+  virtual int Count(const DeviceFamily& family) = 0;
 };
 
-/// The real probe. `nvidia_smi` is the program to run (looked up in PATH).
-std::unique_ptr<DeviceProbe> MakeSystemDeviceProbe(std::string nvidia_smi = "nvidia-smi");
+/// Counts what `nvidia-smi -L` prints: one "GPU <n>: ..." line a GPU.
+int CountNvidiaSmiGpus(const std::string& output);
+/// Counts what `npu-smi info` prints: one table row "| <id> <name> | <health> | ..." a chip.
+int CountNpuSmiChips(const std::string& output);
+/// Counts what `rocm-smi --showid` prints: the distinct "GPU[<n>]" line prefixes.
+int CountRocmSmiGpus(const std::string& output);
 
-/// A probe that reports a fixed count.
+/// A probe that reports fixed counts.
 class FakeDeviceProbe : public DeviceProbe {
  public:
-  explicit FakeDeviceProbe(int count) : count_(count) {}
-  int CountGpus() override {
+  explicit FakeDeviceProbe(int gpus, int xpus = 0, int custom = 0)
+      : gpus_(gpus), xpus_(xpus), custom_(custom) {}
+  int Count(const DeviceFamily& family) override {
     ++calls_;
-    return count_;
+    switch (family.mode) {
+      case DeviceMode::kGpu: return gpus_;
+      case DeviceMode::kXpu: return xpus_;
+      case DeviceMode::kCustom: return custom_;
+      case DeviceMode::kCpu: break;
+    }
+    return 0;
   }
   int calls() const { return calls_; }
 
  private:
-  int count_;
+  int gpus_;
+  int xpus_;
+  int custom_;
   int calls_ = 0;
 };
 
 /// Decided device layout of the local trainers.
 struct DevicePlan {
-  DeviceMode mode = DeviceMode::kCpu;
-  /// One entry per local trainer: the device ids (logical, relative to CUDA_VISIBLE_DEVICES)
+  DeviceFamily family;  ///< CpuFamily() in CPU mode.
+  DeviceMode mode = DeviceMode::kCpu;  ///< family.mode.
+  /// One entry per local trainer: the device ids (logical, relative to the family's visible list)
   /// it is bound to. Empty inner lists in CPU mode.
   std::vector<std::vector<int>> devices_per_proc;
-  std::string backend;                ///< "nccl" for GPU, "gloo" for CPU.
+  std::string backend;                ///< family.backend: nccl, bkcl, xccl, or gloo on CPU.
   std::vector<std::string> info;      ///< Lines to log at INFO (e.g. the relative-ids message).
   std::vector<std::string> warnings;  ///< Lines to log at WARNING.
-  std::string mode_line;              ///< "launch train in GPU mode!" / "launch train in CPU mode".
+  std::string mode_line;              ///< "launch train in GPU mode!" / "... CPU mode" / ...
 };
 
 /// Inputs of ResolveDevices that come from the environment.
@@ -59,19 +74,37 @@ struct DeviceEnv {
   /// The name the device list was given under, for its messages (--gpus, --devices, --npus,
   /// --selected_gpus, PADDLE_DEVICES: LaunchOptions::FlagName).
   std::string gpus_name = "--gpus";
+  /// The other visible-devices variables (ReadVisibleDevices): xpu and custom devices.
+  std::optional<std::string> xpu_visible_devices;
+  std::optional<std::string> xccl_backend;
+  std::optional<std::string> custom_visible_devices;
+  /// The list came as --xpus or --selected_xpus: the XPU family, whatever else is set.
+  bool xpus = false;
 };
 
-/// Decides device mode and per-process device lists (contract §2.2, §3.2; issue #2 item 4):
-/// * `gpus` given: tokens comma-split and whitespace-stripped, each a non-negative integer (else
-///   UsageError naming the token); with a non-empty CUDA_VISIBLE_DEVICES each token must be listed
-///   there and becomes its position in it (info line "Change selected_gpus into reletive values.
-///   ..."); if the probe finds no GPU a warning is added and the job runs as asked.
-/// * `gpus` absent: a non-empty CUDA_VISIBLE_DEVICES is trusted as the device list (ids 0..n-1,
-///   the probe is not called); else the probe's count; 0 → CPU mode.
-/// * `nproc_per_node` chunks the GPU list into that many equal consecutive chunks (UsageError
-///   when it does not divide the list, or is < 1). In CPU mode it is the process count (default 1).
-/// * `backend` "auto" picks nccl/gloo; "gloo" forces CPU mode; "nccl" without GPUs is an error.
-/// `probe` is called at most once.
+/// DeviceEnv from the environment's variables, names for messages from the caller.
+DeviceEnv DeviceEnvFrom(const VisibleDevices& visible, std::string nproc_per_node_name,
+                        std::string gpus_name, bool xpus);
+
+/// Decides the device family and per-process device lists (paddle-new-launch.md §5, §7.1;
+/// legacy §2.2, §3.2; issue #27; docs/cli.md, "Devices"):
+/// * The family: `backend` nccl → GPU, bkcl (or the list given as --xpus) → XPU, xccl → the
+///   custom device of PADDLE_XCCL_BACKEND (a UsageError without it). With auto, Paddle's order:
+///   PADDLE_XCCL_BACKEND set → that custom device; CUDA_VISIBLE_DEVICES decides → GPU;
+///   XPU_VISIBLE_DEVICES (or XPULINK_VISIBLE_DEVICES) decides → XPU; else the probe, GPU then XPU
+///   (Decides: set, non-empty, not "all").
+/// * `gpus` (the device list, under any of its names) given: tokens comma-split and
+///   whitespace-stripped, each a non-negative integer (else UsageError naming the token); with
+///   the family's visible list each token must be in it and becomes its position there (info
+///   line "Change selected_<type>s into reletive values. ..."), else a UsageError naming the
+///   token and the list; without one, if the probe finds no device a warning is added and the
+///   job runs as asked.
+/// * `gpus` absent: the visible list decides the count (ids 0..n-1, no probe; CUDA's list stops
+///   at its first invalid entry, "-1" hides every GPU); else the probe's count; 0 → CPU mode
+///   (a LaunchError for a custom device or a backend that needs devices).
+/// * `nproc_per_node` chunks the list into that many equal consecutive chunks (UsageError when
+///   it does not divide the list, or is < 1). In CPU mode it is the process count (default 1).
+/// * `backend` "gloo" forces CPU mode. `probe` is called only when no variable decides.
 DevicePlan ResolveDevices(const std::optional<std::string>& gpus,
                           const std::optional<int>& nproc_per_node, const std::string& backend,
                           const DeviceEnv& env, DeviceProbe& probe);

@@ -66,9 +66,11 @@ struct PsInputs {
   /// Without `start_port`: PsPortsNeeded ports the caller reserved, consumed in order (servers,
   /// workers, heter stages, HTTP port). Extra ports are unused.
   std::vector<int> free_ports;
-  /// The GPU list of §3.2 (ResolveDevices with --gpus, no --nproc_per_node, backend "auto").
+  /// The device list of §3.2 (ResolveDevices with --gpus or --xpus, no --nproc_per_node,
+  /// backend "auto"): GPUs or XPUs, else CPU.
   DevicePlan devices;
-  /// The launcher's CUDA_VISIBLE_DEVICES: turns logical GPU ids back into physical ones.
+  /// The family's visible list (CUDA_VISIBLE_DEVICES or XPU_VISIBLE_DEVICES): turns logical ids
+  /// back into physical ones.
   std::optional<std::string> cuda_visible_devices;
   /// PADDLE_GLOO_FS_PATH and PADDLE_WITH_GLOO (log_dir is not used).
   JobEnv job;

@@ -14,7 +14,7 @@ struct Trainer {
   int global_rank = 0;
   int local_rank = 0;  ///< Index of spawn on its node.
   Endpoint endpoint;
-  std::vector<int> devices;  ///< Logical accelerator ids; empty in CPU mode.
+  std::vector<int> devices;  ///< Logical device ids (of the family's visible list); empty on CPU.
 };
 
 /// The trainers of one node.
@@ -28,8 +28,9 @@ struct Pod {
 struct Cluster {
   std::vector<Pod> pods;  ///< In node order.
   int local_index = 0;    ///< Index of this node's pod.
-  DeviceMode mode = DeviceMode::kCpu;
-  std::string backend;  ///< "nccl" or "gloo".
+  DeviceFamily family;  ///< Its selected-device key and variables (§7.1).
+  DeviceMode mode = DeviceMode::kCpu;  ///< family.mode.
+  std::string backend;  ///< family.backend: nccl, bkcl, xccl, or gloo.
   Endpoint master;      ///< MASTER_ADDR:MASTER_PORT for torch env:// (node 0's host).
 
   const Pod& local_pod() const { return pods.at(static_cast<size_t>(local_index)); }

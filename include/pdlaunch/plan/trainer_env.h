@@ -35,8 +35,9 @@ struct WorldValues {
 
 /// The per-process table of contract §3.6, in its order: PADDLE_TRAINER_ID,
 /// PADDLE_CURRENT_ENDPOINT, PADDLE_TRAINERS_NUM, PADDLE_TRAINER_ENDPOINTS, PADDLE_RANK_IN_NODE,
-/// PADDLE_LOCAL_DEVICE_IDS, PADDLE_WORLD_DEVICE_IDS, then FLAGS_selected_gpus (GPU mode, ids
-/// non-empty) and FLAGS_selected_accelerators (ids non-empty). This is what the
+/// PADDLE_LOCAL_DEVICE_IDS, PADDLE_WORLD_DEVICE_IDS, then the family's selected key
+/// (FLAGS_selected_gpus, _xpus, _npus, ...; ids non-empty) with a custom device's
+/// PADDLE_XCCL_BACKEND, and FLAGS_selected_accelerators (ids non-empty). This is what the
 /// "Distributed Envs" table shows.
 EnvList TrainerTable(const Cluster& cluster, const Trainer& trainer);
 EnvList TrainerTable(const Cluster& cluster, const Trainer& trainer, const WorldValues& world);
@@ -62,8 +63,9 @@ struct MasterJobEnv {
 /// exactly: PADDLE_MASTER (peer 0's candidate), PADDLE_GLOBAL_SIZE, PADDLE_LOCAL_SIZE,
 /// PADDLE_GLOBAL_RANK, PADDLE_LOCAL_RANK, PADDLE_NNODES, PADDLE_CURRENT_ENDPOINT,
 /// PADDLE_TRAINER_ID, PADDLE_TRAINERS_NUM, PADDLE_RANK_IN_NODE, PADDLE_AUTO_CLUSTER (if set),
-/// PADDLE_TRAINER_ENDPOINTS, FLAGS_selected_gpus (GPU ids, all of them for one process) or
-/// PADDLE_DISTRI_BACKEND=gloo (CPU), POD_NAME, PADDLE_LOG_DIR; then PyTorch's RANK, WORLD_SIZE,
+/// PADDLE_TRAINER_ENDPOINTS, a custom device's PADDLE_DISTRI_BACKEND=xccl and
+/// PADDLE_XCCL_BACKEND, the family's selected key (FLAGS_selected_gpus, _xpus, _npus, ...: the
+/// ids, all of them for one process) or PADDLE_DISTRI_BACKEND=gloo (CPU), POD_NAME, PADDLE_LOG_DIR; then PyTorch's RANK, WORLD_SIZE,
 /// LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT (the same master).
 EnvList MasterTrainerVariables(const Cluster& cluster, const Trainer& trainer,
                                const MasterJobEnv& job);

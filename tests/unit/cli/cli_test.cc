@@ -388,10 +388,15 @@ TEST(CliTest, HostIsAcceptedForCollective) {
   EXPECT_TRUE(o.WasGiven("host"));
 }
 
-TEST(CliTest, XpuFlagsAreRefused) {
-  EXPECT_EQ(ErrorOf({"--xpus", "0", "t.py"}), "--xpus is not supported yet (XPU devices)");
-  EXPECT_EQ(ErrorOf({"--backend", "bkcl", "t.py"}),
-            "--backend=bkcl is not supported yet (XPU devices)");
+// Issue #27: Kunlun XPUs through the legacy --xpus/--selected_xpus and --backend bkcl/xccl.
+TEST(CliTest, XpuFlagsAndBackendsAreAccepted) {
+  EXPECT_EQ(Options({"--xpus", "0,1", "t.py"}).xpus, "0,1");
+  const LaunchOptions legacy = Options({"--selected_xpus", "2", "t.py"});
+  EXPECT_EQ(legacy.xpus, "2");
+  EXPECT_EQ(legacy.FlagName("xpus"), "--selected_xpus");
+  for (const char* backend : {"bkcl", "xccl", "heter", "auto", "gloo", "nccl"}) {
+    EXPECT_EQ(Options({"--backend", backend, "t.py"}).backend, backend);
+  }
 }
 
 TEST(CliTest, RunModeIsChecked) {
@@ -408,7 +413,7 @@ TEST(CliTest, BackendMustBeKnown) {
   EXPECT_EQ(Options({"--backend=nccl", "t.py"}).backend, "nccl");
   EXPECT_EQ(ErrorOf({"--backend", "mpi", "t.py"}),
             "paddle.distributed initialize error, backend argument can only be one of 'nccl', "
-            "'gloo', 'bkcl', 'auto', but got mpi");
+            "'gloo', 'bkcl', 'auto', 'heter', 'xccl' but got mpi");
 }
 
 TEST(CliTest, ParserIgnoresBackendEnvironment) {
@@ -421,9 +426,9 @@ TEST(CliTest, ParserIgnoresBackendEnvironment) {
 
 TEST(CliTest, RejectUnsupportedOptionsLooksAtGivenOnly) {
   LaunchOptions options;
-  options.xpus = "0";  // Not given: a default is never refused.
+  options.auto_tuner_json = "t.json";  // Not given: a default is never refused.
   EXPECT_NO_THROW(RejectUnsupportedOptions(options));
-  options.given.insert("xpus");
+  options.given.insert("auto_tuner_json");
   EXPECT_THROW(RejectUnsupportedOptions(options), UsageError);
 }
 
@@ -654,10 +659,16 @@ TEST(NewUserCliTest, EmptyLogDirIsRefused) {
             "directory)");
 }
 
+TEST(NewUserCliTest, IpuScriptIsRefusedSayingWhy) {
+  EXPECT_EQ(ErrorOf({"ipu", "--x"}),
+            "ipu: Graphcore IPU jobs (Paddle's poprun controller) are not supported: run poprun "
+            "directly");
+  EXPECT_NO_THROW(ParseCommandLine({"./ipu"}));
+}
+
 TEST(NewUserCliTest, RefusalNamesTheFlagAsTyped) {
-  EXPECT_EQ(ErrorOf({"--selected_xpus", "0", "t.py"}),
-            "--selected_xpus is not supported yet (XPU devices)");
-  EXPECT_EQ(ErrorOf({"--xpus", "0", "t.py"}), "--xpus is not supported yet (XPU devices)");
+  EXPECT_EQ(ErrorOf({"--auto_tuner_json", "t.json", "t.py"}),
+            "--auto_tuner_json is not supported yet (auto-parallel tuning)");
 }
 
 }  // namespace

@@ -331,6 +331,7 @@ TEST(BuildMasterClusterTest, NodesMayRunDifferentNumbersOfProcesses) {
   order.peers = {Peer("host", -1, "10.0.0.1", 6000, 3), Peer("b", -1, "10.0.0.2", 7000, 2)};
   order.own_index = 1;
   DevicePlan devices;
+  devices.family = GpuFamily();
   devices.mode = DeviceMode::kGpu;
   devices.backend = "nccl";
   devices.devices_per_proc = {{0}, {1}};
@@ -537,6 +538,7 @@ TEST(MasterTrainerVariablesTest, ExactlyTodaysLaunchersNames) {
   order.peers = {Peer("host", -1, "10.0.0.1", 6000, 1), Peer("b", -1, "10.0.0.2", 7000, 2)};
   order.own_index = 1;
   DevicePlan devices;
+  devices.family = GpuFamily();
   devices.mode = DeviceMode::kGpu;
   devices.devices_per_proc = {{0, 1}, {2, 3}};
   const Cluster cluster = BuildMasterCluster(order, devices);

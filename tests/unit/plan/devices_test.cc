@@ -12,7 +12,11 @@ using Ids = std::vector<std::vector<int>>;
 
 using testutil::ErrorOf;
 
-DeviceEnv WithCuda(const std::string& visible) { return DeviceEnv{visible}; }
+DeviceEnv WithCuda(const std::string& visible) {
+  DeviceEnv env;
+  env.cuda_visible_devices = visible;
+  return env;
+}
 
 TEST(DevicesTest, WithoutGpusFlagOneProcessPerProbedGpu) {
   FakeDeviceProbe probe(4);
@@ -226,8 +230,8 @@ TEST(DevicesTest, NcclBackendWithGpusFlagRunsAsAsked) {
 TEST(DevicesTest, UnknownBackendIsUsageError) {
   FakeDeviceProbe probe(1);
   EXPECT_EQ(
-      ErrorOf<UsageError>([&] { ResolveDevices(std::nullopt, std::nullopt, "bkcl", {}, probe); }),
-      "--backend: 'bkcl' is not supported (use auto, nccl or gloo)");
+      ErrorOf<UsageError>([&] { ResolveDevices(std::nullopt, std::nullopt, "hccl", {}, probe); }),
+      "--backend: 'hccl' is not supported (use auto, nccl, bkcl, xccl, heter or gloo)");
 }
 
 }  // namespace

@@ -54,6 +54,7 @@ class Args {
 
 DevicePlan Gpus(std::vector<int> ids) {
   DevicePlan plan;
+  plan.family = GpuFamily();
   plan.mode = DeviceMode::kGpu;
   plan.backend = "nccl";
   for (int id : ids) plan.devices_per_proc.push_back({id});

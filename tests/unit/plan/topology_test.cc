@@ -15,6 +15,7 @@ NodeIdentity Nodes(std::vector<std::string> ips, int index) {
 
 DevicePlan GpuPlan(std::vector<std::vector<int>> devices) {
   DevicePlan plan;
+  plan.family = GpuFamily();
   plan.mode = DeviceMode::kGpu;
   plan.backend = "nccl";
   plan.devices_per_proc = std::move(devices);

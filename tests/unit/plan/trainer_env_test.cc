@@ -137,6 +137,46 @@ TEST(TrainerEnvTest, VariablesOfCpuJobNameGlooBackend) {
   EXPECT_EQ(find("MASTER_PORT"), "6072");
 }
 
+// Issue #27: the legacy table of an XPU and of an NPU job, as Paddle's legacy launcher
+// (fleet/launch_utils.py start_local_trainers: FLAGS_selected_xpus, FLAGS_selected_accelerators,
+// PADDLE_LOCAL_DEVICE_IDS, PADDLE_WORLD_DEVICE_IDS) and today's (collective.py: the family's key,
+// get_custom_device_envs).
+TEST(TrainerEnvTest, XpuAndCustomDeviceJobsGetTheirFamilysKeys) {
+  const auto cluster_of = [](DeviceFamily family) {
+    DevicePlan plan;
+    plan.family = family;
+    plan.mode = family.mode;
+    plan.backend = family.backend;
+    plan.devices_per_proc = {{0}, {1}};
+    return BuildCollectiveCluster(ResolveNode("127.0.0.1", std::nullopt, NodeEnv{}), plan,
+                                  {6070, 6071}, 6072);
+  };
+  const Cluster xpu = cluster_of(XpuFamily());
+  const EnvList xpu_table = TrainerTable(xpu, Local(xpu, 1));
+  EXPECT_EQ(EnvList(xpu_table.end() - 4, xpu_table.end()),
+            (EnvList{{"PADDLE_LOCAL_DEVICE_IDS", "1"},
+                     {"PADDLE_WORLD_DEVICE_IDS", "0,1"},
+                     {"FLAGS_selected_xpus", "1"},
+                     {"FLAGS_selected_accelerators", "1"}}));
+  const EnvList xpu_vars = TrainerVariables(xpu, Local(xpu, 1), JobEnv{"/tmp/g", "0", "log"});
+  EXPECT_NE(std::find(xpu_vars.begin(), xpu_vars.end(),
+                      std::pair<std::string, std::string>{"PADDLE_DISTRI_BACKEND", "bkcl"}),
+            xpu_vars.end());
+  const Cluster npu = cluster_of(CustomFamily("npu"));
+  const EnvList npu_table = TrainerTable(npu, Local(npu, 0));
+  EXPECT_EQ(EnvList(npu_table.end() - 3, npu_table.end()),
+            (EnvList{{"FLAGS_selected_npus", "0"},
+                     {"PADDLE_XCCL_BACKEND", "npu"},
+                     {"FLAGS_selected_accelerators", "0"}}));
+  const EnvList master = MasterTrainerVariables(npu, Local(npu, 0), MasterJobEnv{"pod", "/l", {}});
+  const auto at = std::find_if(master.begin(), master.end(),
+                               [](const auto& kv) { return kv.first == "PADDLE_TRAINER_ENDPOINTS"; });
+  ASSERT_NE(at, master.end());
+  EXPECT_EQ(EnvList(at + 1, at + 4), (EnvList{{"PADDLE_DISTRI_BACKEND", "xccl"},
+                                              {"PADDLE_XCCL_BACKEND", "npu"},
+                                              {"FLAGS_selected_npus", "0"}}));
+}
+
 TEST(TrainerEnvTest, ComposeRemovesProxyVariables) {
   EXPECT_EQ(ComposeEnvironment({"http_proxy=a", "PATH=/bin", "https_proxy=b", "HTTP_PROXY=c",
                                 "HTTPS_PROXY=d", "no_proxy=e", "ALL_PROXY=f"},

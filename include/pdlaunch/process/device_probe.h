@@ -1,0 +1,25 @@
+#pragma once
+
+// The real DeviceProbe: the programs and device files of each family (issue #27).
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pdlaunch/plan/devices.h"
+
+namespace pdlaunch {
+
+/// The real probe (docs/cli.md, "Devices"): for GPUs `nvidia-smi -L`, then
+/// /proc/driver/nvidia/gpus, then `rocm-smi --showid`; for XPUs the /dev/xpu<N> files; for NPUs
+/// `npu-smi info`, then /dev/davinci<N>. Each program runs only when found on PATH, with a 10 s
+/// deadline (its process group is killed past it). `root` prefixes /dev and /proc (tests).
+std::unique_ptr<DeviceProbe> MakeSystemDeviceProbe(std::string root = "");
+
+/// The stdout of `argv` (no shell; stdin and stderr on /dev/null, its own process group), or
+/// nullopt unless it exits 0 within `timeout_ms`; past it the group is killed. Reaped.
+std::optional<std::string> CaptureOutput(const std::vector<std::string>& argv,
+                                         int timeout_ms = 10000);
+
+}  // namespace pdlaunch

@@ -1,0 +1,166 @@
+#include "pdlaunch/process/device_probe.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <filesystem>
+
+#include "pdlaunch/plan/training_command.h"  // FindProgram
+
+extern char** environ;
+
+namespace pdlaunch {
+
+namespace {
+
+// Reads `fd` to EOF; false when the deadline passes first or reading fails.
+bool ReadUntilEof(int fd, std::string& output, int timeout_ms) {
+  using std::chrono::steady_clock;
+  const auto deadline = steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  char buffer[4096];
+  while (true) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - steady_clock::now());
+    if (left.count() <= 0) return false;
+    pollfd pfd{fd, POLLIN, 0};
+    const int ready = poll(&pfd, 1, static_cast<int>(left.count()));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) return false;
+    const ssize_t n = read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return n == 0;
+    output.append(buffer, static_cast<size_t>(n));
+  }
+}
+
+// Starts `argv` (no shell) with stdin and stderr on /dev/null and stdout on `out_fd`.
+pid_t SpawnWithStdout(const std::vector<std::string>& argv, int out_fd) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, out_fd, 1);
+  posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t signals;
+  sigemptyset(&signals);
+  posix_spawnattr_setsigmask(&attr, &signals);
+  sigaddset(&signals, SIGPIPE);
+  posix_spawnattr_setsigdefault(&attr, &signals);
+  // Its own process group, so that a timeout kills whatever it started too.
+  posix_spawnattr_setpgroup(&attr, 0);
+  posix_spawnattr_setflags(&attr,
+                           POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
+  std::vector<char*> args;
+  for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = -1;
+  const int rc = posix_spawnp(&pid, args[0], &actions, &attr, args.data(), environ);
+  posix_spawnattr_destroy(&attr);
+  posix_spawn_file_actions_destroy(&actions);
+  return rc == 0 ? pid : -1;
+}
+
+int CountDirectoryEntries(const std::string& path) {
+  DIR* dir = opendir(path.c_str());
+  if (dir == nullptr) return 0;
+  int count = 0;
+  while (const dirent* entry = readdir(dir)) {
+    if (entry->d_name[0] != '.') ++count;
+  }
+  closedir(dir);
+  return count;
+}
+
+// Files <prefix><N> (N decimal digits only: /dev/davinci3, not /dev/davinci_manager).
+int CountDeviceFiles(const std::string& prefix) {
+  const std::filesystem::path path(prefix);
+  const std::string stem = path.filename().string();
+  DIR* dir = opendir(path.parent_path().c_str());
+  if (dir == nullptr) return 0;
+  int count = 0;
+  while (const dirent* entry = readdir(dir)) {
+    const std::string_view name(entry->d_name);
+    if (name.size() > stem.size() && name.starts_with(stem) &&
+        name.find_first_not_of("0123456789", stem.size()) == std::string_view::npos) {
+      ++count;
+    }
+  }
+  closedir(dir);
+  return count;
+}
+
+class SystemDeviceProbe : public DeviceProbe {
+ public:
+  explicit SystemDeviceProbe(std::string root) : root_(std::move(root)) {}
+
+  int Count(const DeviceFamily& family) override {
+    try {
+      for (const std::string& program : family.probe_programs) {
+        if (const int n = Run(program); n > 0) return n;
+        if (program == "nvidia-smi") {
+          if (const int n = CountDirectoryEntries(root_ + "/proc/driver/nvidia/gpus"); n > 0) {
+            return n;
+          }
+        }
+      }
+      return family.device_files.empty() ? 0 : CountDeviceFiles(root_ + family.device_files);
+    } catch (...) {
+      return 0;
+    }
+  }
+
+ private:
+  // Most machines lack most of these programs: no fork then (this is on the start-up path).
+  static int Run(const std::string& program) {
+    const char* path = std::getenv("PATH");
+    if (!FindProgram(program, path != nullptr ? path : "/bin:/usr/bin")) return 0;
+    if (program == "nvidia-smi") {
+      if (auto output = CaptureOutput({program, "-L"})) return CountNvidiaSmiGpus(*output);
+    } else if (program == "rocm-smi") {
+      if (auto output = CaptureOutput({program, "--showid"})) return CountRocmSmiGpus(*output);
+    } else if (program == "npu-smi") {
+      if (auto output = CaptureOutput({program, "info"})) return CountNpuSmiChips(*output);
+    }
+    return 0;
+  }
+
+  std::string root_;
+};
+
+}  // namespace
+
+// The stdout of `argv`, or nullopt unless it exits 0 within the timeout. The child is reaped.
+std::optional<std::string> CaptureOutput(const std::vector<std::string>& argv, int timeout_ms) {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return std::nullopt;
+  const pid_t pid = SpawnWithStdout(argv, fds[1]);
+  close(fds[1]);
+  if (pid < 0) {
+    close(fds[0]);
+    return std::nullopt;
+  }
+  std::string output;
+  const bool complete = ReadUntilEof(fds[0], output, timeout_ms);
+  close(fds[0]);
+  if (!complete) kill(-pid, SIGKILL);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!complete || !WIFEXITED(status) || WEXITSTATUS(status) != 0) return std::nullopt;
+  return output;
+}
+
+std::unique_ptr<DeviceProbe> MakeSystemDeviceProbe(std::string root) {
+  return std::make_unique<SystemDeviceProbe>(std::move(root));
+}
+
+
+}  // namespace pdlaunch
