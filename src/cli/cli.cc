@@ -373,7 +373,10 @@ const auto kFlags = std::to_array<FlagSpec>({
     {"--elastic_timeout", "elastic_timeout", Kind::kValue, N, &StoreInt<&LO::elastic_timeout>,
      kLaunchGroup, "Seconds an etcd job waits for its nodes", ""},
     {"--enable_gpu_log", "enable_gpu_log", Kind::kOptionalBool, N, &StoreBool<&LO::enable_gpu_log>,
-     kLaunchGroup, "Accepted; the <job_id>.gpu.log sampler is not built (docs/cli.md)", ""},
+     kLaunchGroup,
+     "Write <log_dir>/<job_id>.gpu.log on GPUs: nvidia-smi samples every "
+     "PDLAUNCH_GPU_LOG_PERIOD seconds (30). Default: true",
+     ""},
     {"--auto_cluster_config", "auto_cluster_config", Kind::kOptionalBool, N,
      &StoreBoolWord<&LO::auto_cluster_config>, kLaunchGroup,
      "Passed to the processes as PADDLE_AUTO_CLUSTER", "", "PADDLE_AUTO_CLUSTER"},

@@ -76,6 +76,16 @@ std::string FormatRunReport(const RunReport& report) {
                          {"status", StatusJson(p.status)}});
   }
   out["processes"] = std::move(processes);
+  if (!report.device_usage.empty()) {
+    Json usage = Json::array();
+    for (const auto& d : report.device_usage) {
+      usage.push_back({{"index", d.index},
+                       {"peak_memory_used_mib", d.peak_memory_used_mib},
+                       {"mean_utilization_percent", d.mean_utilization_percent},
+                       {"samples", d.samples}});
+    }
+    out["device_usage"] = std::move(usage);
+  }
   // Arguments need not be UTF-8: replace what is not, never throw.
   return out.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
 }

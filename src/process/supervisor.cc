@@ -395,6 +395,9 @@ class EventLoop {
   SupervisorResult Run() {
     WaitForSignal();
     StartAll();
+    if (options_.device_log && !policy_.all_exited()) {
+      device_log_ = std::make_unique<DeviceLogSampler>(io_, *options_.device_log);
+    }
     if (options_.external) {
       WaitForExternal();
       ArmTick();
@@ -413,6 +416,17 @@ class EventLoop {
         io_.restart();  // A shared loop was stopped by the previous run's Finish().
         io_.run();
       }
+    }
+    if (device_log_) {
+      const std::map<std::string, DeviceUsage> usage = device_log_->usage();
+      if (options_.on_device_usage) options_.on_device_usage(usage);
+      auto& records = TheRunReport().device_usage;
+      records.clear();
+      for (const auto& [index, device] : usage) {
+        records.push_back({index, device.peak_memory_used_mib, device.mean_utilization(),
+                           device.samples});
+      }
+      device_log_.reset();  // Kills and reaps a sample in flight.
     }
     CollectLateSignals();
     echo_.Finish();      // Closes our inotify reference while the watchdog still holds one...
@@ -891,6 +905,7 @@ class EventLoop {
   std::unique_ptr<asio::io_context> own_io_;  // Null when the caller shares its loop.
   asio::io_context& io_;
   asio::signal_set signals_;
+  std::unique_ptr<DeviceLogSampler> device_log_;
   asio::steady_timer grace_timer_;
   asio::steady_timer tick_timer_;
   asio::steady_timer reap_timer_;  // RetryReap.

@@ -443,6 +443,7 @@ int RunDecided(JobDecision decision, const EnvMap& env, const std::function<void
   supervisor.echo_path = processes.front().log_path;
   ChooseEcho(supervisor, options, cluster.pods.size() > 1, cluster.local_pod().ip);
   supervisor.remove_if_killed = {gloo_dir.path()};
+  supervisor.device_log = internal::DeviceLogOf(options, cluster, options.log_dir);
   return RunSupervised(std::move(processes), supervisor);
 }
 

@@ -15,6 +15,8 @@
 
 #include "base/unique_fd.h"
 #include "pdlaunch/base/errors.h"
+#include "pdlaunch/base/logging.h"
+#include "pdlaunch/base/seconds.h"
 #include "pdlaunch/cli/cli.h"
 #include "pdlaunch/cli/echo_choice.h"
 #include "pdlaunch/cli/options.h"
@@ -170,6 +172,44 @@ std::optional<std::string> DeviceList(const LaunchOptions& options) {
 
 VisibleDevices VisibleDevicesOfEnvironment() {
   return ReadVisibleDevices([](const std::string& name) { return GetEnv(name.c_str()); });
+}
+
+std::optional<DeviceLogSettings> DeviceLogOf(const LaunchOptions& options, const Cluster& cluster,
+                                             const std::string& log_dir) {
+  if (!options.enable_gpu_log || cluster.mode == DeviceMode::kCpu) return std::nullopt;
+  const std::string name = options.job_id.value_or("default") + ".gpu.log";
+  if (cluster.mode != DeviceMode::kGpu) {
+    PDLOG_INFO("gpu log: no sampler for {} devices; {} is not written", cluster.family.type, name);
+    return std::nullopt;
+  }
+  DeviceLogSettings settings;
+  const char* path = std::getenv("PATH");
+  if (!FindProgram(settings.program, path != nullptr ? path : "/bin:/usr/bin")) {
+    PDLOG_INFO("gpu log: {} is not on PATH; {} is not written", settings.program, name);
+    return std::nullopt;
+  }
+  settings.path = (fs::path(log_dir) / name).string();
+  if (const std::optional<std::string> period = GetEnv("PDLAUNCH_GPU_LOG_PERIOD")) {
+    const std::optional<double> seconds = ParseSeconds(StripSpace(*period));
+    if (seconds && *seconds >= 0.05) {
+      settings.period_seconds = *seconds;
+    } else {
+      PDLOG_WARN("PDLAUNCH_GPU_LOG_PERIOD='{}' is not a period of at least 0.05 s: 30 s is used",
+                 OneLine(*period));
+    }
+  }
+  settings.deadline_seconds = std::min(3.0, std::max(0.5, settings.period_seconds));
+  // The physical indices nvidia-smi knows: the positions in CUDA_VISIBLE_DEVICES mapped back.
+  const std::optional<std::string> visible = GetEnv("CUDA_VISIBLE_DEVICES");
+  const std::vector<std::string> listed =
+      Decides(visible) ? SplitAndStrip(*visible, ',') : std::vector<std::string>();
+  for (const Trainer& trainer : cluster.local_pod().trainers) {
+    for (int id : trainer.devices) {
+      const size_t index = static_cast<size_t>(id);
+      settings.labels.push_back(index < listed.size() ? listed[index] : std::to_string(id));
+    }
+  }
+  return settings;
 }
 
 DevicePlan ResolveCollectiveDevices(const LaunchOptions& options) {

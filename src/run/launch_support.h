@@ -23,6 +23,7 @@
 #include "pdlaunch/plan/topology.h"
 #include "pdlaunch/plan/trainer_env.h"
 #include "pdlaunch/plan/training_command.h"
+#include "pdlaunch/process/device_log.h"
 #include "pdlaunch/process/supervisor.h"
 
 namespace pdlaunch::internal {
@@ -68,6 +69,13 @@ std::optional<std::string> DeviceList(const LaunchOptions& options);
 
 /// The visible-devices variables of this process's environment.
 VisibleDevices VisibleDevicesOfEnvironment();
+
+/// The <job_id>.gpu.log of a collective job (docs/cli.md, "GPU log"): GPU mode with
+/// --enable_gpu_log (the default) and nvidia-smi on PATH, else none, saying why at INFO once
+/// (XPU and custom devices have no sampler). The period is PDLAUNCH_GPU_LOG_PERIOD (seconds,
+/// default 30).
+std::optional<DeviceLogSettings> DeviceLogOf(const LaunchOptions& options, const Cluster& cluster,
+                                             const std::string& log_dir);
 
 /// The collective device plan: the device list, --nproc_per_node, --backend, the visible-devices
 /// variables and the system's devices (process/device_probe.h).

@@ -10,6 +10,7 @@ The ranks' variables are compared key by key with what Paddle's launchers give:
   and context/device.py get_selected_device_key L69-80, get_custom_device_envs L92-96):
   FLAGS_selected_<type>s, PADDLE_DISTRI_BACKEND=xccl, PADDLE_XCCL_BACKEND=<type>.
 """
+import json
 import stat
 import time
 from pathlib import Path
@@ -173,6 +174,112 @@ class DeviceFamilyTest(LaunchTestCase):
         self.assertEqual(result.code, 0, result)
         self.assertIn('"FLAGS_selected_mlus"', result.stdout)
         self.assertIn('"PADDLE_XCCL_BACKEND"', result.stdout)
+
+
+# Recorded from nvidia-smi 550.54 (fields as Paddle's utils/nvsmi.py queries them), two GPUs.
+FAKE_NVIDIA_SMI = """\
+echo "$@" >> "$(dirname "$0")/calls"
+case "$*" in
+  *query-gpu=index,uuid*) printf '0, GPU-8f2a, 550.54.15, NVIDIA H200, 1652823054216, Disabled, Disabled\\n1, GPU-9c1b, 550.54.15, NVIDIA H200, 1652823054217, Disabled, Disabled\\n' ;;
+  *query-compute-apps*) printf '4242, python3, GPU-8f2a, NVIDIA H200, 1024\\n' ;;
+  *utilization*) printf '0, 45, 143771, 2048, 141723, 2026/11/26 20:00:00.000\\n1, 55, 143771, 4096, 139675, 2026/11/26 20:00:00.000\\n' ;;
+  *) exit 9 ;;
+esac
+"""
+
+
+class GpuLogTest(LaunchTestCase):
+    """<job_id>.gpu.log (paddle-new-launch.md §12) with a fake nvidia-smi on PATH."""
+
+    def setUp(self):
+        super().setUp()
+        self.bin = self.dir / "fakebin"
+        self.bin.mkdir()
+
+    def smi(self, body):
+        path = self.bin / "nvidia-smi"
+        path.write_text("#!/bin/sh\n" + body)
+        path.chmod(0o755)
+
+    def launch(self, *args, sleep="1.5", period="0.2"):
+        env = self.env(CUDA_VISIBLE_DEVICES="4,5", PDLAUNCH_GPU_LOG_PERIOD=period)
+        env["PATH"] = f"{self.bin}:{env['PATH']}"
+        return self.run_launch(list(args) + self.rank_args("--sleep", sleep), env=env)
+
+    def calls(self):
+        path = self.bin / "calls"
+        return path.read_text().splitlines() if path.exists() else []
+
+    def test_the_log_has_its_sections_in_order_and_a_row_per_period(self):
+        self.smi(FAKE_NVIDIA_SMI)
+        result = self.launch("--gpus", "4,5", "--job_id", "j1", "--report", "r.json")
+        self.assertEqual(result.code, 0, result)
+        usage = json.loads((self.dir / "r.json").read_text())["device_usage"]
+        self.assertEqual([(u["index"], u["peak_memory_used_mib"], u["mean_utilization_percent"])
+                          for u in usage], [("0", 2048, 45), ("1", 4096, 55)])
+        self.assertGreaterEqual(usage[0]["samples"], 3)
+        text = (self.dir / "log" / "j1.gpu.log").read_text()
+        info, apps, util = text.split("\n\n")
+        self.assertEqual(info.splitlines(), [
+            "index,uuid,driver_version,name,gpu_serial,display_active,display_mode",
+            "0,GPU-8f2a,550.54.15,NVIDIA H200,1652823054216,Disabled,Disabled",
+            "1,GPU-9c1b,550.54.15,NVIDIA H200,1652823054217,Disabled,Disabled"])
+        self.assertEqual(apps.splitlines(), ["pid,process_name,gpu_uuid,gpu_name,used_memory",
+                                             "4242,python3,GPU-8f2a,NVIDIA H200,1024"])
+        rows = util.splitlines()
+        self.assertEqual(rows[0],
+                         "index,utilization_gpu,memory_total,memory_used,memory_free,timestamp")
+        samples = rows[1:]
+        # 1.5 s at 0.2 s: about 8 samples; at least 3 on a loaded machine.
+        self.assertGreaterEqual(len(samples), 6, text)
+        self.assertEqual(samples[:2], ["0,45,143771,2048,141723,2026/11/26 20:00:00.000",
+                                       "1,55,143771,4096,139675,2026/11/26 20:00:00.000"])
+        # The physical indices (CUDA_VISIBLE_DEVICES=4,5), as nvidia-smi numbers them.
+        self.assertTrue(all(c.endswith("--id=4,5") for c in self.calls()), self.calls())
+        self.assertNotIn("gpu log", result.stderr)
+
+    def test_a_failing_sampler_warns_once_and_the_job_runs_on(self):
+        self.smi("echo broken >&2\nexit 3\n")
+        result = self.launch()
+        self.assertEqual(result.code, 0, result)
+        warnings = [l for l in result.stderr.splitlines() if "gpu log:" in l]
+        self.assertEqual(len(warnings), 1, result.stderr)
+        self.assertIn("gpu log: nvidia-smi failed (exit status 3); no more samples are taken "
+                      "(the training is not affected)", warnings[0])
+
+    def test_a_hung_sampler_is_killed_at_its_deadline_and_warns_once(self):
+        self.smi("sleep 654 &\nexec sleep 653\n")
+        result = self.launch(period="0.5")
+        self.assertEqual(result.code, 0, result)
+        warnings = [l for l in result.stderr.splitlines() if "gpu log:" in l]
+        self.assertEqual(len(warnings), 1, result.stderr)
+        self.assertIn("nvidia-smi gave no answer within 0.5 s", warnings[0])
+        left = [c for c in Path("/proc").glob("[0-9]*/cmdline")
+                if _read(c) in (b"sleep\x00654\x00", b"sleep\x00653\x00")]
+        self.assertEqual(left, [])
+
+    def test_enable_gpu_log_false_writes_nothing_and_runs_nothing(self):
+        self.smi(FAKE_NVIDIA_SMI)
+        result = self.launch("--enable_gpu_log", "false", sleep="0.3")
+        self.assertEqual(result.code, 0, result)
+        self.assertEqual(list((self.dir / "log").glob("*.gpu.log")), [])
+        self.assertEqual(self.calls(), [])
+
+    def test_no_log_on_cpu(self):
+        self.smi(FAKE_NVIDIA_SMI)
+        env = self.env(CUDA_VISIBLE_DEVICES="-1")
+        env["PATH"] = f"{self.bin}:{env['PATH']}"
+        result = self.run_launch(self.rank_args(), env=env)
+        self.assertEqual(result.code, 0, result)
+        self.assertEqual(list((self.dir / "log").glob("*.gpu.log")), [])
+        self.assertEqual(self.calls(), [])
+
+
+def _read(path):
+    try:
+        return path.read_bytes()
+    except OSError:
+        return b""
 
 
 if __name__ == "__main__":

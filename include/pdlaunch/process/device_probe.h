@@ -2,6 +2,8 @@
 
 // The real DeviceProbe: the programs and device files of each family (issue #27).
 
+#include <sys/types.h>
+
 #include <memory>
 #include <optional>
 #include <string>
@@ -16,6 +18,10 @@ namespace pdlaunch {
 /// `npu-smi info`, then /dev/davinci<N>. Each program runs only when found on PATH, with a 10 s
 /// deadline (its process group is killed past it). `root` prefixes /dev and /proc (tests).
 std::unique_ptr<DeviceProbe> MakeSystemDeviceProbe(std::string root = "");
+
+/// Starts `argv` (no shell, looked up in PATH) in a process group of its own, stdin and stderr on
+/// /dev/null, stdout on `out_fd`, default signal dispositions and an empty mask; -1 on failure.
+pid_t SpawnWithStdout(const std::vector<std::string>& argv, int out_fd);
 
 /// The stdout of `argv` (no shell; stdin and stderr on /dev/null, its own process group), or
 /// nullopt unless it exits 0 within `timeout_ms`; past it the group is killed. Reaped.

@@ -40,6 +40,14 @@ struct RunReport {
   std::optional<int> signal;  ///< The termination signal the launcher received.
   std::optional<size_t> root_cause;      ///< Index into `processes` of the first failure.
   std::vector<ProcessRecord> processes;  ///< Every process of every run (elastic restarts add).
+  /// What <job_id>.gpu.log measured, per device index; empty when it did not run.
+  struct DeviceUsageRecord {
+    std::string index;
+    double peak_memory_used_mib = 0;
+    double mean_utilization_percent = 0;
+    int samples = 0;
+  };
+  std::vector<DeviceUsageRecord> device_usage;
 };
 
 /// The report as JSON text (one object, keys in a fixed order, a trailing newline). Pure.

@@ -8,6 +8,7 @@
 
 #include "pdlaunch/base/exit_status.h"
 #include "pdlaunch/cli/echo_choice.h"
+#include "pdlaunch/process/device_log.h"
 #include "pdlaunch/process/process.h"
 
 namespace boost::asio {
@@ -88,6 +89,10 @@ struct SupervisorOptions {
   /// the run as ExternalEvents can (SIGTERM to every group, shared grace; with no processes it
   /// ends the wait), and clears it before returning. Handlers on the shared `io` call it.
   std::function<void()>* stop_hook = nullptr;
+  /// The <job_id>.gpu.log to write while the processes run (process/device_log.h); none: no log.
+  std::optional<DeviceLogSettings> device_log;
+  /// Told, when the run ends, what the device log measured (for --report); may be empty.
+  std::function<void(const std::map<std::string, DeviceUsage>&)> on_device_usage;
   /// A wait with no processes (an idle run): what it waits for, e.g. "the other nodes". A
   /// signal that ends it is told as `stopped by SIGINT while waiting for <waiting_for>`, before
   /// today's console's `Exit with signal N`. Empty: nothing is said.
