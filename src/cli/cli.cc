@@ -187,6 +187,16 @@ void StoreDryRun(LaunchOptions& options, std::string_view, const std::string&) {
   options.dry_run = true;
 }
 
+void StoreNumaBinding(LaunchOptions& options, std::string_view flag, const std::string& value) {
+  // plan/numa.h's ParseNumaBinding reads the same four words.
+  if (value != "none" && value != "node" && value != "socket" && value != "exclusive") {
+    throw UsageError(fmt::format(
+        "argument {}: invalid choice: '{}' (choose from 'none', 'node', 'socket', 'exclusive')",
+        flag, OneLine(value)));
+  }
+  options.numa_binding = value;
+}
+
 void StoreGrace(LaunchOptions& options, std::string_view flag, const std::string& value) {
   options.grace = ToSeconds(flag, value);
 }
@@ -403,6 +413,11 @@ const auto kFlags = std::to_array<FlagSpec>({
      "Write a JSON report of the run to FILE when the launcher exits: every process, its exit, "
      "the root cause (docs/report.md)",
      "", "PADDLE_REPORT"},
+    {"--numa_binding", "numa_binding", Kind::kValue, O, &StoreNumaBinding, kOwnGroup,
+     "Bind each rank to the NUMA node of its GPU before it starts (torchrun's --numa-binding): "
+     "node (its CPUs, memory preferred from it), socket (the CPUs of its socket), exclusive "
+     "(the node's CPUs split among its ranks) or none. Default: none",
+     "", "PDLAUNCH_NUMA_BINDING"},
     {"--grace", "grace", Kind::kValue, O, &StoreGrace, kOwnGroup,
      "Seconds between SIGTERM and SIGKILL when the trainers are stopped. Default 5.", ""},
     {"--rendezvous_timeout", "rendezvous_timeout", Kind::kValue, O,

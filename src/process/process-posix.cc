@@ -61,6 +61,9 @@ using raw::Arg;
 
 // Or'ed into the errno a child reports: opening its output file failed, not the exec.
 constexpr int kOpeningOutput = 1 << 16;
+constexpr int kBindingCpus = 1 << 17;  // sched_setaffinity or set_mempolicy refused.
+constexpr size_t kMaskWords = 1024 / 64;
+constexpr long kMpolPreferred = 1;  // <linux/mempolicy.h> MPOL_PREFERRED.
 
 int OutputFlags(const ProcessSpec& spec) {
   return O_WRONLY | O_CREAT | O_CLOEXEC | (spec.output_truncate ? O_TRUNC : O_APPEND);
@@ -84,6 +87,10 @@ struct ChildArgs {
   int error_fd = -1;         ///< A forked child reports its exec errno through this pipe...
   int error = 0;             ///< ...a cloned one writes it here, in the launcher's memory.
   uint64_t reset_signals = ~uint64_t{0};  ///< ProcessSpec::reset_signals.
+  bool bind_cpus = false;                 ///< ProcessSpec::cpus as a mask.
+  uint64_t cpu_mask[kMaskWords] = {};
+  bool prefer_node = false;               ///< ProcessSpec::preferred_numa_node as a mask.
+  uint64_t node_mask[kMaskWords] = {};
 
   ChildArgs() = default;
   ChildArgs(const ProcessSpec& spec, pid_t parent_pid, int devnull_fd, char* const* argv_array,
@@ -96,7 +103,18 @@ struct ChildArgs {
         output_fd(spec.output_fd),
         output_path(spec.output_path.empty() ? nullptr : spec.output_path.c_str()),
         output_flags(OutputFlags(spec)),
-        reset_signals(spec.reset_signals.value_or(~uint64_t{0})) {}
+        reset_signals(spec.reset_signals.value_or(~uint64_t{0})) {
+    for (int cpu : spec.cpus) {
+      if (cpu < 0 || cpu >= static_cast<int>(kMaskWords * 64)) continue;
+      cpu_mask[cpu / 64] |= uint64_t{1} << (cpu % 64);
+      bind_cpus = true;
+    }
+    const int node = spec.preferred_numa_node;
+    if (node >= 0 && node < static_cast<int>(kMaskWords * 64)) {
+      node_mask[node / 64] |= uint64_t{1} << (node % 64);
+      prefer_node = true;
+    }
+  }
 };
 
 // Runs in the new child: raw system calls only (src/process/raw_syscall.h), no allocation, no errno.
@@ -117,6 +135,22 @@ struct ChildArgs {
   raw::Syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL);
   if (raw::Syscall(SYS_getppid) != a->parent) raw::Exit(127);
   raw::ResetSignals(a->reset_signals, [](int) { return false; });  // Defaults; no mask.
+  // --numa_binding: next to the device, before anything of the program runs.
+  if (a->bind_cpus) {
+    stage = kBindingCpus;
+    if ((rc = raw::Syscall(SYS_sched_setaffinity, 0, sizeof a->cpu_mask, Arg(a->cpu_mask))) < 0) {
+      goto fail;
+    }
+    stage = 0;
+  }
+  if (a->prefer_node) {
+    stage = kBindingCpus;
+    if ((rc = raw::Syscall(SYS_set_mempolicy, kMpolPreferred, Arg(a->node_mask),
+                           kMaskWords * 64 + 1)) < 0) {
+      goto fail;
+    }
+    stage = 0;
+  }
   if ((rc = raw::Syscall(SYS_dup3, a->devnull, STDIN_FILENO, 0)) < 0) goto fail;
   if (output < 0 && a->output_path != nullptr) {
     stage = kOpeningOutput;  // Close-on-exec: only the copies on 1 and 2 stay.
@@ -336,6 +370,11 @@ void Process::ConfirmStarted() {
     Wait();
     if ((child_errno & kOpeningOutput) != 0) {
       ThrowSystemError(child_errno & ~kOpeningOutput, OutputError(output_path_));
+    }
+    if ((child_errno & kBindingCpus) != 0) {
+      ThrowSystemError(child_errno & ~kBindingCpus,
+                       fmt::format("cannot bind '{}' to its NUMA node (--numa_binding)",
+                                   executable_));
     }
     // execve says ENOENT both for a missing file and for a missing #! interpreter.
     if (child_errno == ENOENT && ::access(executable_.c_str(), F_OK) == 0) {

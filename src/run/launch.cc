@@ -444,6 +444,7 @@ int RunDecided(JobDecision decision, const EnvMap& env, const std::function<void
   ChooseEcho(supervisor, options, cluster.pods.size() > 1, cluster.local_pod().ip);
   supervisor.remove_if_killed = {gloo_dir.path()};
   supervisor.device_log = internal::DeviceLogOf(options, cluster, options.log_dir);
+  internal::ApplyNumaBinding(options, cluster, processes);
   return RunSupervised(std::move(processes), supervisor);
 }
 

@@ -22,7 +22,9 @@
 #include "pdlaunch/cli/options.h"
 #include "pdlaunch/plan/messages.h"
 #include "pdlaunch/plan/ports.h"
+#include "pdlaunch/plan/numa.h"
 #include "pdlaunch/process/device_probe.h"
+#include "pdlaunch/process/numa_probe.h"
 
 extern char** environ;
 
@@ -210,6 +212,53 @@ std::optional<DeviceLogSettings> DeviceLogOf(const LaunchOptions& options, const
     }
   }
   return settings;
+}
+
+void ApplyNumaBinding(const LaunchOptions& options, const Cluster& cluster,
+                      std::vector<SupervisedProcess>& processes) {
+  const NumaBinding binding = ParseNumaBinding(options.numa_binding).value_or(NumaBinding::kNone);
+  if (binding == NumaBinding::kNone) return;
+  if (cluster.mode != DeviceMode::kGpu) {
+    PDLOG_INFO("numa binding: {} processes are left alone (only GPUs have a PCI address probe)",
+               cluster.family.type);
+    return;
+  }
+  const std::string root = GetEnv("PDLAUNCH_SYSFS_ROOT").value_or("");
+  const NumaTopology topology = ReadNumaTopology(root);
+  if (topology.node_cpus.empty()) {
+    PDLOG_INFO("numa binding: no NUMA node in {}/sys/devices/system/node; processes left alone",
+               root);
+    return;
+  }
+  const std::map<std::string, std::string> addresses = NvidiaPciAddresses();
+  const std::optional<std::string> visible = GetEnv("CUDA_VISIBLE_DEVICES");
+  const std::vector<std::string> listed =
+      Decides(visible) ? SplitAndStrip(*visible, ',') : std::vector<std::string>();
+  const std::vector<Trainer>& trainers = cluster.local_pod().trainers;
+  std::vector<std::optional<int>> nodes(processes.size());
+  for (size_t i = 0; i < processes.size() && i < trainers.size(); ++i) {
+    if (trainers[i].devices.empty()) continue;
+    const size_t id = static_cast<size_t>(trainers[i].devices.front());
+    const std::string label = id < listed.size() ? listed[id] : std::to_string(id);
+    if (const auto address = addresses.find(label); address != addresses.end()) {
+      nodes[i] = PciNumaNode(root, address->second);
+    }
+  }
+  std::vector<std::string> lines;
+  const std::vector<NumaPlacement> placements = PlaceOnNuma(binding, topology, nodes, lines);
+  for (const std::string& line : lines) PDLOG_INFO("{}", line);
+  for (size_t i = 0; i < processes.size(); ++i) {
+    processes[i].spec.cpus = placements[i].cpus;
+    int node = placements[i].preferred_node;
+    // set_mempolicy takes only nodes this kernel has (a PDLAUNCH_SYSFS_ROOT tree may name others).
+    if (node >= 0 && !fs::exists(fmt::format("/sys/devices/system/node/node{}", node))) {
+      PDLOG_INFO("numa binding: local process {}: this kernel has no NUMA node {}; its memory "
+                 "policy is left alone",
+                 i, node);
+      node = -1;
+    }
+    processes[i].spec.preferred_numa_node = node;
+  }
 }
 
 DevicePlan ResolveCollectiveDevices(const LaunchOptions& options) {

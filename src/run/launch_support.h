@@ -77,6 +77,13 @@ VisibleDevices VisibleDevicesOfEnvironment();
 std::optional<DeviceLogSettings> DeviceLogOf(const LaunchOptions& options, const Cluster& cluster,
                                              const std::string& log_dir);
 
+/// --numa_binding (docs/cli.md, "NUMA binding"): sets each trainer process's CPUs and preferred
+/// memory node from the NUMA node of its first GPU (nvidia-smi's PCI address, then sysfs under
+/// PDLAUNCH_SYSFS_ROOT, "" by default). Processes without a GPU, or whose node is unknown, are
+/// left alone with one INFO line each. `processes` are the local trainers, in order.
+void ApplyNumaBinding(const LaunchOptions& options, const Cluster& cluster,
+                      std::vector<SupervisedProcess>& processes);
+
 /// The collective device plan: the device list, --nproc_per_node, --backend, the visible-devices
 /// variables and the system's devices (process/device_probe.h).
 DevicePlan ResolveCollectiveDevices(const LaunchOptions& options);

@@ -96,6 +96,7 @@ class CollectiveJob : public MasterJob {
     local.supervisor.echo_path = local.processes.front().log_path;
     ChooseEcho(local.supervisor, options_, cluster.pods.size() > 1, cluster.local_pod().ip);
     local.supervisor.device_log = DeviceLogOf(options_, cluster, log_dir.string());
+    ApplyNumaBinding(options_, cluster, local.processes);
     return local;
   }
 

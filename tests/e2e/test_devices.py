@@ -11,6 +11,7 @@ The ranks' variables are compared key by key with what Paddle's launchers give:
   FLAGS_selected_<type>s, PADDLE_DISTRI_BACKEND=xccl, PADDLE_XCCL_BACKEND=<type>.
 """
 import json
+import os
 import stat
 import time
 from pathlib import Path
@@ -273,6 +274,71 @@ class GpuLogTest(LaunchTestCase):
         self.assertEqual(result.code, 0, result)
         self.assertEqual(list((self.dir / "log").glob("*.gpu.log")), [])
         self.assertEqual(self.calls(), [])
+
+
+class NumaBindingTest(LaunchTestCase):
+    """--numa_binding with a fake sysfs tree (PDLAUNCH_SYSFS_ROOT) of two NUMA nodes, one CPU
+    each (this machine's CPUs 0 and 1), and a fake nvidia-smi that gives the GPUs' PCI addresses:
+    each rank's Cpus_allowed_list, read from /proc/<pid>/status of the rank itself."""
+
+    RANK = """#!/bin/sh
+grep Cpus_allowed_list /proc/$$/status | cut -f2 > "$OUT/cpus.$PADDLE_TRAINER_ID"
+grep -m1 -o 'prefer:[0-9]*\\|default' /proc/$$/numa_maps > "$OUT/policy.$PADDLE_TRAINER_ID"
+"""
+
+    def setUp(self):
+        super().setUp()
+        if os.cpu_count() < 2 or not Path("/sys/devices/system/node/node0").exists():
+            self.skipTest("SKIPPED: needs CPUs 0 and 1 and NUMA node 0")
+        root = self.dir / "sysroot" / "sys"
+        for node, cpu in (("node0", "0"), ("node1", "1")):
+            (root / "devices/system/node" / node).mkdir(parents=True)
+            (root / "devices/system/node" / node / "cpulist").write_text(cpu + "\n")
+        for address, node in (("0000:18:00.0", "0"), ("0000:3b:00.0", "1")):
+            (root / "bus/pci/devices" / address).mkdir(parents=True)
+            (root / "bus/pci/devices" / address / "numa_node").write_text(node + "\n")
+        self.bin = self.dir / "fakebin"
+        self.bin.mkdir()
+        smi = self.bin / "nvidia-smi"
+        smi.write_text('#!/bin/sh\ncase "$*" in *pci.bus_id*) '
+                       'printf "0, 00000000:18:00.0\\n1, 00000000:3B:00.0\\n";; *) exit 1;; esac\n')
+        smi.chmod(0o755)
+        self.script = self.dir / "numa_rank.sh"
+        self.script.write_text(self.RANK)
+        self.script.chmod(0o755)
+
+    def run_bound(self, mode):
+        env = self.env(CUDA_VISIBLE_DEVICES="0,1", PDLAUNCH_SYSFS_ROOT=str(self.dir / "sysroot"),
+                       OUT=str(self.rec))
+        env["PATH"] = f"{self.bin}:{env['PATH']}"
+        result = self.run_launch(["--numa_binding", mode, "--enable_gpu_log", "false",
+                                  self.script], env=env)
+        self.assertEqual(result.code, 0, result)
+        cpus = [(self.rec / f"cpus.{r}").read_text().strip() for r in range(2)]
+        policy = [(self.rec / f"policy.{r}").read_text().strip() for r in range(2)]
+        return result, cpus, policy
+
+    def test_node_binds_each_rank_to_its_gpus_node(self):
+        result, cpus, policy = self.run_bound("node")
+        self.assertEqual(cpus, ["0", "1"])
+        # Node 0 is real: memory preferred from it; node 1 exists only in the fake tree.
+        self.assertEqual(policy[0], "prefer:0")
+        self.assertIn("numa binding: local process 1 on NUMA node 1: CPUs 1", result.stderr)
+        self.assertIn("this kernel has no NUMA node 1; its memory policy is left alone",
+                      result.stderr)
+
+    def test_without_the_flag_ranks_are_left_alone(self):
+        env = self.env(CUDA_VISIBLE_DEVICES="0,1", OUT=str(self.rec))
+        result = self.run_launch(["--enable_gpu_log", "false", self.script], env=env)
+        self.assertEqual(result.code, 0, result)
+        allowed = Path("/proc/self/status").read_text().split("Cpus_allowed_list:")[1].split()[0]
+        self.assertEqual((self.rec / "cpus.0").read_text().strip(), allowed)
+
+    def test_a_bad_mode_is_a_usage_error(self):
+        result = self.run_launch(["--numa_binding", "nodes", self.script])
+        self.assertEqual(result.code, 2, result)
+        self.assertIn("argument --numa_binding: invalid choice: 'nodes' (choose from 'none', "
+                      "'node', 'socket', 'exclusive')", result.stderr)
 
 
 def _read(path):

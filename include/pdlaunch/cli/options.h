@@ -69,6 +69,7 @@ struct LaunchOptions {
   std::optional<int> start_port;  ///< First fixed port; beats FLAGS_START_PORT, PADDLE_START_PORT.
   bool log_overwrite = false;     ///< Truncate log files instead of appending.
   double grace = 5.0;             ///< Seconds between SIGTERM and SIGKILL at teardown.
+  std::string numa_binding = "none";  ///< --numa_binding: none, node, socket, exclusive.
   /// --echo: "all" or local ranks "0,3,5" shown on the console, prefixed; unset: local rank 0
   /// unprefixed (Paddle's).
   std::optional<std::string> echo;

@@ -51,6 +51,12 @@ struct ProcessSpec {
   /// the job sets), put before `env`: shared by their specs rather than copied into each
   /// (ComposeEnvironments). Null: none.
   std::shared_ptr<const std::vector<std::string>> shared_env{};
+  /// --numa_binding: the CPUs (at most 1024 of them, numbered below 1024) the child binds itself
+  /// to with sched_setaffinity before its exec; empty: left alone. A refusal fails the start.
+  std::vector<int> cpus{};
+  /// --numa_binding node/exclusive: set_mempolicy(MPOL_PREFERRED) to this node (< 1024) before
+  /// the exec; -1: left alone.
+  int preferred_numa_node = -1;
 };
 
 /// Opens `spec.output_path` as the child would (the same flags), close-on-exec, for a launcher
