@@ -15,17 +15,20 @@
 #include <cerrno>
 #include <charconv>
 #include <chrono>
+#include <filesystem>
 #include <functional>
 #include <utility>
 
 #include "pdlaunch/base/endpoint.h"  // SplitAndStrip
 #include "pdlaunch/base/errors.h"
 #include "pdlaunch/base/logging.h"
+#include "pdlaunch/plan/training_command.h"  // FindProgram
 #include "pdlaunch/process/device_probe.h"
 
 namespace pdlaunch {
 
 namespace asio = boost::asio;
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -112,6 +115,12 @@ struct DeviceLogSampler::State : std::enable_shared_from_this<State> {
   std::map<std::string, DeviceUsage> usage;
 
   void Start() {
+    const char* path = std::getenv("PATH");
+    if (!FindProgram(settings.program, path != nullptr ? path : "/bin:/usr/bin")) {
+      PDLOG_INFO("gpu log: {} is not on PATH; {} is not written", settings.program,
+                 fs::path(settings.path).filename().string());
+      return;
+    }
     file = ::open(settings.path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (file < 0) return Fail(fmt::format("cannot write {}: {}", settings.path, strerror(errno)));
     Sample(NvidiaSmiQuery(settings.program, kInfoFields, settings.labels, false),
@@ -265,7 +274,16 @@ struct DeviceLogSampler::State : std::enable_shared_from_this<State> {
 
 DeviceLogSampler::DeviceLogSampler(asio::io_context& io, DeviceLogSettings settings)
     : state_(std::make_shared<State>(io, std::move(settings))) {
-  state_->Start();
+  // The first sample a moment after the ranks started, not in their start-up: looking for
+  // nvidia-smi and spawning it cost the launcher 70 us of the 8-rank start-up figure
+  // (docs/performance.md). A job over before that has no log.
+  state_->timer.expires_after(std::chrono::duration_cast<std::chrono::nanoseconds>(
+      std::chrono::duration<double>(std::min(1.0, state_->settings.period_seconds))));
+  std::weak_ptr<State> weak = state_;
+  state_->timer.async_wait([weak](const boost::system::error_code& ec) {
+    auto self = weak.lock();
+    if (!ec && self) self->Start();
+  });
 }
 
 DeviceLogSampler::~DeviceLogSampler() {

@@ -444,6 +444,8 @@ int ElasticNodeAgent::RunWorld(const WorldRecord& world) {
   loop.echo_path = processes.front().log_path;
   internal::ChooseEcho(loop, options_, cluster.pods.size() > 1, cluster.local_pod().ip);
   loop.remove_if_killed = {gloo_dir.path()};
+  loop.device_log = internal::DeviceLogOf(options_, cluster, log_dir_.string());
+  internal::ApplyNumaBinding(options_, cluster, processes);
   internal::ChooseConsole(loop, pod);
   loop.on_first_failure = [this](const SupervisedProcess& p, const ExitStatus& s) {
     PublishFailure(p, s);

@@ -184,12 +184,7 @@ std::optional<DeviceLogSettings> DeviceLogOf(const LaunchOptions& options, const
     PDLOG_INFO("gpu log: no sampler for {} devices; {} is not written", cluster.family.type, name);
     return std::nullopt;
   }
-  DeviceLogSettings settings;
-  const char* path = std::getenv("PATH");
-  if (!FindProgram(settings.program, path != nullptr ? path : "/bin:/usr/bin")) {
-    PDLOG_INFO("gpu log: {} is not on PATH; {} is not written", settings.program, name);
-    return std::nullopt;
-  }
+  DeviceLogSettings settings;  // nvidia-smi is looked for once the ranks run (off start-up).
   settings.path = (fs::path(log_dir) / name).string();
   if (const std::optional<std::string> period = GetEnv("PDLAUNCH_GPU_LOG_PERIOD")) {
     const std::optional<double> seconds = ParseSeconds(StripSpace(*period));

@@ -71,8 +71,8 @@ std::optional<std::string> DeviceList(const LaunchOptions& options);
 VisibleDevices VisibleDevicesOfEnvironment();
 
 /// The <job_id>.gpu.log of a collective job (docs/cli.md, "GPU log"): GPU mode with
-/// --enable_gpu_log (the default) and nvidia-smi on PATH, else none, saying why at INFO once
-/// (XPU and custom devices have no sampler). The period is PDLAUNCH_GPU_LOG_PERIOD (seconds,
+/// --enable_gpu_log (the default), else none, saying why at INFO once (XPU and custom devices
+/// have no sampler); the sampler itself says so when nvidia-smi is not on PATH. The period is PDLAUNCH_GPU_LOG_PERIOD (seconds,
 /// default 30).
 std::optional<DeviceLogSettings> DeviceLogOf(const LaunchOptions& options, const Cluster& cluster,
                                              const std::string& log_dir);

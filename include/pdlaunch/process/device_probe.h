@@ -14,8 +14,9 @@
 namespace pdlaunch {
 
 /// The real probe (docs/cli.md, "Devices"): for GPUs `nvidia-smi -L`, then
-/// /proc/driver/nvidia/gpus, then `rocm-smi --showid`; for XPUs the /dev/xpu<N> files; for NPUs
-/// `npu-smi info`, then /dev/davinci<N>. Each program runs only when found on PATH, with a 10 s
+/// /proc/driver/nvidia/gpus, then `rocm-smi --showid` where /dev/kfd exists; for XPUs the files
+/// /dev/xpu0, /dev/xpu1, ... (a stat each); for NPUs `npu-smi info`, then /dev/davinci0, ....
+/// Each program runs only when found on PATH, with a 10 s
 /// deadline (its process group is killed past it). `root` prefixes /dev and /proc (tests).
 std::unique_ptr<DeviceProbe> MakeSystemDeviceProbe(std::string root = "");
 
