@@ -202,7 +202,7 @@ class GpuLogTest(LaunchTestCase):
         path.write_text("#!/bin/sh\n" + body)
         path.chmod(0o755)
 
-    def launch(self, *args, sleep="1.5", period="0.2"):
+    def launch(self, *args, sleep="2.5", period="0.2"):
         env = self.env(CUDA_VISIBLE_DEVICES="4,5", PDLAUNCH_GPU_LOG_PERIOD=period)
         env["PATH"] = f"{self.bin}:{env['PATH']}"
         return self.run_launch(list(args) + self.rank_args("--sleep", sleep), env=env)
@@ -231,7 +231,7 @@ class GpuLogTest(LaunchTestCase):
         self.assertEqual(rows[0],
                          "index,utilization_gpu,memory_total,memory_used,memory_free,timestamp")
         samples = rows[1:]
-        # 1.5 s at 0.2 s: about 8 samples; at least 3 on a loaded machine.
+        # 2.5 s at 0.2 s, the first at 0.2 s: about 12 samples; 6 on a loaded machine.
         self.assertGreaterEqual(len(samples), 6, text)
         self.assertEqual(samples[:2], ["0,45,143771,2048,141723,2026/11/26 20:00:00.000",
                                        "1,55,143771,4096,139675,2026/11/26 20:00:00.000"])
