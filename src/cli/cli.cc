@@ -393,7 +393,10 @@ const auto kFlags = std::to_array<FlagSpec>({
     {"--auto_parallel_config", "auto_parallel_config", Kind::kValue, N,
      &StoreText<&LO::auto_parallel_config>, kLaunchGroup, "Not supported yet.", kAutoParallel},
     {"--auto_tuner_json", "auto_tuner_json", Kind::kValue, N, &StoreText<&LO::auto_tuner_json>,
-     kLaunchGroup, "Not supported yet.", kAutoParallel},
+     kLaunchGroup,
+     "Search the fastest parallel layout (dp, mp, pp, sharding, micro batch, recompute) with "
+     "short trials of the script, then run the best (docs/auto-tuner.md)",
+     ""},
     {"--start_port", "start_port", Kind::kValue, O, &StoreStartPort, kOwnGroup,
      "First port of the trainers' fixed ports; takes precedence over env FLAGS_START_PORT, "
      "which takes precedence over env PADDLE_START_PORT.",

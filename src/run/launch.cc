@@ -6,7 +6,9 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <functional>
@@ -34,6 +36,7 @@
 #include "pdlaunch/process/process.h"
 #include "pdlaunch/process/run_recorder.h"
 #include "pdlaunch/process/supervisor.h"
+#include "run/auto_tuner.h"
 #include "run/launch_support.h"
 
 namespace pdlaunch {
@@ -140,6 +143,36 @@ CollectivePlan PlanCollective(const LaunchOptions& options, const EnvMap& env) {
 /// What a command line asks for, decided before anything is printed or started: every check
 /// that can end in a usage error (exit 2) happens here, before the configuration dump and before
 /// any check that gives exit 1 (a missing script must not hide a bad --gpus).
+/// The auto tuner's per-trial deadline (max_time_per_task): stops the job when it passes, as a
+/// SIGTERM to every group with the usual grace, and says so.
+class TrialDeadline : public ExternalEvents {
+ public:
+  TrialDeadline(double seconds, std::shared_ptr<bool> hit)
+      : seconds_(seconds),
+        end_(std::chrono::steady_clock::now() +
+             std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                 std::chrono::duration<double>(seconds))),
+        hit_(std::move(hit)) {}
+  int fd() override { return -1; }
+  bool OnReadable() override { return false; }
+  double tick_seconds() const override { return std::min(1.0, std::max(0.05, seconds_ / 10)); }
+  bool OnTick() override {
+    if (std::chrono::steady_clock::now() < end_ || fired_) return false;
+    fired_ = true;
+    if (hit_) *hit_ = true;
+    PDLOG_WARN("auto tuner: the trial reached its deadline of {} s (max_time_per_task); "
+               "stopping it",
+               seconds_);
+    return true;
+  }
+
+ private:
+  double seconds_;
+  std::chrono::steady_clock::time_point end_;
+  std::shared_ptr<bool> hit_;
+  bool fired_ = false;
+};
+
 struct JobDecision {
   LaunchOptions options;  ///< With `--master etcd://` mapped to the elastic flags.
   LaunchPath path;
@@ -445,6 +478,11 @@ int RunDecided(JobDecision decision, const EnvMap& env, const std::function<void
   supervisor.remove_if_killed = {gloo_dir.path()};
   supervisor.device_log = internal::DeviceLogOf(options, cluster, options.log_dir);
   internal::ApplyNumaBinding(options, cluster, processes);
+  std::optional<TrialDeadline> deadline;
+  if (options.trial_deadline) {
+    deadline.emplace(*options.trial_deadline, options.deadline_hit);
+    supervisor.external = &*deadline;
+  }
   return RunSupervised(std::move(processes), supervisor);
 }
 
@@ -550,6 +588,7 @@ int Main(int argc, char** argv) {
     options.program = argv[0];
     options.command_line.assign(argv + 1, argv + argc);
     JobDecision decision = Decide(options, env);  // Usage errors: one line, nothing else.
+    if (options.auto_tuner_json && options.dry_run) return internal::PrintAutoTunerPlan(options);
     if (options.dry_run) return RunDryRun(decision);  // No dump, no log dir, no report.
     if (options.report) {
       // A report that cannot be written is said now, before anything starts: set-up error.
@@ -586,7 +625,13 @@ int Main(int argc, char** argv) {
         ReleaseHeldLines();
       };
     }
-    const int code = RunDecided(std::move(decision), env, announce);
+    const int code =
+        options.auto_tuner_json
+            ? internal::RunAutoTuner(options,
+                                     [&](const LaunchOptions& trial) {
+                                       return RunDecided(Decide(trial, env), env, announce);
+                                     })
+            : RunDecided(std::move(decision), env, announce);
     ReleaseHeldLines();
     // Paddle's finalize line, once a pod was deployed (not after a failed rendezvous).
     // A run ended by a signal ends with "Exit with signal N" instead, as Paddle's.

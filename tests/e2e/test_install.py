@@ -25,7 +25,7 @@ def help_flags():
 
 
 # The options --help lists that are refused as not built yet (docs/cli.md).
-REFUSED = {"--auto_parallel_config", "--auto_tuner_json"}
+REFUSED = {"--auto_parallel_config"}
 
 
 class CompletionTest(LaunchTestCase):

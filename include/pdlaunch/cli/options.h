@@ -1,6 +1,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -63,7 +64,11 @@ struct LaunchOptions {
   bool enable_gpu_log = true;
   std::optional<std::string> auto_cluster_config;  ///< PADDLE_AUTO_CLUSTER for the ranks.
   std::optional<std::string> auto_parallel_config;  ///< Refused: not built.
-  std::optional<std::string> auto_tuner_json;       ///< Refused: not built.
+  std::optional<std::string> auto_tuner_json;       ///< The auto tuner's file (docs/auto-tuner.md).
+  /// Set by the auto tuner for its trials (no flag): the job is stopped after this many seconds
+  /// (max_time_per_task), and *deadline_hit says so afterwards.
+  std::optional<double> trial_deadline;
+  std::shared_ptr<bool> deadline_hit;
 
   // pdlaunch's own additions.
   std::optional<int> start_port;  ///< First fixed port; beats FLAGS_START_PORT, PADDLE_START_PORT.

@@ -426,9 +426,9 @@ TEST(CliTest, ParserIgnoresBackendEnvironment) {
 
 TEST(CliTest, RejectUnsupportedOptionsLooksAtGivenOnly) {
   LaunchOptions options;
-  options.auto_tuner_json = "t.json";  // Not given: a default is never refused.
+  options.auto_parallel_config = "t.json";  // Not given: a default is never refused.
   EXPECT_NO_THROW(RejectUnsupportedOptions(options));
-  options.given.insert("auto_tuner_json");
+  options.given.insert("auto_parallel_config");
   EXPECT_THROW(RejectUnsupportedOptions(options), UsageError);
 }
 
@@ -568,8 +568,6 @@ TEST(NewInterfaceCliTest, BadValuesNameTheToken) {
             "WARNING, ERROR, CRITICAL)");
   EXPECT_EQ(ErrorOf({"--auto_parallel_config", "x.json", "t.py"}),
             "--auto_parallel_config is not supported yet (auto-parallel tuning)");
-  EXPECT_EQ(ErrorOf({"--auto_tuner_json", "x.json", "t.py"}),
-            "--auto_tuner_json is not supported yet (auto-parallel tuning)");
   EXPECT_EQ(ErrorOf({"--rendezvous_timeout", "0", "t.py"}),
             "argument --rendezvous_timeout: invalid positive float value: '0'");
 }
@@ -667,8 +665,8 @@ TEST(NewUserCliTest, IpuScriptIsRefusedSayingWhy) {
 }
 
 TEST(NewUserCliTest, RefusalNamesTheFlagAsTyped) {
-  EXPECT_EQ(ErrorOf({"--auto_tuner_json", "t.json", "t.py"}),
-            "--auto_tuner_json is not supported yet (auto-parallel tuning)");
+  EXPECT_EQ(ErrorOf({"--auto_parallel_config", "t.json", "t.py"}),
+            "--auto_parallel_config is not supported yet (auto-parallel tuning)");
 }
 
 }  // namespace

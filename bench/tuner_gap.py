@@ -1,0 +1,58 @@
+#!/usr/bin/env python3
+"""The auto tuner's overhead between two trials (issue #28): last process of one trial gone ->
+first process of the next started, from the --report of a search of five layouts with
+tests/helpers/fake_trainer.py (no GPU; CUDA_VISIBLE_DEVICES names 8 devices).
+
+    python3 bench/tuner_gap.py [--launch build/launch] [--rounds 5]
+"""
+import argparse
+import datetime
+import json
+import os
+import statistics
+import subprocess
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+TUNER = {
+    "dp_degree": "auto", "mp_degree": [1, 2], "micro_batch_size": "auto",
+    "model_cfg": {"global_batch_size": 16, "num_layers": 4},
+    "metric_cfg": {"name": "interval_samples_per_second", "OptimizationDirection": "Maximize"},
+    "run_cmd": {"dp_degree": ["--dp", ""], "mp_degree": ["--mp", ""],
+                "micro_batch_size": ["./params.json", "per_device_train_batch_size"]},
+    "schedule_mode": "performance", "run_best": False,
+}
+
+
+def when(text):
+    return datetime.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--launch", default="build/launch")
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+    launch = str(Path(args.launch).resolve())
+    gaps = []
+    for _ in range(args.rounds):
+        with tempfile.TemporaryDirectory(prefix="pdlaunch-tuner-") as tmp:
+            work = Path(tmp)
+            (work / "tuner.json").write_text(json.dumps(TUNER))
+            (work / "params.json").write_text('{"per_device_train_batch_size": 1}')
+            env = dict(os.environ, CUDA_VISIBLE_DEVICES="0,1,2,3,4,5,6,7")
+            subprocess.run([launch, "--auto_tuner_json", "tuner.json", "--nproc_per_node", "1",
+                            "--report", "r.json", str(REPO / "tests/helpers/fake_trainer.py"),
+                            "./params.json"], cwd=work, env=env, check=True,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            procs = json.loads((work / "r.json").read_text())["processes"]
+            gaps += [(when(b["start_time"]) - when(a["end_time"])) * 1000
+                     for a, b in zip(procs, procs[1:])]
+    print(f"| trials' gaps | median | max |\n|---|---|---|\n| {len(gaps)} | "
+          f"{statistics.median(gaps):.1f} ms | {max(gaps):.1f} ms |")
+    print("(the report's times have millisecond resolution)")
+
+
+if __name__ == "__main__":
+    main()

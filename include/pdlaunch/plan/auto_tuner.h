@@ -1,0 +1,143 @@
+#pragma once
+
+// The auto tuner's pure core (issue #28; docs/auto-tuner.md): the --auto_tuner_json file as
+// Paddle's python/paddle/distributed/auto_tuner/ reads it, the ordered candidate list with its
+// static prunes, the history prunes, the metric rule, the best trial and the history CSV. No I/O:
+// run/auto_tuner.cc runs the trials.
+
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace pdlaunch {
+
+/// One way a dimension reaches the script (`run_cmd`): `--flag value` (the value appended to a
+/// prefix), `-o Key=value`, or a key of a JSON file set per trial.
+struct RunCmdEntry {
+  enum class Kind { kFlag, kOption, kJsonFile };
+  Kind kind = Kind::kFlag;
+  std::string first;   ///< The flag ("--tensor_parallel_degree", "-o") or the JSON file.
+  std::string second;  ///< The value's prefix (flag), "Key" (-o), or the dotted key (file).
+  std::optional<std::string> third;  ///< JSON file: a prefix for the value, or a stage's literal.
+};
+
+/// The tuner's settings (Paddle's keys; docs/auto-tuner.md lists them with their defaults).
+struct TunerConfig {
+  std::string json_path;
+  std::string search_algo = "grid";
+  bool performance_first = false;  ///< schedule_mode "performance"; else "memory".
+  // model_cfg
+  std::optional<long> global_batch_size, num_layers, hidden_size, vocab_size,
+      num_attention_heads, seq_length;
+  bool use_sequence_parallel = false;
+  /// Candidate values per dimension after the user's filter, in Paddle's order.
+  std::vector<long> dp, mp, pp, sharding_degree, sharding_stage, vpp, mbs;
+  std::vector<std::optional<bool>> use_recompute;
+  std::vector<std::optional<std::string>> recompute_granularity;
+  std::string metric_name;
+  bool maximize = false;  ///< metric_cfg.OptimizationDirection == "Maximize".
+  std::map<std::string, RunCmdEntry> run_cmd;
+  std::vector<std::pair<std::string, RunCmdEntry>> search_stage, run_best_stage;
+  int task_limit = 100;
+  double max_time_per_task = 1800;
+  double warmup_time = 1800;
+  std::optional<double> max_search_time;
+  std::optional<double> buffer, max_mem_usage;  ///< MiB, as recorder.py compares them.
+  bool need_baseline = false;
+  std::vector<std::string> invalid_strategy, schedule_prior;
+  bool run_best = true;
+  std::string best_cfg_dir;       ///< Default: <json dir>/best_cfg.
+  std::string history_csv;        ///< <json dir>/<stem>_history.csv.
+  std::string resume_csv;         ///< resume_csv_file_path, default history_csv.
+  long nodes = 1, gpus_per_node = 8, num_gpus = 8;
+};
+
+/// Parses the file's `text` for a job of `nodes` nodes of `gpus_per_node` devices. UsageError
+/// naming the key and the problem for a malformed file, a key of the wrong type, or a key or
+/// value pdlaunch does not support (never silently ignored).
+TunerConfig ParseTunerConfig(const std::string& text, const std::string& json_path, long nodes,
+                             long gpus_per_node);
+
+/// One candidate layout.
+struct TrialConfig {
+  long dp = 1, mp = 1, pp = 1, sharding_degree = 1, sharding_stage = 1, mbs = 1, vpp = 1;
+  std::optional<bool> use_recompute;
+  std::optional<std::string> recompute_granularity;
+  long global_batch_size = 0;
+  long acc_steps = 0;  ///< gbs / dp / sharding / mbs.
+  bool operator==(const TrialConfig&) const = default;
+};
+
+/// "dp2 mp4 pp1 vpp1 sharding1 stage1 mbs2 recompute=off".
+std::string Describe(const TrialConfig& cfg);
+
+/// Every layout in Paddle's order (utils.py search_all), each with the reason a static prune
+/// removed it (prune.py's registered rules), or nullopt when it stays a candidate.
+std::vector<std::pair<TrialConfig, std::optional<std::string>>> SearchSpace(
+    const TunerConfig& config);
+
+/// What one trial gave.
+struct TrialOutcome {
+  TrialConfig cfg;
+  int job_id = 0;                ///< 1, 2, ... (auto_tuner_<job_id>); 0 for pruned ones.
+  std::optional<double> metric;  ///< None: no metric, an error or OOM.
+  std::optional<double> memory_mib;  ///< Peak memory_used from the GPU log, when it ran.
+  bool oom = false;
+  bool timed_out = false;
+  std::string error;  ///< "Out of memory", "timeout", "exit code 3", ...; empty when fine.
+  double exec_time = 0;
+  bool pruned = false;  ///< Pruned by history as OOM or slower: not run.
+};
+
+/// prune.py's history rules: the reason `cfg` need not run given `history`, or nullopt. Sets
+/// `oom` when the reason is that a smaller configuration already ran out of memory (Paddle
+/// records it as OOM too, so that pruning chains).
+std::optional<std::string> HistoryPrune(const TrialConfig& cfg,
+                                        const std::vector<TrialOutcome>& history, bool& oom);
+
+/// The metric in a worker log by Paddle's rule (utils.py read_metric_log): every line's first
+/// "<name>: <number>" or "<number> <name>"; none → nullopt; fewer than 10 → the last; 10 to 19
+/// → the mean of those from the 10th on; 20 or more → the mean of the last 10; rounded to 5
+/// places. `name` is matched literally (Paddle puts it into a regex unescaped).
+std::optional<double> ReadMetric(const std::string& log, const std::string& name);
+
+/// Paddle's out-of-memory text ("Out of memory error on") in a worker log.
+bool HasOutOfMemory(const std::string& log);
+
+/// The index of the best outcome (recorder.py get_best): by the metric in its direction; with
+/// `buffer` and `max_mem_usage`, the best one that uses less than max_mem_usage - buffer MiB
+/// (else the one that uses least). nullopt when no trial gave a metric.
+std::optional<size_t> BestTrial(const std::vector<TrialOutcome>& history, const TunerConfig& config);
+
+/// The history CSV (Paddle's columns: job_id, mp_degree, sharding_degree, pp_degree, dp_degree,
+/// sharding_stage, micro_batch_size, vpp_degree, use_recompute, recompute_granularity,
+/// acc_steps, global_batch_size, exec_time, <metric name>, max_mem_usage, error_info), the runs
+/// in the order they ran.
+std::string HistoryCsv(const std::vector<TrialOutcome>& history, const TunerConfig& config);
+/// Reads such a CSV back (resume): the trials it lists; malformed rows are skipped.
+std::vector<TrialOutcome> ParseHistoryCsv(const std::string& text, const TunerConfig& config);
+
+/// Paddle's trial log directory name: Job<id>_GBS<gbs>_DP<dp>_MP<mp>_PP<pp>_VPP<vpp>_Sharding<sd>_
+/// Stage<st>_MBS<mbs>_Recompute_<True|False|None>_Granularity_<g|None>_AccStep<acc>.
+std::string TrialDirName(int job_id, const TrialConfig& cfg);
+
+/// A JSON file key set for a trial.
+struct FileEdit {
+  std::string file;
+  std::string dotted_key;
+  std::string value_json;  ///< The value as JSON text (2, true, "stage2", null).
+};
+
+/// The trial's script arguments (utils.py gen_new_args): `raw` with `--flag value` and `-o K=v`
+/// pairs appended per run_cmd, in Paddle's order (dp_degree, mp_degree, pp_degree, vpp_degree,
+/// micro_batch_size, sharding_degree, sharding_stage, use_recompute, recompute_granularity,
+/// local_batch_size, gradient_accumulation_steps, global_batch_size, sequence_parallel), then the
+/// stage's entries (search_stage, or run_best_stage for the best run); JSON file keys go to
+/// `edits` instead.
+std::vector<std::string> TrialArguments(const std::vector<std::string>& raw,
+                                        const TrialConfig& cfg, const TunerConfig& config,
+                                        bool best_run, std::vector<FileEdit>& edits);
+
+}  // namespace pdlaunch

@@ -1,0 +1,753 @@
+#include "pdlaunch/plan/auto_tuner.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "pdlaunch/base/endpoint.h"  // SplitAndStrip
+#include "pdlaunch/base/errors.h"
+
+namespace pdlaunch {
+
+namespace {
+
+using Json = nlohmann::json;
+namespace fs = std::filesystem;
+
+constexpr long kMaxDegree = 1 << 20;
+
+[[noreturn]] void Bad(const std::string& key, const std::string& problem) {
+  throw UsageError(fmt::format("--auto_tuner_json: {}: {}", key, problem));
+}
+
+std::vector<long> Divisors(long n, bool descending) {
+  std::vector<long> out;
+  for (long i = 1; i <= n; ++i) {
+    if (n % i == 0) out.push_back(i);
+  }
+  if (descending) std::reverse(out.begin(), out.end());
+  return out;
+}
+
+long PositiveInt(const Json& value, const std::string& key) {
+  if (!value.is_number_integer() || value.get<long>() < 1 || value.get<long>() > kMaxDegree) {
+    Bad(key, fmt::format("expected a positive integer, got {}", value.dump()));
+  }
+  return value.get<long>();
+}
+
+// utils.py _param2range, then the filter of dist_degree's default list: "auto" keeps the whole
+// list up to `max_value`, a list or an int keeps those values, {"min","max"} a range; absent
+// keeps [1] (when 1 is a default) — Paddle's order is always the default list's.
+std::vector<long> Filter(const Json& config, const std::string& key,
+                         const std::vector<long>& defaults, long max_value) {
+  if (!config.contains(key)) return {1};
+  const Json& value = config[key];
+  std::set<long> allowed;
+  if (value.is_string()) {
+    if (value.get<std::string>() != "auto") Bad(key, "a string must be \"auto\"");
+    for (long v = 1; v <= max_value; ++v) allowed.insert(v);
+  } else if (value.is_number_integer()) {
+    allowed.insert(PositiveInt(value, key));
+  } else if (value.is_array()) {
+    if (value.empty()) Bad(key, "an empty list");
+    for (const Json& v : value) allowed.insert(PositiveInt(v, key));
+  } else if (value.is_object()) {
+    if (!value.contains("min") || !value.contains("max") || value.size() != 2) {
+      Bad(key, "a range is {\"min\": a, \"max\": b}");
+    }
+    const long lo = PositiveInt(value["min"], key + ".min");
+    const long hi = PositiveInt(value["max"], key + ".max");
+    if (hi < lo) Bad(key, "max is below min");
+    for (long v = lo; v <= hi; ++v) allowed.insert(v);
+  } else {
+    Bad(key, fmt::format("expected \"auto\", an integer, a list or a range, got {}",
+                         value.dump()));
+  }
+  std::vector<long> out;
+  for (long v : defaults) {
+    if (allowed.count(v)) out.push_back(v);
+  }
+  if (out.empty()) Bad(key, "no value of it is possible for this job");
+  return out;
+}
+
+std::optional<long> ModelInt(const Json& model, const std::string& key) {
+  if (!model.contains(key)) return std::nullopt;
+  return PositiveInt(model[key], "model_cfg." + key);
+}
+
+RunCmdEntry ParseRunCmd(const Json& value, const std::string& key) {
+  if (!value.is_array() || value.size() < 2 || value.size() > 3) {
+    Bad(key, "expected [\"--flag\", \"prefix\"], [\"-o\", \"Key\"] or [\"file.json\", \"key\"]");
+  }
+  std::vector<std::string> parts;
+  for (const Json& part : value) {
+    if (part.is_string()) {
+      parts.push_back(part.get<std::string>());
+    } else if (part.is_number_integer() || part.is_boolean()) {
+      parts.push_back(part.dump());
+    } else {
+      Bad(key, fmt::format("unexpected {}", part.dump()));
+    }
+  }
+  RunCmdEntry entry;
+  entry.first = parts[0];
+  entry.second = parts[1];
+  if (parts.size() == 3) entry.third = parts[2];
+  if (entry.first.ends_with(".json")) {
+    entry.kind = RunCmdEntry::Kind::kJsonFile;
+  } else if (entry.first.ends_with(".yaml") || entry.first.ends_with(".yml")) {
+    Bad(key, "rewriting a YAML file is not supported yet (a JSON file is)");
+  } else if (entry.first.find("-o") != std::string::npos && !entry.first.starts_with("--")) {
+    entry.kind = RunCmdEntry::Kind::kOption;
+  } else if (entry.first.find("--") != std::string::npos) {
+    entry.kind = RunCmdEntry::Kind::kFlag;
+  } else {
+    Bad(key, fmt::format("'{}' is neither a --flag, -o nor a .json file", OneLine(entry.first)));
+  }
+  return entry;
+}
+
+std::string PyBool(const std::optional<bool>& b) { return !b ? "None" : *b ? "True" : "False"; }
+
+int RecomputeLevel(const TrialConfig& c) {
+  if (!c.use_recompute || !*c.use_recompute) return 0;
+  const std::string g = c.recompute_granularity.value_or("full");
+  return g == "core_attn" ? 1 : g == "full_attn" ? 2 : 3;
+}
+
+// Equal in every dimension but those `ignore` names.
+bool SameBeside(const TrialConfig& a, const TrialConfig& b, const std::set<std::string>& ignore) {
+  const auto same = [&](const char* name, auto x, auto y) { return ignore.count(name) || x == y; };
+  return same("dp", a.dp, b.dp) && same("mp", a.mp, b.mp) && same("pp", a.pp, b.pp) &&
+         same("sharding_degree", a.sharding_degree, b.sharding_degree) &&
+         same("sharding_stage", a.sharding_stage, b.sharding_stage) &&
+         same("mbs", a.mbs, b.mbs) && same("vpp", a.vpp, b.vpp) &&
+         same("recompute", a.use_recompute, b.use_recompute) &&
+         same("recompute", a.recompute_granularity, b.recompute_granularity) &&
+         a.global_batch_size == b.global_batch_size;
+}
+
+// invalid_strategy entries ("stage3_mp*", "dp2_pp1"): every part must match; "*" means > 1
+// (stage*: sharding_degree > 1; recompute*: recompute on). Paddle reads one character after the
+// prefix and applies only the last entry; both are fixed here (docs/auto-tuner.md).
+bool MatchesStrategy(const TrialConfig& c, const std::string& strategy) {
+  for (const std::string& part : SplitAndStrip(strategy, '_')) {
+    static const std::vector<std::pair<std::string, int>> kPrefixes = {
+        {"sharding", 0}, {"stage", 1}, {"recompute", 2}, {"mbs", 3}, {"vpp", 4},
+        {"dp", 5},       {"mp", 6},    {"pp", 7}};
+    bool known = false;
+    for (const auto& [prefix, id] : kPrefixes) {
+      if (!part.starts_with(prefix)) continue;
+      known = true;
+      const std::string value = part.substr(prefix.size());
+      long actual = 0;
+      switch (id) {
+        case 0: actual = c.sharding_degree; break;
+        case 1: actual = c.sharding_stage; break;
+        case 2: actual = c.use_recompute.value_or(false) ? 1 : 0; break;
+        case 3: actual = c.mbs; break;
+        case 4: actual = c.vpp; break;
+        case 5: actual = c.dp; break;
+        case 6: actual = c.mp; break;
+        case 7: actual = c.pp; break;
+      }
+      if (value == "*") {
+        const bool star = id == 1 ? c.sharding_degree > 1 : id == 2 ? actual == 1 : actual > 1;
+        if (!star) return false;
+      } else if (value != std::to_string(actual)) {
+        return false;
+      }
+      break;
+    }
+    if (!known) return false;
+  }
+  return true;
+}
+
+const std::set<std::string> kKnownKeys = {
+    "search_algo", "schedule_mode", "model_cfg", "dp_degree", "mp_degree", "pp_degree",
+    "sharding_degree", "sharding_stage", "vpp_degree", "micro_batch_size", "use_recompute",
+    "recompute_granularity", "metric_cfg", "run_cmd", "task_limit", "max_time_per_task",
+    "warmup_time", "max_search_time", "buffer", "max_mem_usage", "need_baseline",
+    "invalid_strategy", "schedule_prior", "enable_pp_prune", "enable_mp_prune",
+    "use_sequence_parallel", "resume_csv_file_path", "run_best", "best_cfg_dir", "mode"};
+// Paddle's keys not built yet: named in the error rather than ignored.
+const std::set<std::string> kNotYet = {"refined_recompute", "custom_search_dim",
+                                       "memory_estimation_tool", "configs_csv"};
+
+double Seconds(const Json& value, const std::string& key) {
+  if (!value.is_number() || value.get<double>() <= 0) Bad(key, "expected a positive number");
+  return value.get<double>();
+}
+
+bool Bool(const Json& value, const std::string& key) {
+  if (!value.is_boolean()) Bad(key, "expected true or false");
+  return value.get<bool>();
+}
+
+std::vector<std::string> Strings(const Json& value, const std::string& key) {
+  if (!value.is_array()) Bad(key, "expected a list of strings");
+  std::vector<std::string> out;
+  for (const Json& v : value) {
+    if (!v.is_string()) Bad(key, "expected a list of strings");
+    out.push_back(v.get<std::string>());
+  }
+  return out;
+}
+
+std::string Fmt(double v) {
+  std::string s = fmt::format("{:.5f}", v);
+  while (s.ends_with('0')) s.pop_back();
+  if (s.ends_with('.')) s.pop_back();
+  return s;
+}
+
+}  // namespace
+
+TunerConfig ParseTunerConfig(const std::string& text, const std::string& json_path, long nodes,
+                             long gpus_per_node) {
+  Json root;
+  try {
+    root = Json::parse(text);
+  } catch (const Json::parse_error& e) {
+    throw UsageError(fmt::format("--auto_tuner_json {}: not JSON ({})", OneLine(json_path),
+                                 OneLine(e.what())));
+  }
+  if (!root.is_object()) Bad("(the file)", "expected a JSON object");
+  for (const auto& [key, value] : root.items()) {
+    if (kNotYet.count(key)) Bad(key, "not supported yet by pdlaunch's tuner (docs/auto-tuner.md)");
+    if (!kKnownKeys.count(key)) Bad(key, "unknown key");
+  }
+  TunerConfig c;
+  c.json_path = json_path;
+  c.nodes = nodes;
+  c.gpus_per_node = gpus_per_node;
+  c.num_gpus = nodes * gpus_per_node;
+  if (root.contains("search_algo")) {
+    const Json& algo = root["search_algo"];
+    if (!algo.is_object() || !algo.contains("name") || !algo["name"].is_string()) {
+      Bad("search_algo", "expected {\"name\": \"grid\"}");
+    }
+    for (const auto& [key, value] : algo.items()) {
+      if (key != "name") Bad("search_algo." + key, "not supported yet");
+    }
+    c.search_algo = algo["name"].get<std::string>();
+    if (c.search_algo != "grid") {
+      Bad("search_algo.name", fmt::format("'{}': only grid is built yet (dp_estimation, gbs and "
+                                          "customize are not)",
+                                          OneLine(c.search_algo)));
+    }
+  }
+  if (root.contains("schedule_mode")) {
+    if (!root["schedule_mode"].is_string()) Bad("schedule_mode", "expected a string");
+    const std::string mode = root["schedule_mode"].get<std::string>();
+    if (mode != "memory" && mode != "performance") {
+      Bad("schedule_mode", fmt::format("'{}': expected memory or performance", OneLine(mode)));
+    }
+    c.performance_first = mode == "performance";
+  }
+  if (!root.contains("model_cfg") || !root["model_cfg"].is_object()) {
+    Bad("model_cfg", "required: an object with global_batch_size, num_layers, ...");
+  }
+  const Json& model = root["model_cfg"];
+  for (const auto& [key, value] : model.items()) {
+    static const std::set<std::string> kModel = {
+        "global_batch_size", "num_layers",       "hidden_size",     "vocab_size",
+        "num_attention_heads", "seq_length",     "max_sequence_length", "intermediate_size"};
+    if (!kModel.count(key)) Bad("model_cfg." + key, "unknown key");
+  }
+  if (model.contains("global_batch_size") && model["global_batch_size"].is_string()) {
+    Bad("model_cfg.global_batch_size", "\"auto\" (the GBS pre-search) is not supported yet");
+  }
+  c.global_batch_size = ModelInt(model, "global_batch_size");
+  c.num_layers = ModelInt(model, "num_layers");
+  c.hidden_size = ModelInt(model, "hidden_size");
+  c.vocab_size = ModelInt(model, "vocab_size");
+  c.num_attention_heads = ModelInt(model, "num_attention_heads");
+  c.seq_length = ModelInt(model, "seq_length");
+  if (!c.global_batch_size) Bad("model_cfg.global_batch_size", "required");
+  if (root.contains("use_sequence_parallel")) {
+    c.use_sequence_parallel = Bool(root["use_sequence_parallel"], "use_sequence_parallel");
+  }
+  const bool perf = c.performance_first;
+  bool enable_mp_prune = true, enable_pp_prune = true;
+  if (root.contains("enable_mp_prune")) enable_mp_prune = Bool(root["enable_mp_prune"], "enable_mp_prune");
+  if (root.contains("enable_pp_prune")) enable_pp_prune = Bool(root["enable_pp_prune"], "enable_pp_prune");
+  // utils.py dist_degree's default lists and orders.
+  c.dp = Filter(root, "dp_degree", Divisors(c.num_gpus, perf), c.num_gpus);
+  std::vector<long> mp = Divisors(enable_mp_prune ? gpus_per_node : c.num_gpus, !perf);
+  std::erase_if(mp, [&](long m) {
+    return (c.hidden_size && *c.hidden_size % m) || (c.vocab_size && *c.vocab_size % m) ||
+           (c.num_attention_heads && *c.num_attention_heads % m) ||
+           (c.use_sequence_parallel && c.seq_length && *c.seq_length % m);
+  });
+  c.mp = Filter(root, "mp_degree", mp, c.num_gpus);
+  std::vector<long> pp;
+  if (nodes > 1 && enable_pp_prune) {
+    for (long p = nodes + 1; p >= 1; --p) pp.push_back(p);
+  } else {
+    pp = Divisors(c.num_gpus, true);
+  }
+  std::erase_if(pp, [&](long p) { return c.num_layers && *c.num_layers % p; });
+  c.pp = Filter(root, "pp_degree", pp, c.num_gpus);
+  c.sharding_degree = Filter(root, "sharding_degree", Divisors(c.num_gpus, true), c.num_gpus);
+  if (root.contains("vpp_degree") && !c.num_layers) Bad("vpp_degree", "needs model_cfg.num_layers");
+  c.vpp = c.num_layers ? Filter(root, "vpp_degree", Divisors(*c.num_layers, perf), *c.num_layers)
+                       : std::vector<long>{1};
+  c.mbs = Filter(root, "micro_batch_size", Divisors(*c.global_batch_size, perf),
+                 *c.global_batch_size);
+  c.sharding_stage = Filter(root, "sharding_stage", perf ? std::vector<long>{1, 2, 3}
+                                                         : std::vector<long>{3, 2, 1}, 3);
+  // use_recompute / recompute_granularity.
+  if (!root.contains("use_recompute")) {
+    c.use_recompute = {std::nullopt};
+  } else if (root["use_recompute"].is_string()) {
+    if (root["use_recompute"].get<std::string>() != "auto") Bad("use_recompute", "a string must be \"auto\"");
+    c.use_recompute = perf ? std::vector<std::optional<bool>>{false, true}
+                           : std::vector<std::optional<bool>>{true, false};
+  } else if (root["use_recompute"].is_boolean()) {
+    c.use_recompute = {root["use_recompute"].get<bool>()};
+  } else if (root["use_recompute"].is_array() && !root["use_recompute"].empty()) {
+    for (const Json& v : root["use_recompute"]) c.use_recompute.push_back(Bool(v, "use_recompute"));
+  } else {
+    Bad("use_recompute", "expected \"auto\", true, false or a list of them");
+  }
+  static const std::vector<std::string> kGranularities = {"full", "full_attn", "core_attn"};
+  if (!root.contains("recompute_granularity")) {
+    c.recompute_granularity = {std::nullopt};
+  } else {
+    const Json& g = root["recompute_granularity"];
+    std::vector<std::string> values;
+    if (g.is_string() && g.get<std::string>() == "auto") {
+      values = kGranularities;
+      if (perf) std::reverse(values.begin(), values.end());
+    } else if (g.is_string()) {
+      values = {g.get<std::string>()};
+    } else {
+      values = Strings(g, "recompute_granularity");
+    }
+    for (const std::string& v : values) {
+      if (std::find(kGranularities.begin(), kGranularities.end(), v) == kGranularities.end()) {
+        Bad("recompute_granularity", fmt::format("'{}': expected full, full_attn or core_attn",
+                                                 OneLine(v)));
+      }
+      c.recompute_granularity.push_back(v);
+    }
+  }
+  // metric_cfg.
+  if (!root.contains("metric_cfg") || !root["metric_cfg"].is_object() ||
+      !root["metric_cfg"].contains("name") || !root["metric_cfg"]["name"].is_string()) {
+    Bad("metric_cfg", "required: {\"name\": \"...\", \"OptimizationDirection\": \"Maximize\"}");
+  }
+  for (const auto& [key, value] : root["metric_cfg"].items()) {
+    if (key != "name" && key != "OptimizationDirection") Bad("metric_cfg." + key, "unknown key");
+  }
+  c.metric_name = root["metric_cfg"]["name"].get<std::string>();
+  if (c.metric_name.empty() || c.metric_name.size() > 128 ||
+      c.metric_name.find_first_of(",\n\r\"") != std::string::npos) {
+    Bad("metric_cfg.name", "expected a name of 1 to 128 characters, no comma or quote");
+  }
+  if (root["metric_cfg"].contains("OptimizationDirection")) {
+    const Json& d = root["metric_cfg"]["OptimizationDirection"];
+    if (!d.is_string()) Bad("metric_cfg.OptimizationDirection", "expected Maximize or Minimize");
+    c.maximize = d.get<std::string>() == "Maximize";
+  }
+  // run_cmd.
+  if (!root.contains("run_cmd") || !root["run_cmd"].is_object()) {
+    Bad("run_cmd", "required: how each dimension reaches the script");
+  }
+  static const std::set<std::string> kRunKeys = {
+      "dp_degree", "mp_degree", "pp_degree", "vpp_degree", "micro_batch_size",
+      "sharding_degree", "sharding_stage", "use_recompute", "recompute_granularity",
+      "local_batch_size", "gradient_accumulation_steps", "global_batch_size",
+      "sequence_parallel"};
+  for (const auto& [key, value] : root["run_cmd"].items()) {
+    if (key == "search_stage" || key == "run_best_stage") {
+      if (!value.is_object()) Bad("run_cmd." + key, "expected an object");
+      auto& stage = key == "search_stage" ? c.search_stage : c.run_best_stage;
+      for (const auto& [name, entry] : value.items()) {
+        stage.emplace_back(name, ParseRunCmd(entry, "run_cmd." + key + "." + name));
+      }
+    } else if (key == "generate_launch_cfg") {
+      Bool(value, "run_cmd.generate_launch_cfg");
+    } else if (kRunKeys.count(key)) {
+      c.run_cmd[key] = ParseRunCmd(value, "run_cmd." + key);
+    } else {
+      Bad("run_cmd." + key, "unknown key");
+    }
+  }
+  if (root.contains("task_limit")) c.task_limit = static_cast<int>(PositiveInt(root["task_limit"], "task_limit"));
+  if (root.contains("max_time_per_task")) c.max_time_per_task = Seconds(root["max_time_per_task"], "max_time_per_task");
+  c.warmup_time = root.contains("warmup_time") ? Seconds(root["warmup_time"], "warmup_time")
+                                               : c.max_time_per_task;
+  if (root.contains("max_search_time")) c.max_search_time = Seconds(root["max_search_time"], "max_search_time");
+  if (root.contains("buffer")) c.buffer = Seconds(root["buffer"], "buffer");
+  if (root.contains("max_mem_usage")) c.max_mem_usage = Seconds(root["max_mem_usage"], "max_mem_usage");
+  if (c.buffer && !c.max_mem_usage) Bad("buffer", "needs max_mem_usage (MiB)");
+  if (root.contains("need_baseline")) c.need_baseline = Bool(root["need_baseline"], "need_baseline");
+  if (root.contains("invalid_strategy")) c.invalid_strategy = Strings(root["invalid_strategy"], "invalid_strategy");
+  if (root.contains("schedule_prior")) c.schedule_prior = Strings(root["schedule_prior"], "schedule_prior");
+  if (root.contains("run_best")) c.run_best = Bool(root["run_best"], "run_best");
+  const fs::path dir = fs::path(json_path).parent_path();
+  const std::string stem = fs::path(json_path).filename().string().substr(
+      0, fs::path(json_path).filename().string().rfind(".json"));
+  c.history_csv = (dir / (stem + "_history.csv")).string();
+  c.resume_csv = c.history_csv;
+  if (root.contains("resume_csv_file_path")) {
+    if (!root["resume_csv_file_path"].is_string()) Bad("resume_csv_file_path", "expected a path");
+    c.resume_csv = root["resume_csv_file_path"].get<std::string>();
+  }
+  c.best_cfg_dir = (dir / "best_cfg").string();
+  if (root.contains("best_cfg_dir")) {
+    if (!root["best_cfg_dir"].is_string()) Bad("best_cfg_dir", "expected a path");
+    c.best_cfg_dir = root["best_cfg_dir"].get<std::string>();
+  }
+  return c;
+}
+
+std::string Describe(const TrialConfig& c) {
+  return fmt::format("dp{} mp{} pp{} vpp{} sharding{} stage{} mbs{} recompute={}", c.dp, c.mp,
+                     c.pp, c.vpp, c.sharding_degree, c.sharding_stage, c.mbs,
+                     !c.use_recompute          ? std::string("-")
+                     : !*c.use_recompute       ? std::string("off")
+                                               : c.recompute_granularity.value_or("on"));
+}
+
+std::vector<std::pair<TrialConfig, std::optional<std::string>>> SearchSpace(
+    const TunerConfig& cfg) {
+  const long gbs = *cfg.global_batch_size;
+  const auto in = [](const std::vector<long>& list, long v) {
+    return std::find(list.begin(), list.end(), v) != list.end();
+  };
+  // utils.py search_all: the degrees nested mp → sharding → pp → dp, their product the devices.
+  std::vector<std::array<long, 4>> degrees;
+  for (long mp : cfg.mp) {
+    if (cfg.num_gpus % mp) continue;
+    for (long sd : cfg.sharding_degree) {
+      if ((cfg.num_gpus / mp) % sd) continue;
+      for (long pp : cfg.pp) {
+        const long rest = cfg.num_gpus / mp / sd;
+        if (rest % pp) continue;
+        for (long dp : cfg.dp) {
+          if (dp == rest / pp) degrees.push_back({mp, sd, pp, dp});
+        }
+      }
+    }
+  }
+  std::vector<std::pair<TrialConfig, std::optional<std::string>>> all;
+  std::vector<TrialConfig> kept;
+  for (const auto& [mp, sd, pp, dp] : degrees) {
+    for (long stage : cfg.sharding_stage) {
+      for (long mbs : cfg.mbs) {
+        for (long vpp : cfg.vpp) {
+          for (const auto& recompute : cfg.use_recompute) {
+            for (const auto& granularity : cfg.recompute_granularity) {
+              if (gbs % (mbs * sd * dp)) continue;
+              if (cfg.num_layers && *cfg.num_layers % (pp * vpp)) continue;
+              TrialConfig c{dp, mp, pp, sd, stage, mbs, vpp, recompute, granularity, gbs,
+                            gbs / dp / sd / mbs};
+              std::optional<std::string> why;
+              const long local = gbs / dp / sd;
+              // prune.py's static rules, in its order.
+              if (!in(cfg.mp, mp)) {
+                why = "mp_degree not a candidate";
+              } else if (cfg.num_layers && *cfg.num_layers % pp) {
+                why = fmt::format("num_layers {} not divisible by pp {}", *cfg.num_layers, pp);
+              } else if (vpp > 1 && (c.acc_steps % pp)) {
+                why = fmt::format("vpp {} needs acc_steps {} divisible by pp {}", vpp, c.acc_steps, pp);
+              } else if (pp <= 2 && vpp != 1) {
+                why = fmt::format("vpp {} needs pp > 2", vpp);
+              } else if (local == 0 || local % mbs) {
+                why = fmt::format("local batch {} not divisible by mbs {}", local, mbs);
+              } else if (local / mbs < pp) {
+                why = fmt::format("acc_steps {} below pp {}", local / mbs, pp);
+              } else if (pp != 1 && stage != 1 && sd != 1) {
+                why = fmt::format("sharding stage {} with pp {}", stage, pp);
+              } else if (sd == 1 && std::any_of(kept.begin(), kept.end(), [&](const TrialConfig& k) {
+                           return SameBeside(k, c, {"sharding_stage"});
+                         })) {
+                why = "sharding_degree 1: the stage makes no difference";
+              } else if (recompute && !*recompute && granularity && *granularity != "full") {
+                why = "recompute off: the granularity makes no difference";
+              } else if (recompute && std::any_of(kept.begin(), kept.end(), [&](const TrialConfig& k) {
+                           return RecomputeLevel(k) == RecomputeLevel(c) &&
+                                  SameBeside(k, c, {"recompute"});
+                         })) {
+                why = "the same recompute level as a kept candidate";
+              } else if (dp * mp * pp * sd != cfg.num_gpus) {
+                why = fmt::format("dp*mp*pp*sharding {} is not the {} devices", dp * mp * pp * sd,
+                                  cfg.num_gpus);
+              } else {
+                for (const std::string& s : cfg.invalid_strategy) {
+                  if (MatchesStrategy(c, s)) {
+                    why = fmt::format("invalid_strategy {}", s);
+                    break;
+                  }
+                }
+              }
+              if (!why) kept.push_back(c);
+              all.emplace_back(c, why);
+            }
+          }
+        }
+      }
+    }
+  }
+  // need_baseline: memory-first (utils.py memory_sort), so the first trial most likely fits.
+  if (cfg.need_baseline) {
+    std::stable_sort(all.begin(), all.end(), [](const auto& x, const auto& y) {
+      const TrialConfig& a = x.first;
+      const TrialConfig& b = y.first;
+      return std::make_tuple(-a.mp, -a.pp, -a.vpp, -a.sharding_degree, -a.sharding_stage, a.mbs,
+                             -static_cast<int>(a.use_recompute.value_or(false))) <
+             std::make_tuple(-b.mp, -b.pp, -b.vpp, -b.sharding_degree, -b.sharding_stage, b.mbs,
+                             -static_cast<int>(b.use_recompute.value_or(false)));
+    });
+  }
+  // schedule_prior: the matching candidates first, the first strategy's first.
+  for (auto it = cfg.schedule_prior.rbegin(); it != cfg.schedule_prior.rend(); ++it) {
+    std::stable_partition(all.begin(), all.end(),
+                          [&](const auto& x) { return MatchesStrategy(x.first, *it); });
+  }
+  return all;
+}
+
+std::optional<std::string> HistoryPrune(const TrialConfig& c,
+                                        const std::vector<TrialOutcome>& history, bool& oom) {
+  oom = false;
+  for (const TrialOutcome& h : history) {
+    const bool ran = h.metric.has_value() && !h.oom;
+    const TrialConfig& o = h.cfg;
+    if (SameBeside(o, c, {"mbs"})) {
+      if (o.mbs > c.mbs && ran) return fmt::format("mbs {} ran, a smaller one is slower", o.mbs);
+      if (o.mbs < c.mbs && h.oom) {
+        oom = true;
+        return fmt::format("mbs {} ran out of memory", o.mbs);
+      }
+    }
+    if (SameBeside(o, c, {"sharding_stage"})) {
+      if (o.sharding_stage < c.sharding_stage && ran) {
+        return fmt::format("stage {} ran, a higher one is slower", o.sharding_stage);
+      }
+      if (o.sharding_stage > c.sharding_stage && h.oom) {
+        oom = true;
+        return fmt::format("stage {} ran out of memory", o.sharding_stage);
+      }
+    }
+    if (SameBeside(o, c, {"recompute"})) {
+      if (RecomputeLevel(o) < RecomputeLevel(c) && ran) {
+        return "less recompute ran, more is slower";
+      }
+      if (RecomputeLevel(o) > RecomputeLevel(c) && h.oom) {
+        oom = true;
+        return "more recompute ran out of memory";
+      }
+    }
+    if (SameBeside(o, c, {"vpp"}) && o.vpp > c.vpp && h.oom) {
+      oom = true;
+      return fmt::format("vpp {} ran out of memory", o.vpp);
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<double> ReadMetric(const std::string& log, const std::string& name) {
+  std::string escaped;
+  for (char ch : name) {
+    if (std::string_view("\\^$.|?*+()[]{}").find(ch) != std::string_view::npos) escaped += '\\';
+    escaped += ch;
+  }
+  const std::regex pattern(escaped + R"(:* *(\d+(\.\d*)?)|(\d+(\.\d*)?) *)" + escaped);
+  std::vector<double> values;
+  std::istringstream in(log);
+  for (std::string line; std::getline(in, line);) {
+    if (line.size() > 64 * 1024) continue;
+    std::smatch m;
+    if (!std::regex_search(line, m, pattern)) continue;
+    const std::string number = m[1].matched ? m[1].str() : m[3].str();
+    try {
+      values.push_back(std::stod(number));
+    } catch (...) {
+    }
+  }
+  if (values.empty()) return std::nullopt;
+  double value = values.back();
+  if (values.size() >= 10) {
+    const size_t from = values.size() < 20 ? 9 : values.size() - 10;
+    double sum = 0;
+    for (size_t i = from; i < values.size(); ++i) sum += values[i];
+    value = sum / static_cast<double>(values.size() - from);
+  }
+  return std::round(value * 1e5) / 1e5;
+}
+
+bool HasOutOfMemory(const std::string& log) {
+  return log.find("Out of memory error on") != std::string::npos;
+}
+
+std::optional<size_t> BestTrial(const std::vector<TrialOutcome>& history,
+                                const TunerConfig& config) {
+  std::vector<size_t> order;
+  for (size_t i = 0; i < history.size(); ++i) {
+    if (history[i].metric && !history[i].oom && !history[i].pruned) order.push_back(i);
+  }
+  if (order.empty()) return std::nullopt;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return config.maximize ? *history[a].metric > *history[b].metric
+                           : *history[a].metric < *history[b].metric;
+  });
+  if (!config.buffer || !config.max_mem_usage) return order.front();
+  std::optional<size_t> least;
+  for (size_t i : order) {
+    const auto& mem = history[i].memory_mib;
+    if (!mem) continue;
+    if (*mem < *config.max_mem_usage - *config.buffer) return i;
+    if (!least || *mem < *history[*least].memory_mib) least = i;
+  }
+  return least ? least : std::optional<size_t>(order.front());
+}
+
+std::string HistoryCsv(const std::vector<TrialOutcome>& history, const TunerConfig& config) {
+  std::string out = fmt::format(
+      "job_id,mp_degree,sharding_degree,pp_degree,dp_degree,sharding_stage,micro_batch_size,"
+      "vpp_degree,use_recompute,recompute_granularity,acc_steps,global_batch_size,exec_time,{},"
+      "max_mem_usage,error_info\n",
+      config.metric_name);
+  for (const TrialOutcome& h : history) {
+    if (h.pruned) continue;
+    const TrialConfig& c = h.cfg;
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", h.job_id, c.mp,
+                       c.sharding_degree, c.pp, c.dp, c.sharding_stage, c.mbs, c.vpp,
+                       c.use_recompute ? PyBool(c.use_recompute) : "",
+                       c.recompute_granularity.value_or(""), c.acc_steps, c.global_batch_size,
+                       Fmt(h.exec_time), h.metric ? Fmt(*h.metric) : "",
+                       h.oom ? "OOM" : h.memory_mib ? Fmt(*h.memory_mib) : "",
+                       h.error.empty() ? "" : fmt::format("['{}']", h.error));
+  }
+  return out;
+}
+
+std::vector<TrialOutcome> ParseHistoryCsv(const std::string& text, const TunerConfig& config) {
+  std::vector<TrialOutcome> out;
+  std::istringstream in(text);
+  std::string line;
+  if (!std::getline(in, line)) return out;
+  const std::vector<std::string> header = SplitAndStrip(line, ',');
+  if (header.size() != 16 || header[13] != config.metric_name) return out;
+  while (std::getline(in, line)) {
+    // error_info is the last column and may hold commas: split the first 15 only.
+    std::vector<std::string> f;
+    size_t at = 0;
+    for (int i = 0; i < 15 && at != std::string::npos; ++i) {
+      const size_t comma = line.find(',', at);
+      f.push_back(line.substr(at, comma == std::string::npos ? comma : comma - at));
+      at = comma == std::string::npos ? comma : comma + 1;
+    }
+    if (f.size() != 15 || at == std::string::npos) continue;
+    try {
+      TrialOutcome o;
+      o.job_id = std::stoi(f[0]);
+      TrialConfig& c = o.cfg;
+      c.mp = std::stol(f[1]);
+      c.sharding_degree = std::stol(f[2]);
+      c.pp = std::stol(f[3]);
+      c.dp = std::stol(f[4]);
+      c.sharding_stage = std::stol(f[5]);
+      c.mbs = std::stol(f[6]);
+      c.vpp = std::stol(f[7]);
+      if (!f[8].empty()) c.use_recompute = f[8] == "True";
+      if (!f[9].empty()) c.recompute_granularity = f[9];
+      c.acc_steps = std::stol(f[10]);
+      c.global_batch_size = std::stol(f[11]);
+      o.exec_time = std::stod(f[12]);
+      if (!f[13].empty()) o.metric = std::stod(f[13]);
+      o.oom = f[14] == "OOM";
+      if (!o.oom && !f[14].empty()) o.memory_mib = std::stod(f[14]);
+      std::string error = line.substr(at);
+      if (error.starts_with("['") && error.ends_with("']")) error = error.substr(2, error.size() - 4);
+      o.error = error;
+      out.push_back(std::move(o));
+    } catch (...) {
+    }
+  }
+  return out;
+}
+
+std::string TrialDirName(int job_id, const TrialConfig& c) {
+  return fmt::format(
+      "Job{}_GBS{}_DP{}_MP{}_PP{}_VPP{}_Sharding{}_Stage{}_MBS{}_Recompute_{}_Granularity_{}_"
+      "AccStep{}",
+      job_id, c.global_batch_size, c.dp, c.mp, c.pp, c.vpp, c.sharding_degree, c.sharding_stage,
+      c.mbs, PyBool(c.use_recompute), c.recompute_granularity.value_or("None"), c.acc_steps);
+}
+
+std::vector<std::string> TrialArguments(const std::vector<std::string>& raw,
+                                        const TrialConfig& c, const TunerConfig& config,
+                                        bool best_run, std::vector<FileEdit>& edits) {
+  std::vector<std::string> args = raw;
+  const auto apply = [&](const std::string& key, const std::string& text,
+                         const std::string& json) {
+    const auto it = config.run_cmd.find(key);
+    if (it == config.run_cmd.end()) return;
+    const RunCmdEntry& e = it->second;
+    switch (e.kind) {
+      case RunCmdEntry::Kind::kFlag:
+        args.push_back(e.first);
+        args.push_back(e.second + text);
+        break;
+      case RunCmdEntry::Kind::kOption:
+        args.push_back(e.first);
+        args.push_back(e.second + "=" + text);
+        break;
+      case RunCmdEntry::Kind::kJsonFile:
+        edits.push_back({e.first, e.second,
+                         e.third ? Json(*e.third + text).dump() : json});
+        break;
+    }
+  };
+  const auto number = [&](const std::string& key, long v) {
+    apply(key, std::to_string(v), std::to_string(v));
+  };
+  number("dp_degree", c.dp);
+  number("mp_degree", c.mp);
+  number("pp_degree", c.pp);
+  number("vpp_degree", c.vpp);
+  number("micro_batch_size", c.mbs);
+  number("sharding_degree", c.sharding_degree);
+  number("sharding_stage", c.sharding_stage);
+  apply("use_recompute", PyBool(c.use_recompute),
+        c.use_recompute ? (*c.use_recompute ? "true" : "false") : "null");
+  apply("recompute_granularity", c.recompute_granularity.value_or("None"),
+        c.recompute_granularity ? Json(*c.recompute_granularity).dump() : "null");
+  number("local_batch_size", c.global_batch_size / c.sharding_degree / c.dp);
+  number("gradient_accumulation_steps", c.acc_steps);
+  number("global_batch_size", c.global_batch_size);
+  number("sequence_parallel", c.mp > 1 ? 1 : 0);
+  for (const auto& [name, e] : best_run ? config.run_best_stage : config.search_stage) {
+    if (e.kind == RunCmdEntry::Kind::kJsonFile) {
+      const std::string literal = e.third.value_or("null");
+      // A literal that is JSON (0, true) stays as it is; anything else becomes a string.
+      std::string value;
+      try {
+        value = Json::parse(literal).dump();
+      } catch (...) {
+        value = Json(literal).dump();
+      }
+      edits.push_back({e.first, e.second, value});
+    } else {
+      args.push_back(e.first);
+      args.push_back(e.second);
+    }
+  }
+  return args;
+}
+
+}  // namespace pdlaunch

@@ -1,0 +1,340 @@
+#include "run/auto_tuner.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "pdlaunch/base/errors.h"
+#include "pdlaunch/base/logging.h"
+#include "pdlaunch/plan/auto_tuner.h"
+#include "pdlaunch/process/run_recorder.h"
+#include "run/launch_support.h"
+
+namespace pdlaunch::internal {
+
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+std::string ReadFile(const fs::path& path, size_t limit = 64 << 20) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream out;
+  out << in.rdbuf();
+  std::string text = out.str();
+  if (text.size() > limit) text.erase(0, text.size() - limit);  // The end is what counts.
+  return text;
+}
+
+// Writes `text` to `path` atomically (a temporary in the same directory, then rename).
+void WriteAtomically(const fs::path& path, const std::string& text) {
+  const fs::path temp = path.string() + ".tmp";
+  {
+    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+    out << text;
+    if (!out) throw LaunchError(fmt::format("cannot write {}", path.string()));
+  }
+  fs::rename(temp, path);
+}
+
+// Sets a.b.c in a JSON document.
+void SetDotted(Json& doc, const std::string& dotted, const Json& value) {
+  Json* at = &doc;
+  std::string key;
+  std::istringstream in(dotted);
+  std::vector<std::string> keys;
+  for (std::string part; std::getline(in, part, '.');) keys.push_back(part);
+  for (size_t i = 0; i + 1 < keys.size(); ++i) {
+    if (!at->is_object()) *at = Json::object();
+    at = &(*at)[keys[i]];
+  }
+  if (!at->is_object()) *at = Json::object();
+  (*at)[keys.back()] = value;
+}
+
+// The trial's JSON files: a copy per trial (<stem>_<trial dir>.json beside the file) that the
+// script's arguments point at instead of the file; a file the arguments do not name is
+// rewritten in place, as Paddle does (said once).
+void ApplyEdits(const std::vector<FileEdit>& edits, const std::string& trial,
+                std::vector<std::string>& args, bool& warned) {
+  std::map<std::string, std::vector<const FileEdit*>> by_file;
+  for (const FileEdit& edit : edits) by_file[edit.file].push_back(&edit);
+  for (const auto& [file, file_edits] : by_file) {
+    Json doc;
+    try {
+      doc = Json::parse(ReadFile(file));
+    } catch (const std::exception& e) {
+      throw LaunchError(fmt::format("auto tuner: cannot read the JSON file {} of run_cmd: {}",
+                                    OneLine(file), OneLine(e.what())));
+    }
+    for (const FileEdit* edit : file_edits) SetDotted(doc, edit->dotted_key, Json::parse(edit->value_json));
+    const fs::path path(file);
+    const std::string stem = path.filename().string().substr(0, path.filename().string().rfind('.'));
+    const fs::path copy = path.parent_path() / fmt::format("{}_{}.json", stem, trial);
+    bool named = false;
+    for (std::string& arg : args) {
+      if (arg == file) {
+        arg = copy.string();
+        named = true;
+      }
+    }
+    if (!named) {
+      if (!warned) {
+        PDLOG_WARN("auto tuner: {} is not among the script's arguments: it is rewritten in place "
+                   "for each trial, as Paddle does",
+                   OneLine(file));
+        warned = true;
+      }
+      WriteAtomically(path, doc.dump(2) + "\n");
+    } else {
+      WriteAtomically(copy, doc.dump(2) + "\n");
+    }
+  }
+}
+
+std::string Outcome(const TrialOutcome& o, const TunerConfig& config, bool best) {
+  if (o.oom) return "OOM";
+  if (!o.metric) return o.error.empty() ? "no metric" : o.error;
+  return fmt::format("{} {}{}{}", *o.metric, config.metric_name,
+                     o.timed_out ? " (stopped at its deadline)" : "", best ? " (best so far)" : "");
+}
+
+// What the trial's logs say: the metric of workerlog.0, out of memory in any worker log.
+void ReadTrialLogs(const fs::path& dir, const TunerConfig& config, TrialOutcome& o) {
+  o.metric = ReadMetric(ReadFile(dir / "workerlog.0"), config.metric_name);
+  std::error_code ec;
+  for (const fs::directory_entry& entry : fs::directory_iterator(dir, ec)) {
+    if (entry.path().filename().string().starts_with("workerlog") &&
+        HasOutOfMemory(ReadFile(entry.path(), 16 << 20))) {
+      o.oom = true;
+    }
+  }
+  const auto& usage = TheRunReport().device_usage;
+  for (const auto& device : usage) {
+    o.memory_mib = std::max(o.memory_mib.value_or(0), device.peak_memory_used_mib);
+  }
+}
+
+long NodesOf(const LaunchOptions& options) {
+  const std::string nnodes = options.nnodes.value_or("1");
+  try {
+    return std::stol(nnodes.substr(0, nnodes.find(':')));
+  } catch (...) {
+    return 1;
+  }
+}
+
+}  // namespace
+
+static TunerConfig LoadConfig(const LaunchOptions& options) {
+  const std::string json_path = *options.auto_tuner_json;
+  if (!json_path.ends_with(".json")) {
+    throw UsageError(fmt::format("--auto_tuner_json: '{}' must be a .json file", OneLine(json_path)));
+  }
+  if (NodesOf(options) > 1) {
+    throw UsageError("--auto_tuner_json with --nnodes > 1: a search across several nodes is not "
+                     "supported yet (docs/auto-tuner.md)");
+  }
+  std::error_code ec;
+  if (!fs::is_regular_file(json_path, ec)) {
+    throw UsageError(fmt::format("--auto_tuner_json: no such file: '{}'", OneLine(json_path)));
+  }
+  // The devices of this node, as the job would use them (Paddle: len(--devices), else 8).
+  const DevicePlan devices = ResolveCollectiveDevices(options);
+  long gpus = 0;
+  for (const auto& ids : devices.devices_per_proc) gpus += static_cast<long>(std::max<size_t>(1, ids.size()));
+  return ParseTunerConfig(ReadFile(json_path, 1 << 20), json_path, 1, std::max(1L, gpus));
+}
+
+int PrintAutoTunerPlan(const LaunchOptions& options) {
+  const TunerConfig config = LoadConfig(options);
+  Json layouts = Json::array();
+  int job_id = 0;  // As the trials would be numbered if no history prune removed one.
+  for (const auto& [cfg, why] : SearchSpace(config)) {
+    layouts.push_back({{"layout", Describe(cfg)},
+                       {"log_dir", why ? Json(nullptr) : Json(TrialDirName(++job_id, cfg))},
+                       {"pruned", why ? Json(*why) : Json(nullptr)}});
+  }
+  const Json out = {{"auto_tuner", *options.auto_tuner_json},
+                    {"devices", config.num_gpus},
+                    {"metric", config.metric_name},
+                    {"layouts", layouts}};
+  fmt::print("{}\n", out.dump(2, ' ', false, Json::error_handler_t::replace));
+  return 0;
+}
+
+int RunAutoTuner(const LaunchOptions& options,
+                 const std::function<int(const LaunchOptions&)>& run_job) {
+  const std::string json_path = *options.auto_tuner_json;
+  const TunerConfig config = LoadConfig(options);
+  std::error_code ec;
+  const std::vector<std::pair<TrialConfig, std::optional<std::string>>> space = SearchSpace(config);
+  std::vector<TrialConfig> candidates;
+  for (const auto& [cfg, why] : space) {
+    if (!why) candidates.push_back(cfg);
+  }
+  PDLOG_INFO("auto tuner: {} layouts for {} device(s), {} pruned before launching, {} candidates "
+             "(history: {})",
+             space.size(), config.num_gpus, space.size() - candidates.size(), candidates.size(),
+             config.history_csv);
+  if (candidates.empty()) {
+    throw LaunchError("auto tuner: every layout was pruned; --dry_run lists them with the reasons");
+  }
+  // Resume: what a previous search of the same file already ran.
+  std::vector<TrialOutcome> history;
+  std::vector<TrialOutcome> resumed;
+  if (fs::is_regular_file(config.resume_csv, ec)) {
+    resumed = ParseHistoryCsv(ReadFile(config.resume_csv), config);
+    if (!resumed.empty()) {
+      PDLOG_INFO("auto tuner: resuming from {} ({} trials done)", config.resume_csv, resumed.size());
+    }
+  }
+  const Clock::time_point start = Clock::now();
+  const fs::path base = fs::path(json_path).parent_path();
+  int job_id = 0;
+  int launched = 0;
+  bool warned = false;
+  std::optional<size_t> best;
+  for (size_t index = 0; index < candidates.size(); ++index) {
+    const TrialConfig& cfg = candidates[index];
+    bool oom = false;
+    if (const auto why = HistoryPrune(cfg, history, oom)) {
+      TrialOutcome pruned;
+      pruned.cfg = cfg;
+      pruned.pruned = true;
+      pruned.oom = oom;
+      history.push_back(pruned);
+      fmt::print("[{}/{}] {} → pruned: {}\n", index + 1, candidates.size(), Describe(cfg), *why);
+      continue;
+    }
+    if (launched >= config.task_limit) {
+      PDLOG_INFO("auto tuner: task_limit {} reached", config.task_limit);
+      break;
+    }
+    if (config.max_search_time &&
+        std::chrono::duration<double>(Clock::now() - start).count() > *config.max_search_time) {
+      PDLOG_INFO("auto tuner: max_search_time {} s reached", *config.max_search_time);
+      break;
+    }
+    ++job_id;
+    const auto done = std::find_if(resumed.begin(), resumed.end(),
+                                   [&](const TrialOutcome& r) { return r.cfg == cfg; });
+    TrialOutcome outcome;
+    if (done != resumed.end()) {
+      outcome = *done;
+      outcome.job_id = job_id;
+      history.push_back(outcome);
+      fmt::print("[{}/{}] {} → {} (from {})\n", index + 1, candidates.size(), Describe(cfg),
+                 Outcome(outcome, config, false), config.resume_csv);
+    } else {
+      ++launched;
+      const std::string dir_name = TrialDirName(job_id, cfg);
+      LaunchOptions trial = options;
+      trial.auto_tuner_json.reset();
+      trial.job_id = fmt::format("auto_tuner_{}", job_id);
+      trial.log_dir = (base / dir_name).string();
+      trial.report.reset();
+      std::vector<FileEdit> edits;
+      trial.training_script_args =
+          TrialArguments(options.training_script_args, cfg, config, false, edits);
+      ApplyEdits(edits, dir_name, trial.training_script_args, warned);
+      trial.trial_deadline = launched == 1 ? config.warmup_time : config.max_time_per_task;
+      trial.deadline_hit = std::make_shared<bool>(false);
+      TheRunReport().device_usage.clear();
+      const Clock::time_point t0 = Clock::now();
+      const int code = run_job(trial);
+      outcome.cfg = cfg;
+      outcome.job_id = job_id;
+      outcome.exec_time = std::chrono::duration<double>(Clock::now() - t0).count();
+      outcome.timed_out = *trial.deadline_hit;
+      ReadTrialLogs(trial.log_dir, config, outcome);
+      if (TheRunReport().signal) {
+        history.push_back(outcome);
+        WriteAtomically(config.history_csv, HistoryCsv(history, config));
+        fmt::print("auto tuner interrupted during trial {}: history in {}; run the same command "
+                   "again to resume\n",
+                   job_id, config.history_csv);
+        return code;
+      }
+      if (outcome.oom) {
+        outcome.error = "Out of memory";
+        outcome.metric.reset();
+      } else if (outcome.timed_out && !outcome.metric) {
+        outcome.error = "timeout";
+      } else if (code != 0 && !outcome.timed_out) {
+        outcome.error = fmt::format("exit code {}", code);
+        outcome.metric.reset();
+      }
+      history.push_back(outcome);
+    }
+    const std::optional<size_t> now_best = BestTrial(history, config);
+    const bool improved = now_best && now_best != best && *now_best == history.size() - 1;
+    best = now_best;
+    if (done == resumed.end()) {
+      size_t pruned_after = 0;
+      fmt::print("[{}/{}] {} → {}{}\n", index + 1, candidates.size(), Describe(cfg),
+                 Outcome(history.back(), config, improved), pruned_after ? "" : "");
+    }
+    WriteAtomically(config.history_csv, HistoryCsv(history, config));
+  }
+  if (!best) {
+    PDLOG_ERROR("auto tuner: no trial gave the metric {}; see the trials' logs under {}",
+                config.metric_name, base.string());
+    return 1;
+  }
+  // The best five.
+  std::vector<size_t> order;
+  for (size_t i = 0; i < history.size(); ++i) {
+    if (history[i].metric && !history[i].oom && !history[i].pruned) order.push_back(i);
+  }
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return config.maximize ? *history[a].metric > *history[b].metric
+                           : *history[a].metric < *history[b].metric;
+  });
+  fmt::print("auto tuner: the best layouts ({}, {} is best):\n", config.metric_name,
+             config.maximize ? "higher" : "lower");
+  for (size_t k = 0; k < std::min<size_t>(5, order.size()); ++k) {
+    const TrialOutcome& o = history[order[k]];
+    fmt::print("  {}. {}  {}  (Job{})\n", k + 1, Describe(o.cfg), *o.metric, o.job_id);
+  }
+  const TrialOutcome& winner = history[*best];
+  Json best_json = {{"dp_degree", winner.cfg.dp},
+                    {"mp_degree", winner.cfg.mp},
+                    {"pp_degree", winner.cfg.pp},
+                    {"vpp_degree", winner.cfg.vpp},
+                    {"sharding_degree", winner.cfg.sharding_degree},
+                    {"sharding_stage", winner.cfg.sharding_stage},
+                    {"micro_batch_size", winner.cfg.mbs},
+                    {"use_recompute", winner.cfg.use_recompute ? Json(*winner.cfg.use_recompute) : Json(nullptr)},
+                    {"recompute_granularity", winner.cfg.recompute_granularity
+                                                  ? Json(*winner.cfg.recompute_granularity)
+                                                  : Json(nullptr)},
+                    {"global_batch_size", winner.cfg.global_batch_size},
+                    {"acc_steps", winner.cfg.acc_steps},
+                    {"job_id", winner.job_id},
+                    {config.metric_name, *winner.metric}};
+  fs::create_directories(config.best_cfg_dir, ec);
+  WriteAtomically(fs::path(config.best_cfg_dir) / "best_cfg.json", best_json.dump(2) + "\n");
+  PDLOG_INFO("AutoTuner ended in {:.1f}s.", std::chrono::duration<double>(Clock::now() - start).count());
+  if (!config.run_best) return 0;
+  fmt::print("Launch best cfg: {}\n", best_json.dump());
+  std::fflush(stdout);
+  LaunchOptions run = options;
+  run.auto_tuner_json.reset();
+  run.job_id = "best_cfg";
+  run.log_dir = config.best_cfg_dir;
+  std::vector<FileEdit> edits;
+  run.training_script_args = TrialArguments(options.training_script_args, winner.cfg, config, true, edits);
+  ApplyEdits(edits, "best_cfg", run.training_script_args, warned);
+  return run_job(run);
+}
+
+}  // namespace pdlaunch::internal

@@ -1,0 +1,23 @@
+#pragma once
+
+// The auto tuner's driver (issue #28; docs/auto-tuner.md): trials as ordinary jobs of this
+// launcher, one after another, then the best. Internal to src/run.
+
+#include <functional>
+
+#include "pdlaunch/cli/options.h"
+
+namespace pdlaunch::internal {
+
+/// Runs the search of options.auto_tuner_json; `run_job` runs one job (a trial, or the best) as
+/// `launch` would with those options and returns its exit code. Returns the launcher's exit
+/// code: the best run's, 0 when run_best is false and a best was found, 1 when no trial gave a
+/// metric, 130/143 when interrupted (the history is written; the same command resumes).
+int RunAutoTuner(const LaunchOptions& options,
+                 const std::function<int(const LaunchOptions&)>& run_job);
+
+/// --dry_run with --auto_tuner_json: the ordered layouts as JSON on stdout, each with the static
+/// prune that removed it (or null), and nothing started. Returns 0.
+int PrintAutoTunerPlan(const LaunchOptions& options);
+
+}  // namespace pdlaunch::internal

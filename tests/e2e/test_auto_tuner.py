@@ -1,0 +1,141 @@
+"""Issue #28: --auto_tuner_json with a fake trainer (tests/helpers/fake_trainer.py): a known metric
+(100 * mbs + 10 * dp) and memory model (out of memory when 20 * mbs / mp > 30), 8 devices named by
+CUDA_VISIBLE_DEVICES, one process per trial (--nproc_per_node 1)."""
+import csv
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+import harness
+from harness import LaunchTestCase
+
+TRAINER = harness.REPO / "tests" / "helpers" / "fake_trainer.py"
+
+
+def tuner_json(**extra):
+    cfg = {
+        "dp_degree": "auto", "mp_degree": [1, 2], "micro_batch_size": "auto",
+        "model_cfg": {"global_batch_size": 16, "num_layers": 4, "hidden_size": 64,
+                      "num_attention_heads": 4, "vocab_size": 128},
+        "metric_cfg": {"name": "interval_samples_per_second", "OptimizationDirection": "Maximize"},
+        "run_cmd": {"dp_degree": ["--dp", ""], "mp_degree": ["--mp", ""],
+                    "micro_batch_size": ["./params.json", "per_device_train_batch_size"]},
+        "schedule_mode": "performance", "max_time_per_task": 30,
+    }
+    cfg.update(extra)
+    return cfg
+
+
+class AutoTunerTest(LaunchTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.params = self.dir / "params.json"
+        self.params.write_text('{"per_device_train_batch_size": 1, "other": "x"}\n')
+
+    def tune(self, cfg, *trainer_args, extra=(), timeout=120):
+        (self.dir / "tuner.json").write_text(json.dumps(cfg))
+        env = self.env(CUDA_VISIBLE_DEVICES="0,1,2,3,4,5,6,7")
+        return self.run_launch(["--auto_tuner_json", "tuner.json", "--nproc_per_node", "1",
+                                *extra, TRAINER, "./params.json", *trainer_args],
+                               env=env, timeout=timeout)
+
+    def history(self):
+        with open(self.dir / "tuner_history.csv") as f:
+            return list(csv.DictReader(f))
+
+    def test_finds_the_best_prunes_what_cannot_win_and_runs_it(self):
+        result = self.tune(tuner_json())
+        self.assertEqual(result.code, 0, result)
+        lines = [l for l in result.stdout.splitlines() if l.startswith("[")]
+        # schedule_mode performance: mp ascending, mbs descending (Paddle's dist_degree).
+        self.assertEqual(lines, [
+            "[1/5] dp8 mp1 pp1 vpp1 sharding1 stage1 mbs2 recompute=- → OOM",
+            "[2/5] dp8 mp1 pp1 vpp1 sharding1 stage1 mbs1 recompute=- → 180 "
+            "interval_samples_per_second (best so far)",
+            "[3/5] dp4 mp2 pp1 vpp1 sharding1 stage1 mbs4 recompute=- → OOM",
+            "[4/5] dp4 mp2 pp1 vpp1 sharding1 stage1 mbs2 recompute=- → 240 "
+            "interval_samples_per_second (best so far)",
+            "[5/5] dp4 mp2 pp1 vpp1 sharding1 stage1 mbs1 recompute=- → pruned: mbs 2 ran, a "
+            "smaller one is slower"])
+        rows = self.history()
+        self.assertEqual([(r["dp_degree"], r["mp_degree"], r["micro_batch_size"],
+                           r["interval_samples_per_second"], r["max_mem_usage"]) for r in rows],
+                         [("8", "1", "2", "", "OOM"), ("8", "1", "1", "180", ""),
+                          ("4", "2", "4", "", "OOM"), ("4", "2", "2", "240", "")])
+        best = json.loads((self.dir / "best_cfg" / "best_cfg.json").read_text())
+        self.assertEqual((best["dp_degree"], best["mp_degree"], best["micro_batch_size"]), (4, 2, 2))
+        self.assertIn("Launch best cfg:", result.stdout)
+        self.assertIn("layout dp4 mp2 pp1 mbs2",
+                      (self.dir / "best_cfg" / "workerlog.0").read_text())
+        # Each trial had its own copy of params.json; the user's file is untouched.
+        self.assertEqual(json.loads(self.params.read_text())["per_device_train_batch_size"], 1)
+        trial = self.dir / ("Job4_GBS16_DP4_MP2_PP1_VPP1_Sharding1_Stage1_MBS2_Recompute_None_"
+                            "Granularity_None_AccStep2")
+        self.assertTrue((trial / "workerlog.0").is_file())
+
+    def test_a_second_run_resumes_without_rerunning_finished_trials(self):
+        first = self.tune(tuner_json(task_limit=2, run_best=False))
+        self.assertEqual(first.code, 0, first)
+        self.assertEqual(len(self.history()), 2)
+        second = self.tune(tuner_json(run_best=False))
+        self.assertEqual(second.code, 0, second)
+        resumed = [l for l in second.stdout.splitlines() if "(from " in l]
+        self.assertEqual(len(resumed), 2, second.stdout)
+        self.assertEqual(len(self.history()), 4)
+
+    def test_a_hung_trial_is_stopped_at_its_deadline_and_the_search_goes_on(self):
+        start = time.monotonic()
+        result = self.tune(tuner_json(max_time_per_task=2, run_best=False), "--hang")
+        self.assertEqual(result.code, 0, result)
+        self.assertLess(time.monotonic() - start, 60)
+        self.assertIn("[2/5] dp8 mp1 pp1 vpp1 sharding1 stage1 mbs1 recompute=- → timeout",
+                      result.stdout)
+        self.assertIn("reached its deadline of 2 s", result.stderr)
+        rows = self.history()
+        self.assertEqual(rows[1]["error_info"], "['timeout']")
+        self.assertEqual(rows[3]["interval_samples_per_second"], "240")
+
+    def test_ctrl_c_stops_the_search_writes_the_history_and_says_how_to_resume(self):
+        (self.dir / "tuner.json").write_text(json.dumps(tuner_json(run_best=False)))
+        env = self.env(CUDA_VISIBLE_DEVICES="0,1,2,3,4,5,6,7")
+        proc = self.start_launch(["--auto_tuner_json", "tuner.json", "--nproc_per_node", "1",
+                                  TRAINER, "./params.json", "--hang"], env=env)
+        self.wait_until(lambda: any(self.dir.glob("Job2_*/workerlog.0")), "the hanging trial")
+        time.sleep(0.5)
+        os.kill(proc.pid, signal.SIGINT)
+        result = self.finish(proc, timeout=30)
+        self.assertEqual(result.code, 130, result)
+        self.assertIn("run the same command again to resume", result.stdout)
+        self.assertEqual(len(self.history()), 2)
+
+    def test_dry_run_lists_the_layouts_with_their_prunes(self):
+        cfg = tuner_json(invalid_strategy=["dp8_mbs1"])
+        (self.dir / "tuner.json").write_text(json.dumps(cfg))
+        result = self.run_launch(["--auto_tuner_json", "tuner.json", "--nproc_per_node", "1",
+                                  "--dry_run", TRAINER],
+                                 env=self.env(CUDA_VISIBLE_DEVICES="0,1,2,3,4,5,6,7"))
+        self.assertEqual(result.code, 0, result)
+        plan = json.loads(result.stdout)
+        self.assertEqual(plan["devices"], 8)
+        pruned = {l["layout"]: l["pruned"] for l in plan["layouts"]}
+        self.assertEqual(pruned["dp8 mp1 pp1 vpp1 sharding1 stage1 mbs1 recompute=-"],
+                         "invalid_strategy dp8_mbs1")
+        self.assertEqual(list(self.dir.glob("Job*")), [])
+
+    def test_a_key_it_does_not_know_is_a_usage_error_naming_it(self):
+        result = self.tune(tuner_json(refined_recompute=["mlp"]))
+        self.assertEqual(result.code, 2, result)
+        self.assertEqual(result.stderr.strip().splitlines()[-1],
+                         "launch: error: --auto_tuner_json: refined_recompute: not supported yet "
+                         "by pdlaunch's tuner (docs/auto-tuner.md)")
+        result = self.tune(tuner_json(dp_degre="auto"))
+        self.assertEqual(result.code, 2, result)
+        self.assertIn("--auto_tuner_json: dp_degre: unknown key", result.stderr)
+
+
+if __name__ == "__main__":
+    import unittest
+    unittest.main()

@@ -1,0 +1,53 @@
+#!/usr/bin/env python3
+"""A trainer for the auto tuner's tests (issue #28): no GPU, a known metric and memory model.
+
+    fake_trainer.py [--dp N] [--mp N] [--pp N] [--sharding N] [--stage N] [PARAMS.json]
+                    [--hang] [--seconds S]
+
+micro_batch_size comes from PARAMS.json's "per_device_train_batch_size" (the tuner rewrites a
+copy per trial). Memory: 20 * mbs / mp "MiB", out of memory past 30 (it prints Paddle's text and
+exits 1). Metric: 100 * mbs + 10 * dp, printed as PaddleNLP does, 12 times; the tuner averages
+the last ones. --hang: sleep for ever when mp == 1 and mbs == 1 (a trial the deadline must stop).
+"""
+import json
+import sys
+import time
+
+
+def main(argv):
+    cfg = {"dp": 1, "mp": 1, "pp": 1, "sharding": 1, "stage": 1}
+    params, hang, seconds = None, False, 0.05
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg.startswith("--") and arg[2:] in cfg:
+            cfg[arg[2:]] = int(argv[i + 1])
+            i += 2
+            continue
+        if arg == "--hang":
+            hang = True
+        elif arg == "--seconds":
+            seconds = float(argv[i + 1])
+            i += 1
+        elif arg.endswith(".json"):
+            params = arg
+        i += 1
+    mbs = 1
+    if params:
+        with open(params) as f:
+            mbs = int(json.load(f).get("per_device_train_batch_size", 1))
+    print(f"layout dp{cfg['dp']} mp{cfg['mp']} pp{cfg['pp']} mbs{mbs}", flush=True)
+    if hang and cfg["mp"] == 1 and mbs == 1:
+        time.sleep(3600)
+    if 20 * mbs / cfg["mp"] > 30:
+        print("Out of memory error on GPU 0: failed to allocate 2.00 GiB", flush=True)
+        return 1
+    metric = 100 * mbs + 10 * cfg["dp"]
+    for step in range(12):
+        time.sleep(seconds / 12)
+        print(f"global step {step}, loss: 1.0, interval_samples_per_second: {metric}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

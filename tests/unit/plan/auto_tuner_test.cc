@@ -1,0 +1,307 @@
+// The auto tuner's pure core (issue #28). Fixture: PaddleNLP's
+// tests/test_tipc/auto_tuner/autoconfig/llama7b_pretrain.json (commit fa7b9934), as stored in
+// tests/unit/plan/fixtures/. The small configurations' counts are worked out by hand below from
+// Paddle's utils.py (dist_degree, search_all) and prune.py.
+#include "pdlaunch/plan/auto_tuner.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "pdlaunch/base/errors.h"
+#include "support/test_util.h"
+
+namespace pdlaunch {
+namespace {
+
+using testutil::ErrorOf;
+
+TrialOutcome Ran(const TrialConfig& cfg, int job_id, std::optional<double> metric) {
+  TrialOutcome outcome;
+  outcome.cfg = cfg;
+  outcome.job_id = job_id;
+  outcome.metric = metric;
+  return outcome;
+}
+
+const char* kSmall = R"({
+  "dp_degree": "auto", "mp_degree": "auto", "micro_batch_size": "auto",
+  "model_cfg": {"global_batch_size": 4},
+  "metric_cfg": {"name": "tokens/s", "OptimizationDirection": "Maximize"},
+  "run_cmd": {"dp_degree": ["--dp", ""], "mp_degree": ["-o", "Distributed.mp_degree"],
+              "micro_batch_size": ["p.json", "train.mbs"]}
+})";
+
+std::vector<std::string> Layouts(const TunerConfig& config, bool kept_only = true) {
+  std::vector<std::string> out;
+  for (const auto& [cfg, why] : SearchSpace(config)) {
+    if (!kept_only || !why) out.push_back(Describe(cfg) + (why ? " | " + *why : ""));
+  }
+  return out;
+}
+
+// 4 devices on one node: dp from divisors(4) ascending, mp from divisors(4) descending (memory
+// mode); the degrees nested mp → sharding → pp → dp with dp * mp = 4; mbs from divisors(gbs 4)
+// ascending with gbs % (mbs * dp) == 0. By hand: mp4/dp1 with mbs 1, 2, 4; mp2/dp2 with mbs 1,
+// 2; mp1/dp4 with mbs 1: six layouts, none pruned.
+TEST(AutoTunerTest, MemoryModeOrderOfASmallSpace) {
+  const TunerConfig config = ParseTunerConfig(kSmall, "/t/tuner.json", 1, 4);
+  EXPECT_EQ(Layouts(config), (std::vector<std::string>{
+                                 "dp1 mp4 pp1 vpp1 sharding1 stage1 mbs1 recompute=-",
+                                 "dp1 mp4 pp1 vpp1 sharding1 stage1 mbs2 recompute=-",
+                                 "dp1 mp4 pp1 vpp1 sharding1 stage1 mbs4 recompute=-",
+                                 "dp2 mp2 pp1 vpp1 sharding1 stage1 mbs1 recompute=-",
+                                 "dp2 mp2 pp1 vpp1 sharding1 stage1 mbs2 recompute=-",
+                                 "dp4 mp1 pp1 vpp1 sharding1 stage1 mbs1 recompute=-"}));
+  EXPECT_EQ(config.history_csv, "/t/tuner_history.csv");
+  EXPECT_EQ(config.best_cfg_dir, "/t/best_cfg");
+}
+
+TEST(AutoTunerTest, PerformanceModeReversesTheOrders) {
+  std::string text = kSmall;
+  text.insert(1, R"("schedule_mode": "performance",)");
+  EXPECT_EQ(Layouts(ParseTunerConfig(text, "t.json", 1, 4)),
+            (std::vector<std::string>{"dp4 mp1 pp1 vpp1 sharding1 stage1 mbs1 recompute=-",
+                                      "dp2 mp2 pp1 vpp1 sharding1 stage1 mbs2 recompute=-",
+                                      "dp2 mp2 pp1 vpp1 sharding1 stage1 mbs1 recompute=-",
+                                      "dp1 mp4 pp1 vpp1 sharding1 stage1 mbs4 recompute=-",
+                                      "dp1 mp4 pp1 vpp1 sharding1 stage1 mbs2 recompute=-",
+                                      "dp1 mp4 pp1 vpp1 sharding1 stage1 mbs1 recompute=-"}));
+}
+
+TEST(AutoTunerTest, InvalidStrategiesAllApplyWithWholeNumbers) {
+  // Paddle applies only the last entry and reads one character ("mp16" as "1").
+  std::string text = kSmall;
+  text.insert(1, R"("invalid_strategy": ["mp4", "dp2_mbs2"],)");
+  EXPECT_EQ(Layouts(ParseTunerConfig(text, "t.json", 1, 4), false),
+            (std::vector<std::string>{
+                "dp1 mp4 pp1 vpp1 sharding1 stage1 mbs1 recompute=- | invalid_strategy mp4",
+                "dp1 mp4 pp1 vpp1 sharding1 stage1 mbs2 recompute=- | invalid_strategy mp4",
+                "dp1 mp4 pp1 vpp1 sharding1 stage1 mbs4 recompute=- | invalid_strategy mp4",
+                "dp2 mp2 pp1 vpp1 sharding1 stage1 mbs1 recompute=-",
+                "dp2 mp2 pp1 vpp1 sharding1 stage1 mbs2 recompute=- | invalid_strategy dp2_mbs2",
+                "dp4 mp1 pp1 vpp1 sharding1 stage1 mbs1 recompute=-"}));
+}
+
+// One device, recompute and granularity "auto": [True, False] × [full, full_attn, core_attn];
+// with recompute off the granularity makes no difference (prune_by_recompute): four kept.
+TEST(AutoTunerTest, RecomputeOffKeepsOneGranularity) {
+  const char* text = R"({"use_recompute": "auto", "recompute_granularity": "auto",
+    "model_cfg": {"global_batch_size": 1}, "metric_cfg": {"name": "m"}, "run_cmd": {}})";
+  EXPECT_EQ(Layouts(ParseTunerConfig(text, "t.json", 1, 1), false),
+            (std::vector<std::string>{
+                "dp1 mp1 pp1 vpp1 sharding1 stage1 mbs1 recompute=full",
+                "dp1 mp1 pp1 vpp1 sharding1 stage1 mbs1 recompute=full_attn",
+                "dp1 mp1 pp1 vpp1 sharding1 stage1 mbs1 recompute=core_attn",
+                "dp1 mp1 pp1 vpp1 sharding1 stage1 mbs1 recompute=off",
+                "dp1 mp1 pp1 vpp1 sharding1 stage1 mbs1 recompute=off | recompute off: the "
+                "granularity makes no difference",
+                "dp1 mp1 pp1 vpp1 sharding1 stage1 mbs1 recompute=off | recompute off: the "
+                "granularity makes no difference"}));
+}
+
+// Two devices: sharding "auto" gives [2, 1], stage "auto" [3, 2, 1]; dp absent is [1], so only
+// sharding 2 makes two devices; with pp 2 (a second pipeline stage) stages 2 and 3 are refused.
+TEST(AutoTunerTest, ShardingStagesAndPipelines) {
+  const char* text = R"({"sharding_degree": "auto", "sharding_stage": "auto",
+    "model_cfg": {"global_batch_size": 2}, "metric_cfg": {"name": "m"}, "run_cmd": {}})";
+  EXPECT_EQ(Layouts(ParseTunerConfig(text, "t.json", 1, 2)),
+            (std::vector<std::string>{"dp1 mp1 pp1 vpp1 sharding2 stage3 mbs1 recompute=-",
+                                      "dp1 mp1 pp1 vpp1 sharding2 stage2 mbs1 recompute=-",
+                                      "dp1 mp1 pp1 vpp1 sharding2 stage1 mbs1 recompute=-"}));
+  // mbs "auto": divisors of 8 with 8 % (mbs * 2) == 0, so 1, 2, 4; mbs 4 leaves one micro batch
+  // for two pipeline stages (prune_by_mbs comes before prune_by_sharding). The stage varies slower than the mbs
+  // (itertools.product(stage, mbs, ...)).
+  const char* piped = R"({"sharding_degree": "auto", "sharding_stage": "auto", "pp_degree": 2,
+    "micro_batch_size": "auto",
+    "model_cfg": {"global_batch_size": 8, "num_layers": 4}, "metric_cfg": {"name": "m"},
+    "run_cmd": {}})";
+  EXPECT_EQ(Layouts(ParseTunerConfig(piped, "t.json", 1, 4), false),
+            (std::vector<std::string>{
+                "dp1 mp1 pp2 vpp1 sharding2 stage3 mbs1 recompute=- | sharding stage 3 with pp 2",
+                "dp1 mp1 pp2 vpp1 sharding2 stage3 mbs2 recompute=- | sharding stage 3 with pp 2",
+                "dp1 mp1 pp2 vpp1 sharding2 stage3 mbs4 recompute=- | acc_steps 1 below pp 2",
+                "dp1 mp1 pp2 vpp1 sharding2 stage2 mbs1 recompute=- | sharding stage 2 with pp 2",
+                "dp1 mp1 pp2 vpp1 sharding2 stage2 mbs2 recompute=- | sharding stage 2 with pp 2",
+                "dp1 mp1 pp2 vpp1 sharding2 stage2 mbs4 recompute=- | acc_steps 1 below pp 2",
+                "dp1 mp1 pp2 vpp1 sharding2 stage1 mbs1 recompute=-",
+                "dp1 mp1 pp2 vpp1 sharding2 stage1 mbs2 recompute=-",
+                "dp1 mp1 pp2 vpp1 sharding2 stage1 mbs4 recompute=- | acc_steps 1 below pp 2"}));
+}
+
+TEST(AutoTunerTest, PaddleNlpsLlama7bConfigParsesAndKeepsItsRules) {
+  std::ifstream in(std::string(PDLAUNCH_TEST_SOURCE_DIR) + "/unit/plan/fixtures/llama7b_pretrain.json");
+  std::stringstream text;
+  text << in.rdbuf();
+  const TunerConfig config = ParseTunerConfig(text.str(), "autoconfig/llama7b_pretrain.json", 1, 8);
+  EXPECT_TRUE(config.maximize);
+  EXPECT_EQ(config.max_time_per_task, 400);
+  EXPECT_EQ(config.task_limit, 2000);
+  // mp: divisors of 8 that divide 5120, 40 and 32000: all of 8, 4, 2, 1.
+  EXPECT_EQ(config.mp, (std::vector<long>{8, 4, 2, 1}));
+  // pp: divisors of 8 that divide num_layers 40: 8, 4, 2, 1.
+  EXPECT_EQ(config.pp, (std::vector<long>{8, 4, 2, 1}));
+  const auto space = SearchSpace(config);
+  std::vector<TrialConfig> kept;
+  for (const auto& [cfg, why] : space) {
+    if (!why) kept.push_back(cfg);
+  }
+  ASSERT_FALSE(kept.empty());
+  for (const TrialConfig& c : kept) {
+    EXPECT_EQ(c.dp * c.mp * c.pp * c.sharding_degree, 8);
+    EXPECT_FALSE(c.sharding_stage == 3 && c.mp > 1) << Describe(c);  // invalid_strategy.
+    EXPECT_FALSE(c.pp > 1 && c.sharding_stage != 1 && c.sharding_degree > 1) << Describe(c);
+    EXPECT_EQ(8 % (c.mbs * c.dp * c.sharding_degree), 0) << Describe(c);
+  }
+  // schedule_prior ["mp4"] puts the mp 4 candidates first.
+  EXPECT_EQ(space.front().first.mp, 4);
+  // The script's parameters go to its JSON file: sharding_stage as "stage<N>".
+  std::vector<FileEdit> edits;
+  const std::vector<std::string> args = TrialArguments({"run_pretrain.py"}, kept.front(), config,
+                                                       false, edits);
+  EXPECT_EQ(args, std::vector<std::string>{"run_pretrain.py"});
+  bool stage = false, benchmark = false;
+  for (const FileEdit& e : edits) {
+    EXPECT_EQ(e.file, "./autoconfig/llama7b_pretrain_params.json");
+    if (e.dotted_key == "sharding") {
+      stage = true;
+      EXPECT_EQ(e.value_json, "\"stage" + std::to_string(kept.front().sharding_stage) + "\"");
+    }
+    if (e.dotted_key == "autotuner_benchmark") {
+      benchmark = true;
+      EXPECT_EQ(e.value_json, "1");
+    }
+  }
+  EXPECT_TRUE(stage && benchmark);
+}
+
+TEST(AutoTunerTest, ArgumentsPerRunCmdStyle) {
+  const TunerConfig config = ParseTunerConfig(kSmall, "t.json", 1, 4);
+  TrialConfig c;
+  c.dp = 2;
+  c.mp = 2;
+  c.mbs = 2;
+  c.global_batch_size = 4;
+  c.acc_steps = 1;
+  std::vector<FileEdit> edits;
+  EXPECT_EQ(TrialArguments({"train.py", "x"}, c, config, false, edits),
+            (std::vector<std::string>{"train.py", "x", "--dp", "2", "-o",
+                                      "Distributed.mp_degree=2"}));
+  ASSERT_EQ(edits.size(), 1u);
+  EXPECT_EQ(edits[0].dotted_key, "train.mbs");
+  EXPECT_EQ(edits[0].value_json, "2");
+  EXPECT_EQ(TrialDirName(7, c),
+            "Job7_GBS4_DP2_MP2_PP1_VPP1_Sharding1_Stage1_MBS2_Recompute_None_Granularity_None_"
+            "AccStep1");
+}
+
+TEST(AutoTunerTest, HistoryPrunesChainOutOfMemory) {
+  TrialConfig small;
+  small.mbs = 1;
+  small.global_batch_size = 8;
+  TrialConfig big = small;
+  big.mbs = 4;
+  TrialConfig mid = small;
+  mid.mbs = 2;
+  bool oom = false;
+  std::vector<TrialOutcome> history;
+  TrialOutcome ran = Ran(big, 1, 100.0);
+  history.push_back(ran);
+  EXPECT_EQ(HistoryPrune(mid, history, oom), "mbs 4 ran, a smaller one is slower");
+  EXPECT_FALSE(oom);
+  history.clear();
+  TrialOutcome failed = Ran(small, 1, std::nullopt);
+  failed.oom = true;
+  history.push_back(failed);
+  EXPECT_EQ(HistoryPrune(mid, history, oom), "mbs 1 ran out of memory");
+  EXPECT_TRUE(oom);
+  TrialConfig stage1 = small, stage2 = small;
+  stage2.sharding_stage = 2;
+  EXPECT_EQ(HistoryPrune(stage2, {Ran(stage1, 1, 5.0)}, oom),
+            "stage 1 ran, a higher one is slower");
+  TrialConfig on = small;
+  on.use_recompute = true;
+  on.recompute_granularity = "full";
+  TrialConfig off = small;
+  off.use_recompute = false;
+  off.recompute_granularity = "full";
+  EXPECT_EQ(HistoryPrune(on, {Ran(off, 1, 5.0)}, oom), "less recompute ran, more is slower");
+  EXPECT_EQ(HistoryPrune(small, {}, oom), std::nullopt);
+}
+
+TEST(AutoTunerTest, MetricByPaddlesRule) {
+  const auto log = [](int n, int from) {
+    std::string text;
+    for (int i = 0; i < n; ++i) text += "step, tokens/s: " + std::to_string(from + i) + "\n";
+    return text;
+  };
+  EXPECT_EQ(ReadMetric("", "tokens/s"), std::nullopt);
+  EXPECT_EQ(ReadMetric(log(3, 1), "tokens/s"), 3);                  // < 10: the last.
+  EXPECT_EQ(ReadMetric(log(12, 1), "tokens/s"), (10 + 11 + 12) / 3.0);  // 10-19: from the 10th.
+  EXPECT_EQ(ReadMetric(log(25, 1), "tokens/s"), (16 + 25) / 2.0);   // >= 20: the last 10.
+  EXPECT_EQ(ReadMetric("speed 12.5 tokens/s\n", "tokens/s"), 12.5);
+  EXPECT_EQ(ReadMetric("a.b: 7\naxb: 9\n", "a.b"), 7);  // The name is literal, not a regex.
+  EXPECT_TRUE(HasOutOfMemory("x\nOut of memory error on GPU 0: ...\n"));
+  EXPECT_FALSE(HasOutOfMemory("out of memory"));
+}
+
+TEST(AutoTunerTest, BestAndTheHistoryCsvRoundTrip) {
+  TunerConfig config = ParseTunerConfig(kSmall, "t.json", 1, 4);
+  TrialConfig a, b, c;
+  a.mbs = 1;
+  b.mbs = 2;
+  c.mbs = 4;
+  std::vector<TrialOutcome> history = {Ran(a, 1, 10.0), Ran(b, 2, 30.0),
+                                       Ran(c, 3, std::nullopt)};
+  history[0].memory_mib = 1000;
+  history[1].memory_mib = 39000;
+  history[2].oom = true;
+  history[2].error = "Out of memory";
+  EXPECT_EQ(BestTrial(history, config), 1u);
+  config.max_mem_usage = 40960;
+  config.buffer = 4096;  // 39000 is past 40960 - 4096: the one that fits wins.
+  EXPECT_EQ(BestTrial(history, config), 0u);
+  const std::string csv = HistoryCsv(history, config);
+  EXPECT_EQ(csv.substr(0, csv.find('\n')),
+            "job_id,mp_degree,sharding_degree,pp_degree,dp_degree,sharding_stage,"
+            "micro_batch_size,vpp_degree,use_recompute,recompute_granularity,acc_steps,"
+            "global_batch_size,exec_time,tokens/s,max_mem_usage,error_info");
+  const std::vector<TrialOutcome> back = ParseHistoryCsv(csv, config);
+  ASSERT_EQ(back.size(), 3u);
+  EXPECT_EQ(back[1].cfg, b);
+  EXPECT_EQ(back[1].metric, 30.0);
+  EXPECT_EQ(back[1].memory_mib, 39000);
+  EXPECT_TRUE(back[2].oom);
+  EXPECT_EQ(back[2].error, "Out of memory");
+}
+
+TEST(AutoTunerTest, BadFilesAreOneLineNamingTheKey) {
+  const auto error = [](const std::string& text) {
+    return ErrorOf<UsageError>([&] { ParseTunerConfig(text, "t.json", 1, 8); });
+  };
+  EXPECT_EQ(error("{"), "--auto_tuner_json t.json: not JSON ([json.exception.parse_error.101] "
+                        "parse error at line 1, column 2: syntax error while parsing object key - "
+                        "unexpected end of input; expected string literal)");
+  EXPECT_EQ(error(R"({"model_cfg": {"global_batch_size": 8}, "metric_cfg": {"name": "m"},
+    "run_cmd": {}, "dp_degree": "Auto"})"),
+            "--auto_tuner_json: dp_degree: a string must be \"auto\"");
+  EXPECT_EQ(error(R"({"model_cfg": {"global_batch_size": 8}, "metric_cfg": {"name": "m"},
+    "run_cmd": {}, "mp_degree": {"min": 0, "max": 2}})"),
+            "--auto_tuner_json: mp_degree.min: expected a positive integer, got 0");
+  EXPECT_EQ(error(R"({"model_cfg": {"global_batch_size": 8}, "metric_cfg": {"name": "m"},
+    "run_cmd": {}, "search_algo": {"name": "dp_estimation"}})"),
+            "--auto_tuner_json: search_algo.name: 'dp_estimation': only grid is built yet "
+            "(dp_estimation, gbs and customize are not)");
+  EXPECT_EQ(error(R"({"model_cfg": {"global_batch_size": "auto"}, "metric_cfg": {"name": "m"},
+    "run_cmd": {}})"),
+            "--auto_tuner_json: model_cfg.global_batch_size: \"auto\" (the GBS pre-search) is not "
+            "supported yet");
+  EXPECT_EQ(error(R"({"model_cfg": {"global_batch_size": 8}, "metric_cfg": {"name": "m"},
+    "run_cmd": {"mp_degree": ["cfg.yaml", "mp"]}})"),
+            "--auto_tuner_json: run_cmd.mp_degree: rewriting a YAML file is not supported yet (a "
+            "JSON file is)");
+}
+
+}  // namespace
+}  // namespace pdlaunch
