@@ -213,6 +213,7 @@ int RunAutoTuner(const LaunchOptions& options,
       pruned.oom = oom;
       history.push_back(pruned);
       fmt::print("[{}/{}] {} → pruned: {}\n", index + 1, candidates.size(), Describe(cfg), *why);
+      std::fflush(stdout);
       continue;
     }
     if (launched >= config.task_limit) {
@@ -279,9 +280,9 @@ int RunAutoTuner(const LaunchOptions& options,
     const bool improved = now_best && now_best != best && *now_best == history.size() - 1;
     best = now_best;
     if (done == resumed.end()) {
-      size_t pruned_after = 0;
-      fmt::print("[{}/{}] {} → {}{}\n", index + 1, candidates.size(), Describe(cfg),
-                 Outcome(history.back(), config, improved), pruned_after ? "" : "");
+      fmt::print("[{}/{}] {} → {}\n", index + 1, candidates.size(), Describe(cfg),
+                 Outcome(history.back(), config, improved));
+      std::fflush(stdout);
     }
     WriteAtomically(config.history_csv, HistoryCsv(history, config));
   }
