@@ -29,6 +29,11 @@ NAMES = (
 def main():
     for name in NAMES:
         print(f"{name}={os.environ.get(name, '<unset>')}")
+    # The device keys of whichever family the launcher found: FLAGS_selected_gpus, _xpus, _npus,
+    # ..., and a custom device's PADDLE_XCCL_BACKEND.
+    for name in sorted(os.environ):
+        if name.startswith("FLAGS_selected_") or name == "PADDLE_XCCL_BACKEND":
+            print(f"{name}={os.environ[name]}")
 
 
 if __name__ == "__main__":
