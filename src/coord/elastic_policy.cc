@@ -160,6 +160,15 @@ ElasticStep DecideElasticStep(const JobState& state, const std::string& self,
     }
     return ProposeNext(state, *world, config, world->restarts + 1);
   }
+  // This node ran the current world and its ranks were stopped before they finished (a member
+  // left, was seen gone, and came back: an etcd lease that expired under load and was renewed),
+  // so the world looks healthy again but no node runs it: form the next one rather than wait
+  // for done keys that will never come. A node whose ranks finished has its done key.
+  const auto done = state.done.find(world->generation);
+  const bool self_done = done != state.done.end() && done->second.count(self) != 0;
+  if (world->generation == ran_generation && Contains(world->members, self) && !self_done) {
+    return ProposeNext(state, *world, config, world->restarts);
+  }
   if (!healthy || CanGrow(state, *world, config)) {
     return ProposeNext(state, *world, config, world->restarts);
   }

@@ -468,6 +468,9 @@ int ElasticNodeAgent::RunWorld(const WorldRecord& world) {
 // Without this key the job cannot complete, so it is retried while etcd is away.
 void ElasticNodeAgent::PutDone(int64_t generation) {
   RetryWhileUnavailable([&] { store_->Put(keys_.done(generation, id_), "1"); });
+  // Known here before the watch brings it back: the policy tells a node that finished from one
+  // whose ranks were stopped by its done key.
+  state_.done[generation].insert(id_);
 }
 
 void ElasticNodeAgent::Leave() {

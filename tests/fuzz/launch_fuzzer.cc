@@ -198,13 +198,18 @@ void CheckEndpointsLog(const std::vector<Endpoint>& world) {
 void CheckDevices(const DevicePlan& plan, const std::optional<int>& nproc) {
   PDLAUNCH_FUZZ_CHECK(!plan.devices_per_proc.empty());
   if (nproc) PDLAUNCH_FUZZ_CHECK(plan.devices_per_proc.size() == static_cast<size_t>(*nproc));
-  const bool gpu = plan.mode == DeviceMode::kGpu;
-  PDLAUNCH_FUZZ_CHECK(plan.backend == (gpu ? "nccl" : "gloo"));
-  PDLAUNCH_FUZZ_CHECK(plan.mode_line ==
-                      (gpu ? "launch train in GPU mode!" : "launch train in CPU mode"));
+  // Every family (issue #27): the plan's backend, mode and line are its family's.
+  const bool accelerated = plan.mode != DeviceMode::kCpu;
+  PDLAUNCH_FUZZ_CHECK(plan.mode == plan.family.mode);
+  PDLAUNCH_FUZZ_CHECK(plan.backend == plan.family.backend);
+  PDLAUNCH_FUZZ_CHECK(plan.mode_line == plan.family.mode_line);
+  PDLAUNCH_FUZZ_CHECK(accelerated ? plan.backend != "gloo" : plan.backend == "gloo");
+  PDLAUNCH_FUZZ_CHECK(plan.mode != DeviceMode::kGpu ||
+                      (plan.backend == "nccl" && plan.mode_line == "launch train in GPU mode!"));
+  PDLAUNCH_FUZZ_CHECK(accelerated || plan.mode_line == "launch train in CPU mode");
   for (const std::vector<int>& ids : plan.devices_per_proc) {
     PDLAUNCH_FUZZ_CHECK(ids.size() == plan.devices_per_proc.front().size());
-    PDLAUNCH_FUZZ_CHECK(gpu != ids.empty());
+    PDLAUNCH_FUZZ_CHECK(accelerated != ids.empty());
     for (int id : ids) PDLAUNCH_FUZZ_CHECK(id >= 0);
   }
 }

@@ -98,12 +98,27 @@ TEST(ElasticPolicyTest, NodeDoneWithItsWorldWaitsForTheOthers) {
   EXPECT_EQ(step.status, "waiting for the other nodes to finish");
 }
 
+// Found by the ASan run of ElasticTest (2026-11-26): node c's lease expired under load while
+// generation 1 ran, every node stopped its ranks ("node 127.0.0.4 left the job"), c registered
+// again, and all three then waited for each other's done keys for ever. A node that ran the
+// world and is not done forms the next world.
+TEST(ElasticPolicyTest, StoppedWorldWhoseMembersCameBackIsReformed) {
+  JobState state = WithWorld(Live({"a", "b", "c"}), World(1, {"a", "b", "c"}));
+  const ElasticStep step = DecideElasticStep(state, "a", 1, Config(2, 4), false);
+  EXPECT_EQ(step.kind, Kind::kPropose);
+  EXPECT_EQ(step.world, World(2, {"a", "b", "c"}));
+  // Its ranks finished (done key): it waits for the others instead.
+  state.done[1] = {"a"};
+  EXPECT_EQ(DecideElasticStep(state, "a", 1, Config(2, 4), false).kind, Kind::kWait);
+}
+
 TEST(ElasticPolicyTest, EveryMemberDoneCompletesTheJob) {
   JobState state = WithWorld(Live({"a", "b"}), World(1, {"a", "b"}));
   state.done[1] = {"a", "b"};
   EXPECT_EQ(DecideElasticStep(state, "a", 1, Config(2, 2), false).kind, Kind::kComplete);
   // Done keys of an older generation do not count.
   state.world = World(2, {"a", "b"});
+  state.done[2] = {"a"};
   EXPECT_EQ(DecideElasticStep(state, "a", 2, Config(2, 2), false).kind, Kind::kWait);
 }
 
