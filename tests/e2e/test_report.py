@@ -1,7 +1,10 @@
 """--report FILE (issue #11, item 3): one JSON file when the launcher exits, whatever the
 outcome, valid against docs/report.schema.json (python3-jsonschema)."""
 import json
+import os
 import signal
+import stat
+import threading
 
 import jsonschema
 
@@ -41,6 +44,40 @@ class ReportTest(ReportCase, LaunchTestCase):
             self.assertTrue(p["log_path"].endswith(f"log/workerlog.{p['rank']}"))
             self.assertRegex(p["endpoint"], r"^127\.0\.0\.1:\d+$")
         self.assertNotIn("run.json", [p.name for p in (self.dir / "log").iterdir()])
+
+    # Issue #29 item 1: as root, --report /dev/stdout replaced the machine's /dev/stdout symlink
+    # with a regular file (the atomic rename) and printed nothing.
+    def test_dev_stdout_gets_the_report_and_stays_a_link(self):
+        before = os.readlink("/dev/stdout")
+        result = self.run_launch(["--report", "/dev/stdout", "/bin/true"])
+        self.assertEqual(result.code, 0, result)
+        self.assertEqual(os.readlink("/dev/stdout"), before)
+        start = result.stdout.index("{\n  \"report_version\"")
+        report = json.loads(result.stdout[start:])
+        self.assertEqual(report["reason"], "success")
+
+    def test_dash_is_stdout_and_a_symlink_is_written_through(self):
+        result = self.run_launch(["--report", "-", "/bin/true"])
+        self.assertEqual(result.code, 0, result)
+        self.assertIn('"report_version"', result.stdout)
+        self.assertFalse((self.dir / "-").exists())
+        (self.dir / "link.json").symlink_to("real.json")
+        result = self.run_launch(["--report", "link.json", "/bin/true"])
+        self.assertEqual(result.code, 0, result)
+        self.assertTrue((self.dir / "link.json").is_symlink())
+        self.assertEqual(self.read_report(self.dir / "real.json")["reason"], "success")
+
+    def test_a_fifo_is_written_straight(self):
+        fifo = self.dir / "report.fifo"
+        os.mkfifo(fifo)
+        got = []
+        reader = threading.Thread(target=lambda: got.append(fifo.read_text()))
+        reader.start()
+        result = self.run_launch(["--report", fifo, "/bin/true"])
+        reader.join(30)
+        self.assertEqual(result.code, 0, result)
+        self.assertTrue(stat.S_ISFIFO(os.lstat(fifo).st_mode))
+        self.assertEqual(json.loads(got[0])["reason"], "success")
 
     def test_rank_failure_names_the_root_cause(self):
         result = self.run_launch(["--report", "run.json", "--nproc_per_node", 3]
