@@ -165,8 +165,9 @@ class ElasticTest(ElasticTestCase):
     def test_np_range_starts_with_three_of_four_after_the_timeout(self):
         procs = []
         for n in ("a", "b", "c"):  # All registered well before the first node's timeout.
-            # 10 s: under ASan three launchers may take longer than 6 s to register.
-            procs.append(self.node(n, "2:4", *self.rank_args("--sleep", "1"), timeout=10))
+            # 20 s: in the ASan CI runs, registering three launchers took more than 6 s once and
+            # 15 s (between a's and b's first lines, the machine loaded by the other tests) once.
+            procs.append(self.node(n, "2:4", *self.rank_args("--sleep", "1"), timeout=20))
             self.wait_for_text(n, "not ready for np 2:4", proc=procs[-1])
         results = [self.finish(p, 90) for p in procs]
         self.assertEqual([r.code for r in results], [0, 0, 0], "\n".join(map(repr, results)))
