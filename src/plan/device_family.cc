@@ -104,6 +104,8 @@ DeviceFamily CustomFamily(const std::string& type) {
   return family;
 }
 
+std::string DeviceName(const DeviceFamily& family) { return Upper(family.type); }
+
 bool Decides(const std::optional<std::string>& value) {
   return value && !value->empty() && *value != "all";
 }

@@ -59,11 +59,6 @@ int CountVisible(const DeviceFamily& family, const std::string& visible) {
   return static_cast<int>(SplitAndStrip(visible, ',').size());
 }
 
-std::string Upper(std::string text) {
-  for (char& c : text) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return text;
-}
-
 // The list with the family's visible list: labels become positions in it.
 std::vector<int> RelativeIds(const std::string& list, const std::vector<std::string>& tokens,
                              const DeviceFamily& family, const std::string& visible_value,
@@ -108,7 +103,7 @@ std::vector<int> IdsFromList(const std::string& list, const DeviceFamily& family
   if (probed == 0) {
     plan.warnings.push_back(fmt::format("{}={} given but no {} was found on this machine; running "
                                         "as asked",
-                                        env.gpus_name, list, Upper(family.type)));
+                                        env.gpus_name, list, DeviceName(family)));
   }
   return ids;
 }
@@ -223,6 +218,18 @@ int CountRocmSmiGpus(const std::string& output) {
   return static_cast<int>(seen.size());
 }
 
+std::vector<std::string> PhysicalLabels(const std::vector<int>& ids,
+                                        const std::optional<std::string>& visible) {
+  const std::vector<std::string> listed =
+      Decides(visible) ? SplitAndStrip(*visible, ',') : std::vector<std::string>();
+  std::vector<std::string> labels;
+  for (int id : ids) {
+    const size_t index = static_cast<size_t>(id);
+    labels.push_back(index < listed.size() ? listed[index] : std::to_string(id));
+  }
+  return labels;
+}
+
 DeviceEnv DeviceEnvFrom(const VisibleDevices& visible, std::string nproc_per_node_name,
                         std::string gpus_name, bool xpus) {
   DeviceEnv env;
@@ -275,7 +282,7 @@ DevicePlan ResolveDevices(const std::optional<std::string>& gpus,
       throw LaunchError(fmt::format(
           "--backend={} needs {} {}, but none was found on this machine; pass --gpus or use "
           "--backend=gloo",
-          backend, family.mode == DeviceMode::kXpu ? "an" : "a", Upper(family.type)));
+          backend, family.mode == DeviceMode::kXpu ? "an" : "a", DeviceName(family)));
     }
     return CpuPlan(nproc_per_node, std::move(plan));
   }

@@ -565,16 +565,12 @@ EnvList RoleEnv(const Shared& s, const PsProcess& p) {
 // in order.
 std::vector<std::string> PhysicalGpus(const DevicePlan& devices,
                                       const std::optional<std::string>& cuda_visible_devices) {
-  std::vector<std::string> gpus;
-  if (devices.mode == DeviceMode::kCpu) return gpus;
-  const std::vector<std::string> visible = SplitAndStrip(cuda_visible_devices.value_or(""), ',');
-  for (const std::vector<int>& ids : devices.devices_per_proc) {
-    for (int id : ids) {
-      const size_t index = static_cast<size_t>(id);
-      gpus.push_back(index < visible.size() ? visible[index] : std::to_string(id));
-    }
+  if (devices.mode == DeviceMode::kCpu) return {};
+  std::vector<int> ids;
+  for (const std::vector<int>& own : devices.devices_per_proc) {
+    ids.insert(ids.end(), own.begin(), own.end());
   }
-  return gpus;
+  return PhysicalLabels(ids, cuda_visible_devices);
 }
 
 std::string LogPrefix(PsRole role) {

@@ -197,15 +197,11 @@ std::optional<DeviceLogSettings> DeviceLogOf(const LaunchOptions& options, const
   }
   settings.deadline_seconds = std::min(3.0, std::max(0.5, settings.period_seconds));
   // The physical indices nvidia-smi knows: the positions in CUDA_VISIBLE_DEVICES mapped back.
-  const std::optional<std::string> visible = GetEnv("CUDA_VISIBLE_DEVICES");
-  const std::vector<std::string> listed =
-      Decides(visible) ? SplitAndStrip(*visible, ',') : std::vector<std::string>();
+  std::vector<int> ids;
   for (const Trainer& trainer : cluster.local_pod().trainers) {
-    for (int id : trainer.devices) {
-      const size_t index = static_cast<size_t>(id);
-      settings.labels.push_back(index < listed.size() ? listed[index] : std::to_string(id));
-    }
+    ids.insert(ids.end(), trainer.devices.begin(), trainer.devices.end());
   }
+  settings.labels = PhysicalLabels(ids, GetEnv("CUDA_VISIBLE_DEVICES"));
   return settings;
 }
 
@@ -227,14 +223,11 @@ void ApplyNumaBinding(const LaunchOptions& options, const Cluster& cluster,
   }
   const std::map<std::string, std::string> addresses = NvidiaPciAddresses();
   const std::optional<std::string> visible = GetEnv("CUDA_VISIBLE_DEVICES");
-  const std::vector<std::string> listed =
-      Decides(visible) ? SplitAndStrip(*visible, ',') : std::vector<std::string>();
   const std::vector<Trainer>& trainers = cluster.local_pod().trainers;
   std::vector<std::optional<int>> nodes(processes.size());
   for (size_t i = 0; i < processes.size() && i < trainers.size(); ++i) {
     if (trainers[i].devices.empty()) continue;
-    const size_t id = static_cast<size_t>(trainers[i].devices.front());
-    const std::string label = id < listed.size() ? listed[id] : std::to_string(id);
+    const std::string label = PhysicalLabels({trainers[i].devices.front()}, visible).front();
     if (const auto address = addresses.find(label); address != addresses.end()) {
       nodes[i] = PciNumaNode(root, address->second);
     }

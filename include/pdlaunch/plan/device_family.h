@@ -83,4 +83,7 @@ VisibleDevices ReadVisibleDevices(Get get) {
 /// value is taken as unset here, as Paddle's older launchers did (docs/cli.md, "Devices").
 bool Decides(const std::optional<std::string>& value);
 
+/// The family's name in messages: "GPU", "XPU", "NPU", ...
+std::string DeviceName(const DeviceFamily& family);
+
 }  // namespace pdlaunch

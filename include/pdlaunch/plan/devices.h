@@ -82,6 +82,12 @@ struct DeviceEnv {
   bool xpus = false;
 };
 
+/// The labels the driver knows devices `ids` by (what nvidia-smi --id= or CUDA_VISIBLE_DEVICES
+/// take): each id's entry in the family's `visible` list when that decides (Decides), else the id
+/// itself.
+std::vector<std::string> PhysicalLabels(const std::vector<int>& ids,
+                                        const std::optional<std::string>& visible);
+
 /// DeviceEnv from the environment's variables, names for messages from the caller.
 DeviceEnv DeviceEnvFrom(const VisibleDevices& visible, std::string nproc_per_node_name,
                         std::string gpus_name, bool xpus);
