@@ -1,6 +1,7 @@
 #include "pdlaunch/cli/cli.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -48,9 +50,7 @@ struct FlagSpec {
   std::string_view name;  // Long name as typed, "--gpus".
   std::string_view dest;  // argparse destination, shared by aliases.
   Kind kind;
-  // Who declared it. A prefix means the flag it matches in the lowest tier that has a match: a
-  // legacy command line keeps its meaning (`--log` is --log_dir although today's launcher added
-  // --log_level and pdlaunch --log_overwrite).
+  // Who declared it (the interface a command line uses; a prefix is resolved by ResolveFlag).
   Tier tier;
   Store store;               // nullptr for --help and --version.
   std::string_view group;    // Help section.
@@ -487,33 +487,78 @@ std::string Hint(std::string_view token) {
   throw UsageError(fmt::format("unrecognized arguments: {}{}", token, hint));
 }
 
-std::string JoinNames(const std::vector<const FlagSpec*>& flags) {
-  std::string joined;
-  for (const FlagSpec* flag : flags) {
-    joined += joined.empty() ? "" : ", ";
-    joined += flag->name;
+// The long options of Paddle's two argparse parsers that this launcher takes, each in its
+// parser's declaration order, which is the order argparse names them in an ambiguity error:
+// today's (python/paddle/distributed/launch/context/args_envs.py, parse_args; -h/--help first)
+// and the legacy one (python/paddle/distributed/fleet/launch.py, _parse_args;
+// paddle-legacy-launch.md §1.2).
+constexpr std::string_view kTodaysParser[] = {
+    "--help",          "--master",          "--legacy",          "--rank",
+    "--log_level",     "--log_overwrite",   "--sort_ip",         "--enable_gpu_log",
+    "--nnodes",        "--nproc_per_node",  "--log_dir",         "--run_mode",
+    "--job_id",        "--devices",         "--gpus",            "--npus",
+    "--xpus",          "--host",            "--ips",             "--start_port",
+    "--auto_parallel_config", "--auto_cluster_config", "--auto_tuner_json", "--servers",
+    "--trainers",      "--trainer_num",     "--server_num",      "--gloo_port",
+    "--with_gloo",     "--max_restart",     "--elastic_level",   "--elastic_timeout"};
+constexpr std::string_view kLegacyParser[] = {
+    "--help",          "--log_dir",         "--backend",         "--nproc_per_node",
+    "--run_mode",      "--gpus",            "--selected_gpus",   "--xpus",
+    "--selected_xpus", "--ips",             "--servers",         "--workers",
+    "--heter_workers", "--heter_devices",   "--worker_num",      "--server_num",
+    "--heter_worker_num", "--http_port",    "--elastic_server",  "--job_id",
+    "--np",            "--scale",           "--host",            "--force",
+    "--elastic_pre_hook"};
+
+const FlagSpec* FindFlag(std::string_view name) {
+  for (const FlagSpec& flag : kFlags) {
+    if (flag.name == name) return &flag;
   }
-  return joined;
+  return nullptr;
 }
 
-// argparse's abbreviation rule: an exact name wins, else a unique prefix (see FlagSpec::tier).
+bool InParser(std::span<const std::string_view> parser, std::string_view name) {
+  return std::find(parser.begin(), parser.end(), name) != parser.end();
+}
+
+// The one flag of `names` that `prefix` starts, nullptr for none; more than one is argparse's
+// error, naming them in `names`' order.
+const FlagSpec* UniquePrefixIn(const std::vector<std::string_view>& names,
+                               std::string_view prefix) {
+  std::vector<std::string_view> matches;
+  for (std::string_view name : names) {
+    if (name.starts_with(prefix)) matches.push_back(name);
+  }
+  if (matches.size() > 1) {
+    throw UsageError(fmt::format("ambiguous option: {} could match {}", prefix,
+                                 fmt::join(matches, ", ")));
+  }
+  return matches.empty() ? nullptr : FindFlag(matches.front());
+}
+
+// argparse's abbreviation rule, as `python -m paddle.distributed.launch` applies it: an exact
+// name wins; else today's parser resolves the prefix (parse_known_args: one match is that flag,
+// several are an error there and then), and a prefix it does not know goes, with the whole
+// command line, to the legacy parser, which resolves it the same way. What neither parser knows
+// is resolved the same way among pdlaunch's own additions. So `--ma` is ambiguous (--master,
+// --max_restart), as in Paddle, and `--gr` is --grace.
 const FlagSpec& ResolveFlag(std::string_view name, std::string_view token) {
-  std::array<std::vector<const FlagSpec*>, 3> by_tier;
-  for (const FlagSpec& flag : kFlags) {
-    if (flag.name == name) return flag;
-    if (name.size() > 2 && flag.name.starts_with(name)) {
-      by_tier[static_cast<size_t>(flag.tier)].push_back(&flag);
+  if (const FlagSpec* exact = FindFlag(name)) return *exact;
+  if (name.size() > 2) {
+    const std::vector<std::string_view> todays(std::begin(kTodaysParser), std::end(kTodaysParser));
+    const std::vector<std::string_view> legacy(std::begin(kLegacyParser), std::end(kLegacyParser));
+    std::vector<std::string_view> own;
+    for (const FlagSpec& flag : kFlags) {
+      if (!InParser(kTodaysParser, flag.name) && !InParser(kLegacyParser, flag.name)) {
+        own.push_back(flag.name);
+      }
+    }
+    for (const std::vector<std::string_view>* names :
+         std::array<const std::vector<std::string_view>*, 3>{&todays, &legacy, &own}) {
+      if (const FlagSpec* flag = UniquePrefixIn(*names, name)) return *flag;
     }
   }
-  std::vector<const FlagSpec*> matches;
-  for (const auto& tier : by_tier) {
-    if (matches.empty()) matches = tier;
-  }
-  if (matches.empty()) ThrowUnrecognized(token);
-  if (matches.size() > 1) {
-    throw UsageError(fmt::format("ambiguous option: {} could match {}", name, JoinNames(matches)));
-  }
-  return *matches.front();
+  ThrowUnrecognized(token);
 }
 
 // argparse's test for a positional that starts with '-': "-1", "-.5", "-2.5".
@@ -963,6 +1008,10 @@ Exit codes:
 Documentation: docs/cli.md (every flag), docs/master.md (several hosts, no IP list),
 docs/multi-node.md (--ips), docs/ps.md, docs/elastic.md, docs/exit-codes.md.
 )";
+
+std::string ResolveOptionName(std::string_view prefix) {
+  return std::string(ResolveFlag(prefix, prefix).name);
+}
 
 std::vector<FlagInfo> ListFlags() {
   std::vector<FlagInfo> flags;

@@ -168,10 +168,16 @@ class ArgumentSyntaxTest(LaunchTestCase):
     def test_unique_prefix(self):
         self.assertEqual(self.ranks_started(["--nproc", "2"]), 2)
 
-    def test_prefix_of_a_paddle_flag_beats_pdlaunch_additions(self):
-        # Paddle's own `--log` meant --log_dir; pdlaunch's --log_overwrite must not break it.
-        self.assertEqual(self.ranks_started(["--log", "mylogs", "--nproc_per_node", "2"]), 2)
-        self.assertTrue((self.dir / "mylogs" / "workerlog.1").is_file())
+    def test_prefix_paddle_finds_ambiguous_is_refused_as_paddle_refuses_it(self):
+        # Issue #29 item 3: `--ma` silently meant --max_restart; Paddle's argparse says this.
+        for args, line in (
+                (["--ma", "127.0.0.1:5"], "ambiguous option: --ma could match --master, --max_restart"),
+                (["--log", "mylogs"],
+                 "ambiguous option: --log could match --log_level, --log_overwrite, --log_dir")):
+            with self.subTest(args=args):
+                result = self.run_launch(args + self.rank_args())
+                self.assertEqual((result.code, result.stderr), (2, f"launch: error: {line}\n"))
+                self.assertEqual(list(self.rec.iterdir()), [])
 
     def test_selected_gpus_alias(self):
         self.assertEqual(self.ranks_started(["--selected_gpus", "0,1,2"]), 3)

@@ -120,4 +120,9 @@ struct FlagInfo {
 /// Every option the parser knows, in --help's order.
 std::vector<FlagInfo> ListFlags();
 
+/// The long option `prefix` ("--nn") stands for ("--nnodes"), by argparse's abbreviation rule
+/// as `python -m paddle.distributed.launch` applies it (docs/cli.md, "Command line"). Throws
+/// UsageError for an ambiguous or unknown one, with the line the launcher prints.
+std::string ResolveOptionName(std::string_view prefix);
+
 }  // namespace pdlaunch

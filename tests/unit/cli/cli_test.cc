@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <set>
 #include <sstream>
@@ -185,13 +186,118 @@ TEST(CliTest, UniquePrefixExpands) {
   EXPECT_EQ(o.given, (std::set<std::string>{"gpus", "ips", "nproc_per_node"}));
 }
 
-TEST(CliTest, PaddlePrefixBeatsPdlaunchAdditions) {
-  // --log also prefixes --log_overwrite and --g prefixes --grace; Paddle's meaning stays.
-  const LaunchOptions o = Options({"--log", "out", "--g", "3", "t.py"});
-  EXPECT_EQ(o.log_dir, "out");
-  EXPECT_FALSE(o.log_overwrite);
-  EXPECT_EQ(o.gpus, "3");
-  EXPECT_EQ(o.grace, 5.0);
+// Issue #29 item 3. What Python's argparse makes of every prefix that two or more of the
+// launcher's long options share, as `python -m paddle.distributed.launch` applies it: printed by
+// tests/helpers/argparse_prefixes.py (real argparse parsers with Paddle's option strings in
+// Paddle's order; run it with every long option of the launcher when one is added:
+// SharedPrefixesAreTheOraclesOnes fails until then).
+struct PrefixCase {
+  const char* prefix;
+  const char* outcome;  // The option, or the error line.
+};
+constexpr PrefixCase kArgparsePrefixes[] = {
+    {"--a", "ambiguous option: --a could match --auto_parallel_config, --auto_cluster_config, --auto_tuner_json"},
+    {"--au", "ambiguous option: --au could match --auto_parallel_config, --auto_cluster_config, --auto_tuner_json"},
+    {"--aut", "ambiguous option: --aut could match --auto_parallel_config, --auto_cluster_config, --auto_tuner_json"},
+    {"--auto", "ambiguous option: --auto could match --auto_parallel_config, --auto_cluster_config, --auto_tuner_json"},
+    {"--auto_", "ambiguous option: --auto_ could match --auto_parallel_config, --auto_cluster_config, --auto_tuner_json"},
+    {"--d", "--devices"},
+    {"--e", "ambiguous option: --e could match --enable_gpu_log, --elastic_level, --elastic_timeout"},
+    {"--el", "ambiguous option: --el could match --elastic_level, --elastic_timeout"},
+    {"--ela", "ambiguous option: --ela could match --elastic_level, --elastic_timeout"},
+    {"--elas", "ambiguous option: --elas could match --elastic_level, --elastic_timeout"},
+    {"--elast", "ambiguous option: --elast could match --elastic_level, --elastic_timeout"},
+    {"--elasti", "ambiguous option: --elasti could match --elastic_level, --elastic_timeout"},
+    {"--elastic", "ambiguous option: --elastic could match --elastic_level, --elastic_timeout"},
+    {"--elastic_", "ambiguous option: --elastic_ could match --elastic_level, --elastic_timeout"},
+    {"--g", "ambiguous option: --g could match --gpus, --gloo_port"},
+    {"--h", "ambiguous option: --h could match --help, --host"},
+    {"--he", "--help"},
+    {"--het", "ambiguous option: --het could match --heter_workers, --heter_devices, --heter_worker_num"},
+    {"--hete", "ambiguous option: --hete could match --heter_workers, --heter_devices, --heter_worker_num"},
+    {"--heter", "ambiguous option: --heter could match --heter_workers, --heter_devices, --heter_worker_num"},
+    {"--heter_", "ambiguous option: --heter_ could match --heter_workers, --heter_devices, --heter_worker_num"},
+    {"--heter_w", "ambiguous option: --heter_w could match --heter_workers, --heter_worker_num"},
+    {"--heter_wo", "ambiguous option: --heter_wo could match --heter_workers, --heter_worker_num"},
+    {"--heter_wor", "ambiguous option: --heter_wor could match --heter_workers, --heter_worker_num"},
+    {"--heter_work", "ambiguous option: --heter_work could match --heter_workers, --heter_worker_num"},
+    {"--heter_worke", "ambiguous option: --heter_worke could match --heter_workers, --heter_worker_num"},
+    {"--heter_worker", "ambiguous option: --heter_worker could match --heter_workers, --heter_worker_num"},
+    {"--l", "ambiguous option: --l could match --legacy, --log_level, --log_overwrite, --log_dir"},
+    {"--lo", "ambiguous option: --lo could match --log_level, --log_overwrite, --log_dir"},
+    {"--log", "ambiguous option: --log could match --log_level, --log_overwrite, --log_dir"},
+    {"--log_", "ambiguous option: --log_ could match --log_level, --log_overwrite, --log_dir"},
+    {"--m", "ambiguous option: --m could match --master, --max_restart"},
+    {"--ma", "ambiguous option: --ma could match --master, --max_restart"},
+    {"--n", "ambiguous option: --n could match --nnodes, --nproc_per_node, --npus"},
+    {"--np", "--np"},
+    {"--r", "ambiguous option: --r could match --rank, --run_mode"},
+    {"--re", "ambiguous option: --re could match --report, --rendezvous_timeout"},
+    {"--s", "ambiguous option: --s could match --sort_ip, --start_port, --servers, --server_num"},
+    {"--se", "ambiguous option: --se could match --servers, --server_num"},
+    {"--sel", "ambiguous option: --sel could match --selected_gpus, --selected_xpus"},
+    {"--sele", "ambiguous option: --sele could match --selected_gpus, --selected_xpus"},
+    {"--selec", "ambiguous option: --selec could match --selected_gpus, --selected_xpus"},
+    {"--select", "ambiguous option: --select could match --selected_gpus, --selected_xpus"},
+    {"--selecte", "ambiguous option: --selecte could match --selected_gpus, --selected_xpus"},
+    {"--selected", "ambiguous option: --selected could match --selected_gpus, --selected_xpus"},
+    {"--selected_", "ambiguous option: --selected_ could match --selected_gpus, --selected_xpus"},
+    {"--ser", "ambiguous option: --ser could match --servers, --server_num"},
+    {"--serv", "ambiguous option: --serv could match --servers, --server_num"},
+    {"--serve", "ambiguous option: --serve could match --servers, --server_num"},
+    {"--server", "ambiguous option: --server could match --servers, --server_num"},
+    {"--t", "ambiguous option: --t could match --trainers, --trainer_num"},
+    {"--tr", "ambiguous option: --tr could match --trainers, --trainer_num"},
+    {"--tra", "ambiguous option: --tra could match --trainers, --trainer_num"},
+    {"--trai", "ambiguous option: --trai could match --trainers, --trainer_num"},
+    {"--train", "ambiguous option: --train could match --trainers, --trainer_num"},
+    {"--traine", "ambiguous option: --traine could match --trainers, --trainer_num"},
+    {"--trainer", "ambiguous option: --trainer could match --trainers, --trainer_num"},
+    {"--w", "--with_gloo"},
+    {"--wo", "ambiguous option: --wo could match --workers, --worker_num"},
+    {"--wor", "ambiguous option: --wor could match --workers, --worker_num"},
+    {"--work", "ambiguous option: --work could match --workers, --worker_num"},
+    {"--worke", "ambiguous option: --worke could match --workers, --worker_num"},
+    {"--worker", "ambiguous option: --worker could match --workers, --worker_num"},
+};
+
+std::string Outcome(std::string_view prefix) {
+  try {
+    return ResolveOptionName(prefix);
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+}
+
+TEST(ArgparsePrefixTest, EverySharedPrefixMeansWhatArgparseMakesOfIt) {
+  for (const PrefixCase& c : kArgparsePrefixes) {
+    EXPECT_EQ(Outcome(c.prefix), c.outcome) << c.prefix;
+  }
+}
+
+TEST(ArgparsePrefixTest, SharedPrefixesAreTheOraclesOnes) {
+  std::set<std::string> names;
+  for (const FlagInfo& flag : ListFlags()) names.insert(std::string(flag.name));
+  std::set<std::string> shared;
+  for (const std::string& a : names) {
+    for (const std::string& b : names) {
+      if (a >= b) continue;
+      size_t common = 0;
+      while (common < std::min(a.size(), b.size()) && a[common] == b[common]) ++common;
+      for (size_t length = 3; length <= common; ++length) shared.insert(a.substr(0, length));
+    }
+  }
+  std::set<std::string> in_table;
+  for (const PrefixCase& c : kArgparsePrefixes) in_table.insert(c.prefix);
+  EXPECT_EQ(shared, in_table);
+}
+
+TEST(ArgparsePrefixTest, PaddlesAmbiguitiesAreErrorsOnTheCommandLine) {
+  EXPECT_EQ(ErrorOf({"--ma", "127.0.0.1:5", "t.py"}),
+            "ambiguous option: --ma could match --master, --max_restart");
+  EXPECT_EQ(ErrorOf({"--log=out", "t.py"}),
+            "ambiguous option: --log could match --log_level, --log_overwrite, --log_dir");
+  EXPECT_EQ(ErrorOf({"--g", "3", "t.py"}), "ambiguous option: --g could match --gpus, --gloo_port");
 }
 
 TEST(CliTest, PrefixOfPdlaunchAdditionExpands) {
@@ -572,9 +678,9 @@ TEST(NewInterfaceCliTest, BadValuesNameTheToken) {
             "argument --rendezvous_timeout: invalid positive float value: '0'");
 }
 
-TEST(NewInterfaceCliTest, LegacyPrefixesKeepTheirMeaning) {
-  EXPECT_EQ(Options({"--log", "out", "t.py"}).log_dir, "out");  // Not --log_level.
+TEST(NewInterfaceCliTest, UniquePrefixesOfTodaysFlagsExpand) {
   EXPECT_EQ(Options({"--nn", "3", "t.py"}).nnodes, "3");
+  EXPECT_EQ(Options({"--log_d", "out", "t.py"}).log_dir, "out");
 }
 
 TEST(NewInterfaceCliTest, ForceTakesStrtoboolWordsAsValues) {
