@@ -5,7 +5,7 @@
 #include <fcntl.h>
 #include <fmt/ranges.h>
 #include <signal.h>
-#include <sys/inotify.h>
+#include <sys/signalfd.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <optional>
@@ -92,57 +93,43 @@ struct EchoSource {
 };
 
 /// Copies what the chosen processes write to their log files onto the launcher's stdout, whole
-/// lines only, so that lines of different processes never splice. Driven by inotify (one
-/// instance, a watch per file): no polling. The kernel writes the files; we only read them.
-/// Where no inotify instance can be had (fs.inotify.max_user_instances, 128 by default, reached
-/// by many launchers of one user), the files are read every kPollSeconds instead, said once.
+/// lines only, so that lines of different processes never splice. The kernel writes the files;
+/// we only read them. Driven by dnotify: `fcntl(F_NOTIFY, DN_MODIFY | DN_MULTISHOT)` on each
+/// echoed file's directory makes the kernel raise SIGIO at every write to a file there; the
+/// launcher keeps SIGIO blocked and reads it from a signalfd on the event loop (a standard
+/// signal: a burst of writes while one is pending is one wake-up). No polling. Not inotify:
+/// closing an inotify instance waits for an SRCU grace period (8-20 ms here), which would be on
+/// the launcher's way out or its watchdog's, and instances are limited per user
+/// (fs.inotify.max_user_instances, 128 by default); dnotify's marks belong to one group the
+/// kernel keeps, and removing them costs a few microseconds. Where F_NOTIFY is refused
+/// (fs.dir-notify-enable = 0; PDLAUNCH_ECHO_POLL=1 forces it for tests), the files are read
+/// every kPollSeconds instead, said once.
 class ConsoleEcho {
  public:
   ConsoleEcho(asio::io_context& io, const std::vector<EchoSource>& sources)
-      : inotify_(io), poll_timer_(io) {
+      : sigio_(io), poll_timer_(io) {
     if (sources.empty()) return;
-    const int ifd = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-    if (ifd < 0) {
-      const int error = errno;
-      if (error != EMFILE && error != ENFILE && error != ENOMEM && error != ENOSYS) {
-        ThrowSystemError(error, "inotify_init1");
-      }
-      PDLOG_WARN("no inotify instance for the console echo ({}; fs.inotify.max_user_instances "
-                 "is per user): the echoed logs are read every {} s instead",
-                 std::strerror(error), kPollSeconds);
-    } else {
-      inotify_.assign(ifd);
-    }
     for (const EchoSource& source : sources) {
       File file;
       file.prefix = source.prefix;
       file.fd = ::open(source.path.c_str(), O_RDONLY | O_CLOEXEC);
       if (file.fd < 0) ThrowSystemError(errno, "cannot open " + source.path + " to echo it");
       ::lseek(file.fd, 0, SEEK_END);  // Earlier runs' output stays in the file, not on screen.
-      if (inotify_.is_open()) {
-        file.watch = ::inotify_add_watch(ifd, source.path.c_str(), IN_MODIFY);
-        if (file.watch < 0) {
-          const int error = errno;
-          ::close(file.fd);
-          ThrowSystemError(error, "inotify_add_watch " + source.path);
-        }
-      }
       files_.push_back(std::move(file));
     }
-    if (inotify_.is_open()) {
-      Arm();
-    } else {
+    if (const std::string problem = WatchDirectories(sources); !problem.empty()) {
+      StopWatching();
+      PDLOG_WARN("the console echo cannot be told of writes ({}): the echoed logs are read "
+                 "every {} s instead",
+                 problem, kPollSeconds);
       Poll();
+    } else {
+      Arm();
     }
   }
   ~ConsoleEcho() {
+    StopWatching();
     for (File& file : files_) ::close(file.fd);
-  }
-
-  /// Descriptors the watchdog should hold so that their expensive release happens there.
-  std::vector<int> SharedDescriptors() {
-    if (!inotify_.is_open()) return {};
-    return {inotify_.native_handle()};
   }
 
   /// Echoes the whole lines written so far to every file (today's console does before it shows
@@ -154,14 +141,13 @@ class ConsoleEcho {
   /// Echoes everything up to the end of every file, last partial lines included (a prefixed
   /// one gets a newline, so that the next process's line does not continue it).
   void Finish() {
+    StopWatching();
     for (File& file : files_) {
       Drain(file);
       std::string rest = file.assembler.Finish();
       if (!file.prefix.empty() && !rest.empty()) rest += '\n';
       WriteOut(file, rest);
     }
-    boost::system::error_code ignored;
-    inotify_.close(ignored);
     finished_ = true;
     poll_timer_.cancel();
   }
@@ -169,25 +155,64 @@ class ConsoleEcho {
  private:
   struct File {
     int fd = -1;
-    int watch = -1;
     std::string prefix;
     LineAssembler assembler;
   };
 
-  void Arm() {
-    inotify_.async_wait(StreamDescriptor::wait_read, [this](boost::system::error_code ec) {
-      if (ec) return;
-      alignas(inotify_event) char events[4096];
-      ssize_t n;
-      while ((n = ::read(inotify_.native_handle(), events, sizeof events)) > 0) {
-        for (ssize_t at = 0; at < n;) {
-          const auto* event = reinterpret_cast<const inotify_event*>(events + at);
-          for (File& file : files_) {
-            if (file.watch == event->wd) Drain(file);
-          }
-          at += static_cast<ssize_t>(sizeof(inotify_event) + event->len);
-        }
+  /// Blocks SIGIO (for good: a SIGIO that comes after the marks are gone must not find its
+  /// default action, termination; children start with an empty mask), opens the signalfd and
+  /// marks each directory. Empty, or what failed.
+  std::string WatchDirectories(const std::vector<EchoSource>& sources) {
+    const char* forced = std::getenv("PDLAUNCH_ECHO_POLL");
+    if (forced != nullptr && std::string_view(forced) == "1") return "PDLAUNCH_ECHO_POLL=1";
+    sigset_t sigio;
+    sigemptyset(&sigio);
+    sigaddset(&sigio, SIGIO);
+    ::pthread_sigmask(SIG_BLOCK, &sigio, nullptr);
+    const int fd = ::signalfd(-1, &sigio, SFD_NONBLOCK | SFD_CLOEXEC);
+    if (fd < 0) return fmt::format("signalfd: {}", std::strerror(errno));
+    sigio_.assign(fd);
+    std::vector<std::string> directories;
+    for (const EchoSource& source : sources) {
+      std::string directory = std::filesystem::path(source.path).parent_path().string();
+      if (directory.empty()) directory = ".";
+      if (std::find(directories.begin(), directories.end(), directory) != directories.end()) {
+        continue;
       }
+      directories.push_back(directory);
+      const int dir = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      if (dir < 0) return fmt::format("open {}: {}", directory, std::strerror(errno));
+      directories_.push_back(dir);
+      if (::fcntl(dir, F_NOTIFY, DN_MODIFY | DN_MULTISHOT) != 0) {
+        return fmt::format("F_NOTIFY on {}: {}", directory, std::strerror(errno));
+      }
+    }
+    return {};
+  }
+
+  /// Removes the marks (closing the directories does) and takes any SIGIO still pending, so
+  /// that the next job's echo starts clean.
+  void StopWatching() {
+    for (int dir : directories_) ::close(dir);
+    directories_.clear();
+    if (!sigio_.is_open()) return;
+    boost::system::error_code ignored;
+    sigio_.close(ignored);
+    sigset_t sigio;
+    sigemptyset(&sigio);
+    sigaddset(&sigio, SIGIO);
+    const timespec now{0, 0};
+    while (::sigtimedwait(&sigio, nullptr, &now) == SIGIO) {
+    }
+  }
+
+  void Arm() {
+    sigio_.async_wait(StreamDescriptor::wait_read, [this](boost::system::error_code ec) {
+      if (ec || finished_) return;
+      signalfd_siginfo taken[8];
+      while (::read(sigio_.native_handle(), taken, sizeof taken) > 0) {
+      }
+      DrainLines();
       Arm();
     });
   }
@@ -227,8 +252,9 @@ class ConsoleEcho {
   }
 
   static constexpr double kPollSeconds = 0.05;
-  StreamDescriptor inotify_;
-  asio::steady_timer poll_timer_;  // Without inotify only.
+  StreamDescriptor sigio_;         ///< The signalfd for SIGIO.
+  std::vector<int> directories_;   ///< Marked with F_NOTIFY.
+  asio::steady_timer poll_timer_;  // Without dnotify only.
   bool finished_ = false;
   std::vector<File> files_;
   static constexpr size_t kEchoBufferSize = 1 << 20;
@@ -383,7 +409,7 @@ class EventLoop {
         cgroup_(processes.empty() ? nullptr : ContainJob()) {
     if (!processes.empty()) {
       // Without a cgroup, the processes that left the groups are found by their environment.
-      watchdog_.emplace(echo_.SharedDescriptors(), options.remove_if_killed,
+      watchdog_.emplace(std::vector<int>{}, options.remove_if_killed,
                         cgroup_ ? cgroup_->dir() : std::string(), processes.size(),
                         cgroup_ ? std::string() : NestedMarkerEntry());
     }
@@ -429,15 +455,10 @@ class EventLoop {
       device_log_.reset();  // Kills and reaps a sample in flight.
     }
     CollectLateSignals();
-    echo_.Finish();      // Closes our inotify reference while the watchdog still holds one...
-    if (watchdog_) watchdog_->Disarm();  // ...so the expensive last close happens there.
-    // Inside another pdlaunch job, a watchdog still exiting after us would be one of its
-    // rank's processes left behind: wait for it there (design.md, Parent death).
-    if (watchdog_ && std::getenv(std::string(kNestedMarker).c_str()) != nullptr) {
-      if (!watchdog_->AwaitExit(std::chrono::seconds(5))) {
-        PDLOG_DEBUG("the watchdog (pid {}) had not exited 5 s after the job", watchdog_->pid());
-      }
-    }
+    echo_.Finish();
+    // The job is contained and over: the watchdog may go now, on the other core, while we
+    // finish; the launcher reaps it before it exits (ReapWatchdogs, in Main).
+    if (watchdog_) watchdog_->Disarm();
     if (primaries_done_ && !options_.primaries_done_message.empty()) {
       for (const auto& [role, line] : options_.role_stopped_messages) {
         if (HasRole(role)) PDLOG_INFO("{}", line);

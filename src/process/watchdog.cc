@@ -436,9 +436,7 @@ void Detach(const WatchdogArea& a) {
       a->groups[a->group_count++] = message.pgid;
     }
   }
-  // A launcher sharing our memory says it cleaned up with a store, then leaves the pipe open
-  // until its own exit, so that we, still holding the address space, are the ones to tear it
-  // down (docs/design.md, Parent death).
+  // A launcher sharing our memory says it cleaned up with a store before it closes the pipe.
   if (a->shared && __atomic_load_n(&a->disarmed, __ATOMIC_ACQUIRE)) raw::Exit(0);
   // EOF without 'Q': the launcher died without tearing down. Nothing else will stop these.
   // The groups first: a nested launcher in one of them dies, and its watchdog starts stopping
@@ -472,23 +470,9 @@ std::vector<pid_t>& Unreaped() {
   return *pids;
 }
 
-/// The write end of the pipe of the last disarmed helper that shares our memory: left open so
-/// that it sees EOF only at the launcher's exit, or when a later helper starts or someone waits
-/// for it (AwaitExit). -1: none.
-int& LingeringFd() {
-  static int fd = -1;
-  return fd;
-}
-
-void CloseLingering() {
-  if (LingeringFd() >= 0) ::close(LingeringFd());
-  LingeringFd() = -1;
-}
-
 /// Frees the areas of helpers that have left them and reaps the helpers that have exited,
 /// without waiting for either: a launcher that runs several jobs (elastic generations, master
-/// runs) reaps each earlier helper at the next one's start or end, so zombies do not pile up
-/// (a disarmed helper sharing our memory is let go only at the next start: CloseLingering).
+/// runs) reaps each earlier helper at the next one's start or end, so zombies do not pile up.
 void FreeExited() {
   std::vector<WatchdogArea*>& retired = Retired();
   std::erase_if(retired, [](WatchdogArea* area) {
@@ -508,7 +492,6 @@ void FreeExited() {
 
 Watchdog::Watchdog(const std::vector<int>& inherit_fds, std::vector<std::string> remove_if_killed,
                    std::string cgroup_dir, size_t max_groups, std::string job_marker) {
-  CloseLingering();  // The previous job's helper may go now.
   FreeExited();
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) ThrowSystemError(errno, "pipe2 for the watchdog");
@@ -557,18 +540,36 @@ Watchdog::Watchdog(const std::vector<int>& inherit_fds, std::vector<std::string>
   Unreaped().push_back(pid_);
 }
 
+namespace {
+
+/// Waits until `pid` (a helper of ours) has exited, until `deadline` at most, and reaps it.
+void AwaitHelper(pid_t pid, std::chrono::steady_clock::time_point deadline) noexcept {
+  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  if (pidfd < 0) return;  // ESRCH: already reaped.
+  const auto left = std::chrono::ceil<std::chrono::milliseconds>(
+      deadline - std::chrono::steady_clock::now());
+  pollfd exited{pidfd, POLLIN, 0};  // Readable once it has exited.
+  ::poll(&exited, 1, static_cast<int>(std::max<int64_t>(0, left.count())));
+  ::close(pidfd);
+}
+
+}  // namespace
+
 bool Watchdog::AwaitExit(std::chrono::milliseconds limit) noexcept {
   if (pid_ <= 0) return true;
-  CloseLingering();  // Ours, if Disarm left it open: EOF, and the disarmed helper exits.
-  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid_, 0));
-  if (pidfd >= 0) {  // Readable once it has exited; ESRCH: already reaped.
-    pollfd exited{pidfd, POLLIN, 0};
-    ::poll(&exited, 1, static_cast<int>(limit.count()));
-    ::close(pidfd);
-  }
+  AwaitHelper(pid_, std::chrono::steady_clock::now() + limit);
   FreeExited();
   const std::vector<pid_t>& unreaped = Unreaped();
   return std::find(unreaped.begin(), unreaped.end(), pid_) == unreaped.end();
+}
+
+size_t ReapWatchdogs(std::chrono::milliseconds limit) noexcept {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  FreeExited();
+  const std::vector<pid_t> pending = Unreaped();
+  for (pid_t pid : pending) AwaitHelper(pid, deadline);
+  FreeExited();
+  return Unreaped().size();
 }
 
 std::vector<pid_t> WatchdogPids() {
@@ -600,18 +601,14 @@ void Watchdog::Register(pid_t pgid) noexcept {
 void Watchdog::Disarm() noexcept {
   if (fd_ < 0) return;
   if (area_->shared) {
-    // No message: a write would wake the helper on the other core while the launcher finishes.
-    // The helper reads the flag at EOF, which comes at our exit (or CloseLingering): until
-    // then it holds the address space, so our exit does not unmap it (docs/design.md).
+    // The flag, then EOF: the helper reads the flag at EOF and exits without killing.
     __atomic_store_n(&area_->disarmed, true, __ATOMIC_RELEASE);
-    CloseLingering();
-    LingeringFd() = fd_;
   } else {
     const Message message{'Q', {}, 0};
     while (::write(fd_, &message, sizeof message) < 0 && errno == EINTR) {
     }
-    ::close(fd_);
   }
+  ::close(fd_);
   fd_ = -1;
 }
 

@@ -36,6 +36,7 @@
 #include "pdlaunch/process/process.h"
 #include "pdlaunch/process/run_recorder.h"
 #include "pdlaunch/process/supervisor.h"
+#include "pdlaunch/process/watchdog.h"
 #include "run/auto_tuner.h"
 #include "run/launch_support.h"
 
@@ -553,6 +554,15 @@ std::string HostName() {
 }  // namespace
 
 int Main(int argc, char** argv) {
+  // On every way out: the watchdogs, disarmed, exit at once; reaped here, none is left a zombie
+  // for a PID 1 that does not reap (docs/design.md, Parent death).
+  struct ReapAtExit {
+    ~ReapAtExit() {
+      if (const size_t left = ReapWatchdogs(std::chrono::seconds(2)); left > 0) {
+        PDLOG_DEBUG("{} watchdog(s) had not exited 2 s after the job", left);
+      }
+    }
+  } reap_at_exit;
   // Descriptors 0-2 exist (on /dev/null where the caller closed them, `launch ... >&-`): a file
   // opened later must not become our stdout or stderr, nor a rank's log its own stdout.
   for (int fd = 0; fd <= 2; ++fd) {

@@ -6,6 +6,7 @@ Environment (set by tests/e2e/CMakeLists.txt; defaults make a manual run from th
 The directory of a test method is wiped when the method starts and left in place afterwards, so
 the logs of a failed test can be read.
 """
+import atexit
 import fcntl
 import json
 import os
@@ -28,7 +29,24 @@ RANK_PY = HELPERS / "rank.py"
 EXAMPLES = REPO / "examples"
 BIN = os.environ.get("PDLAUNCH_BIN", str(REPO / "build" / "launch"))
 SYSTEM_PYTHON = "/usr/bin/python3"
-WORKDIR = Path(os.environ.get("PDLAUNCH_E2E_WORKDIR") or tempfile.mkdtemp(prefix="pdlaunch-e2e-"))
+# Without PDLAUNCH_E2E_WORKDIR: a directory of this process's own under the temp dir, made by
+# the first test that needs it (a module that only imports this one, or a run whose setUp
+# fails, leaves nothing) and removed at exit if no test left anything in it.
+WORKDIR = Path(os.environ.get("PDLAUNCH_E2E_WORKDIR") or
+               Path(tempfile.gettempdir()) / f"pdlaunch-e2e-{os.getpid()}-{os.urandom(3).hex()}")
+
+
+def _remove_empty_dirs(top):
+    """Removes `top` and the directories below it that hold no file, deepest first."""
+    for dirpath, _, _ in sorted(os.walk(top), key=lambda entry: -len(entry[0])):
+        try:
+            os.rmdir(dirpath)
+        except OSError:
+            pass
+
+
+if not os.environ.get("PDLAUNCH_E2E_WORKDIR"):
+    atexit.register(_remove_empty_dirs, WORKDIR)
 
 # Generous bounds: a loaded 2-core machine must never make a correct launcher fail.
 RUN_TIMEOUT = 180

@@ -28,8 +28,9 @@ class NoInotifyTest(LaunchTestCase):
     on one host made every further one fail with 'inotify_init1: Too many open files'). The
     limit is set to 0 in a user namespace of the test's own (`unshare -Ur`), so the launcher's
     inotify_init1 really fails with EMFILE: the job runs anyway, rank 0's output reaches the
-    console (its log read every 50 ms, said once), and a daemon a rank started is still
-    stopped with the job."""
+    console (the echo uses dnotify, which no such limit bounds, and says nothing), and a daemon
+    a rank started is still stopped with the job (the wait for the cgroup to empty reads
+    cgroup.events every 10 ms instead)."""
 
     NO_INOTIFY = ["unshare", "-Ur", "sh", "-c",
                   'echo 0 > /proc/sys/user/max_inotify_instances && exec "$@"', "sh"]
@@ -51,10 +52,32 @@ class NoInotifyTest(LaunchTestCase):
         result = self.finish(proc, timeout=60)
         self.assertEqual(result.code, 0, result)
         self.assertIn("hello from rank 0", result.stdout)
-        self.assertEqual(result.stderr.count("no inotify instance for the console echo"), 1,
-                         result.stderr)
+        self.assertNotIn("the console echo cannot be told of writes", result.stderr)
         daemons = [int((self.rec / f"daemon.{r}").read_text()) for r in (0, 1)]
         self.assert_all_gone(daemons)
+
+
+class EchoWithoutDnotifyTest(LaunchTestCase):
+    """Where the kernel refuses F_NOTIFY (fs.dir-notify-enable = 0, global, so the test forces the
+    same path with PDLAUNCH_ECHO_POLL=1): one warning, the echoed log read every 50 ms, every
+    line on the console all the same, the last partial one included."""
+
+    def test_the_echo_polls_says_so_once_and_loses_nothing(self):
+        script = self.dir / "train.sh"
+        script.write_text("#!/bin/sh\n"
+                          "for i in 1 2 3; do echo \"line $i of rank $PADDLE_TRAINER_ID\"; "
+                          "sleep 0.2; done\n"
+                          "printf 'no newline'\n")
+        script.chmod(0o755)
+        result = self.run_launch(["--nproc_per_node", 2, script],
+                                 env=self.env(PDLAUNCH_ECHO_POLL="1"))
+        self.assertEqual(result.code, 0, result)
+        self.assertEqual(result.stderr.count("the console echo cannot be told of writes "
+                                             "(PDLAUNCH_ECHO_POLL=1)"), 1, result.stderr)
+        for i in (1, 2, 3):
+            self.assertIn(f"line {i} of rank 0\n", result.stdout)
+        self.assertIn("no newline", result.stdout)
+        self.assertNotIn("of rank 1", result.stdout)
 
 
 class LogFilesTest(LaunchTestCase):

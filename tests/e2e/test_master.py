@@ -442,9 +442,9 @@ class MasterLoopbackTest(LaunchTestCase):
         self.assertEqual(envs[host]["PADDLE_TRAINER_ID"], "0")
 
     def test_128_nodes_form_one_world(self):
-        # 128 launchers on their own loopback addresses, one rank each; at the default
-        # fs.inotify.max_user_instances (128) the last ones run without inotify, as a user's
-        # would. The bound is generous (the bench measures: docs/performance.md).
+        # 128 launchers on their own loopback addresses, one rank each, at the default
+        # fs.inotify.max_user_instances (128), which none of them needs (the console echo uses
+        # dnotify). The bound is generous (the bench measures: docs/performance.md).
         n = 128
         port = free_port(self)
         stamps = self.dir / "stamps"

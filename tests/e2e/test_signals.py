@@ -84,5 +84,54 @@ class SignalTest(LaunchTestCase):
         self.assert_logged(result.stderr, "INFO", "Local processes completed.")
 
 
+# Runs the launcher 20 times as a subreaper that never reaps anything but its direct children
+# (as a container entrypoint written in Python or shell does), then lists the processes whose
+# parent it is: a launch-watchdog that outlived its launcher would be one, a zombie for good.
+SUBREAPER_DRIVER = r"""
+import ctypes, json, os, subprocess, sys, time
+assert ctypes.CDLL(None).prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
+for argv in json.loads(sys.argv[1]):
+    subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL, check=True, timeout=60)
+time.sleep(0.5)
+left = []
+for name in os.listdir("/proc"):
+    try:
+        stat = open(f"/proc/{name}/stat").read()
+    except (OSError, ValueError):
+        continue
+    comm, fields = stat[:stat.rindex(")") + 1], stat[stat.rindex(")") + 2:].split()
+    if int(fields[1]) == os.getpid():
+        left.append(f"{comm} {fields[0]}")
+print(json.dumps(left))
+"""
+
+
+class NoZombieTest(LaunchTestCase):
+    """Issue #29 item 2: a launcher that exits normally has reaped its launch-watchdog helper, so
+    a parent that never reaps (a PID 1 or subreaper that does not) collects no zombie, job after
+    job. The console echo no longer holds an inotify instance whose teardown the helper's exit
+    had to pay, so reaping it costs the launcher nothing to speak of."""
+
+    def runs_leave(self, runs):
+        import json
+        import subprocess
+        out = subprocess.run([harness.SYSTEM_PYTHON, "-c", SUBREAPER_DRIVER, json.dumps(runs)],
+                             cwd=self.dir, env=self.env(), capture_output=True, text=True,
+                             timeout=harness.RUN_TIMEOUT)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        return json.loads(out.stdout)
+
+    def test_twenty_jobs_under_a_subreaper_that_never_reaps_leave_no_zombie(self):
+        runs = [[harness.BIN, "--nproc_per_node", 2, "--log_dir", f"log{i}", "/bin/true"]
+                for i in range(18)]
+        # A failing job and today's console (the echo of rank 0) too.
+        runs.append([harness.BIN, "--nproc_per_node", 2, "--log_dir", "logf", "/bin/false"])
+        runs[-1] = ["sh", "-c", '"$0" "$@" || true'] + [str(a) for a in runs[-1]]
+        runs.append([harness.BIN, "--log_level", "INFO", "--nproc_per_node", 2, "--log_dir", "logn",
+                     "/bin/echo", "hi"])
+        self.assertEqual(self.runs_leave([[str(a) for a in run] for run in runs]), [])
+
+
 if __name__ == "__main__":
     harness.main()
