@@ -86,6 +86,9 @@ install(CODE "
 install(FILES cmake/copyright ${PDLAUNCH_GENERATED_DOCS}/changelog.gz
         DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(DIRECTORY docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR})
+# What --help and the man page point at: README.md beside the documents, and the examples.
+install(FILES README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
+install(DIRECTORY examples/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples)
 
 # cpack -G DEB in the build directory: pdlaunch_<version>_amd64.deb.
 set(CPACK_GENERATOR DEB)

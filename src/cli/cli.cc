@@ -744,7 +744,8 @@ constexpr std::string_view kDescription =
     "Start a distributed training job: one process per device (or --nproc_per_node), with "
     "Paddle's and PyTorch's environment variables, supervised until every process is done.\n"
     "Flags may also come from their environment twins (PADDLE_NNODES, PADDLE_MASTER, ...; "
-    "a flag on the command line wins). Documentation: docs/cli.md.\n";
+    "a flag on the command line wins). Documentation: docs/cli.md in the source tree, "
+    "/usr/share/doc/pdlaunch/cli.md where the Debian package is installed.\n";
 
 constexpr std::string_view kScriptHelp =
     "The full path to the single GPU training program/script to be launched in parallel, "
@@ -1005,8 +1006,9 @@ Exit codes:
   130/143  the launcher got SIGINT/SIGTERM (a second one kills at once)
   101, 3   an elastic job failed for good (--np N, --np N:M)
 
-Documentation: docs/cli.md (every flag), docs/master.md (several hosts, no IP list),
-docs/multi-node.md (--ips), docs/ps.md, docs/elastic.md, docs/exit-codes.md.
+Documentation (docs/ in the source tree; /usr/share/doc/pdlaunch/ where the Debian package is
+installed, with README.md and examples/): cli.md (every flag), master.md (several hosts, no IP
+list), multi-node.md (--ips), ps.md, elastic.md, exit-codes.md.
 )";
 
 std::string ResolveOptionName(std::string_view prefix) {

@@ -96,6 +96,7 @@ using Lines = std::vector<std::pair<std::string, std::string>>;
 Lines NewInterfaceLines(const LaunchOptions& o) {
   return {
       {"auto_cluster_config", PythonStr(o.auto_cluster_config)},
+      {"auto_tuner_json", PythonStr(o.auto_tuner_json)},
       {"devices", PythonStr(o.gpus)},
       {"elastic_level", PythonStr(o.elastic_level)},
       {"elastic_timeout", PythonStr(o.elastic_timeout)},
@@ -133,6 +134,7 @@ Lines ConfigurationLines(const LaunchOptions& o) {
       {"max_restart", PythonStr(o.max_restart)},
       {"np", PythonStr(o.np)},
       {"nproc_per_node", PythonStr(o.nproc_per_node)},
+      {"numa_binding", PythonStr(o.numa_binding)},
       {"report", PythonStr(o.report)},
       {"run_mode", PythonStr(o.run_mode)},
       {"scale", PythonStr(o.scale)},

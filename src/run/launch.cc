@@ -531,6 +531,8 @@ int Finish(const std::optional<std::string>& report_path, int code, const std::s
   report.end_time = WallClockNow();
   if (!error.empty()) {
     report.reason = error;
+  } else if (!report.reason.empty()) {
+    // Set where the error was said (a rendezvous that failed: its message).
   } else if (code == 0) {
     report.reason = "success";
   } else if (report.root_cause) {

@@ -545,6 +545,7 @@ std::optional<int> MasterNode::WaitForWorld() {
   if (rendezvous_error_) {
     std::fflush(stdout);
     fmt::print(stderr, "launch: error: {}\n", OneLine(*rendezvous_error_));
+    TheRunReport().reason = OneLine(*rendezvous_error_);  // --report's reason: the message.
     return kExitSetupError;
   }
   if (phase_ == Phase::kRendezvous && failure_) {  // Another node failed before the world came.

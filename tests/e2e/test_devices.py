@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 from etcd import PortReservation
+import harness
 from harness import LaunchTestCase
 
 NPU_SMI_INFO = """\
@@ -43,7 +44,8 @@ DEVICE_VARIABLES = ("CUDA_VISIBLE_DEVICES", "XPU_VISIBLE_DEVICES", "XPULINK_VISI
                     "PADDLE_XCCL_BACKEND", "NPU_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES")
 
 
-class DeviceFamilyTest(LaunchTestCase):
+class DeviceTestCase(LaunchTestCase):
+    """Fake device tools on PATH (`fake`), the device variables cleared (`device_env`)."""
 
     def setUp(self):
         super().setUp()
@@ -71,6 +73,9 @@ class DeviceFamilyTest(LaunchTestCase):
                         self.assertNotIn(key, env)
                     else:
                         self.assertEqual(env.get(key), value)
+
+
+class DeviceFamilyTest(DeviceTestCase):
 
     def test_xpus_legacy_flag_gives_paddles_xpu_variables(self):
         env = self.device_env(XPU_VISIBLE_DEVICES="4,5,6,7")
@@ -187,6 +192,69 @@ case "$*" in
   *) exit 9 ;;
 esac
 """
+
+
+class PaddleNprocTest(DeviceTestCase):
+    """Paddle's test/legacy_test/test_fleet_launch_nproc.sh (paddle-launch-tests.md §B),
+    re-expressed: the same command lines (`--log_dir=testlog --nproc_per_node=N --ips=127.0.0.1
+    nproc_process.py PREFIX`, PADDLE_START_PORT exported), the same helper
+    (tests/helpers/nproc_process.py, Paddle's without Paddle) and the same expected strings,
+    with the start port moved from 35789 (in the kernel's ephemeral range, where a concurrent
+    test's connection may hold it) to one of our own. ut1/ut4 run with CUDA_VISIBLE_DEVICES=0,1,
+    ut3/ut6 with XPU_VISIBLE_DEVICES=0,1 after ut2's CUDA_VISIBLE_DEVICES="" (the script's order;
+    the helper reads FLAGS_selected_xpus, as on an XPU build). ut2/ut5 (no GPU): the script
+    expects `selected_devices:` followed by nothing, which only an exported, empty
+    FLAGS_selected_gpus gives; neither of Paddle's launchers exports one on CPU (launch_utils.py
+    sets it only for GPU trainers; the branches never run in Paddle's CI, which registers the
+    script for GPU and XPU builds only), and an empty one would crash paddle.distributed's
+    ParallelEnv on a CUDA build (int("")). pdlaunch follows Paddle's code: the key is absent,
+    so the helper writes `selected_devices:None`, and the rest of each line is Paddle's."""
+
+    def nproc(self, nproc, prefix, family="gpu", **device_variables):
+        port = harness.fixed_port_base()
+        env = self.device_env(PADDLE_START_PORT=str(port), **device_variables)
+        result = self.run_launch(["--log_dir=testlog", f"--nproc_per_node={nproc}",
+                                  "--ips=127.0.0.1", harness.HELPERS / "nproc_process.py",
+                                  prefix, family], env=env)
+        self.assertEqual(result.code, 0, result)
+        endpoints = ",".join(f"127.0.0.1:{port + i}" for i in range(nproc))
+        return [((self.dir / f"{prefix}.check_{i}.log").read_text(), endpoints, port + i)
+                for i in range(nproc)]
+
+    @staticmethod
+    def expect(devices, endpoints, trainers, current, trainer_id):
+        return (f"selected_devices:{devices} worker_endpoints:{endpoints} trainers_num:{trainers} "
+                f"current_endpoint:127.0.0.1:{current} trainer_id:{trainer_id}")
+
+    def test_ut1_one_process_gets_both_gpus(self):
+        ((line, endpoints, current),) = self.nproc(1, "fleet_nproc_0", CUDA_VISIBLE_DEVICES="0,1")
+        self.assertIn(self.expect("0,1", endpoints, 1, current, 0), line)
+
+    def test_ut2_cpu(self):
+        ((line, endpoints, current),) = self.nproc(1, "fleet_nproc_0", CUDA_VISIBLE_DEVICES="")
+        self.assertIn(self.expect("None", endpoints, 1, current, 0), line)
+
+    def test_ut3_one_process_gets_both_xpus(self):
+        ((line, endpoints, current),) = self.nproc(1, "fleet_nproc_0", "xpu",
+                                                   CUDA_VISIBLE_DEVICES="",
+                                                   XPU_VISIBLE_DEVICES="0,1")
+        self.assertIn(self.expect("0,1", endpoints, 1, current, 0), line)
+
+    def test_ut4_two_processes_one_gpu_each(self):
+        for rank, (line, endpoints, current) in enumerate(
+                self.nproc(2, "fleet_nproc_1", CUDA_VISIBLE_DEVICES="0,1")):
+            self.assertIn(self.expect(str(rank), endpoints, 2, current, rank), line)
+
+    def test_ut5_two_cpu_processes(self):
+        for rank, (line, endpoints, current) in enumerate(
+                self.nproc(2, "fleet_nproc_1", CUDA_VISIBLE_DEVICES="")):
+            self.assertIn(self.expect("None", endpoints, 2, current, rank), line)
+
+    def test_ut6_two_processes_one_xpu_each(self):
+        for rank, (line, endpoints, current) in enumerate(
+                self.nproc(2, "fleet_nproc_1", "xpu", CUDA_VISIBLE_DEVICES="",
+                           XPU_VISIBLE_DEVICES="0,1")):
+            self.assertIn(self.expect(str(rank), endpoints, 2, current, rank), line)
 
 
 class GpuLogTest(LaunchTestCase):

@@ -128,8 +128,9 @@ class MasterNetnsTest(NetnsTestCase):
 
     def test_rendezvous_deadline_names_who_registered(self):
         common = ["--master", self.master(), "--nnodes", 3, "--rendezvous_timeout", 3]
-        results = self.run_nodes([common + self.rank_args(), common + self.rank_args()])
-        for result in results:
+        results = self.run_nodes([common + ["--report", self.dir / f"report{i}.json"]
+                                  + self.rank_args() for i in (0, 1)])
+        for i, result in enumerate(results):
             self.assertEqual(result.code, 1, result)
             last = result.stderr.splitlines()[-1]
             self.assertRegex(last, r"^launch: error: rendezvous timed out after 3 s "
@@ -137,6 +138,10 @@ class MasterNetnsTest(NetnsTestCase):
                                    r"registered \[.*\], 1 missing$")
             self.assertIn(self.ip(0), last)
             self.assertIn(self.ip(1), last)
+            # --report's reason is the message (docs/report.md; issue #29 item 10).
+            report = json.loads((self.dir / f"report{i}.json").read_text())
+            self.assertEqual((report["exit_code"], "launch: error: " + report["reason"]),
+                             (1, last))
         self.assertEqual(list(self.rec.iterdir()), [])
 
 

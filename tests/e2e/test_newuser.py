@@ -120,6 +120,20 @@ class NewUserTest(LaunchTestCase):
                          "'/no/such/interpreter' (the #! line) does not exist")
         self.assertFalse((self.dir / "l").exists())
 
+    def test_the_exit_codes_doc_quotes_what_an_unrunnable_program_gives(self):
+        # docs/exit-codes.md, "a trainer program that cannot be executed" (issue #29 item 10).
+        no_bit = self.dir / "noexec.sh"
+        no_bit.write_text("#!/bin/sh\necho hi\n")
+        no_shebang = self.dir / "nosh.sh"
+        no_shebang.write_text("echo hi\n")
+        no_shebang.chmod(0o755)
+        for script, line in ((no_bit, "training program is not executable: './noexec.sh'"),
+                             (no_shebang, "cannot execute './nosh.sh': Exec format error")):
+            with self.subTest(script=script.name):
+                result = self.run_launch(["--log_dir", "l", f"./{script.name}"])
+                self.assertEqual(result.code, 1, result)
+                self.assertEqual(result.stderr.splitlines()[-1], f"launch: error: {line}")
+
     def test_start_port_past_65535_names_the_flag(self):
         result = self.run_launch(["--start_port", "65535", "--nproc_per_node", "2",
                                   harness.RANK_PY])

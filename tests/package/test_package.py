@@ -101,6 +101,10 @@ class PackageTest(unittest.TestCase):
                          (0, "/usr/share/man/man1/launch.1.gz"), man.stderr)
         page = run(["man", "-P", "cat", "launch"], env=dict(env, MANWIDTH="200"))
         self.assertIn("--nproc_per_node", page.stdout)
+        # What --help and the man page point at is installed (issue #29 item 10).
+        self.assertIn("/usr/share/doc/pdlaunch/", run(["launch", "--help"], env=env).stdout)
+        for doc in ("cli.md", "README.md", "examples/README.md", "examples/print_env.py"):
+            self.assertTrue((Path("/usr/share/doc/pdlaunch") / doc).is_file(), doc)
 
         # bash-completion finds the file by the command's name, as in an interactive shell.
         loader = ("source /usr/share/bash-completion/bash_completion && "
@@ -132,8 +136,8 @@ class PackageTest(unittest.TestCase):
         self.assertIsNone(shutil.which("launch", path="/usr/bin"))
 
     def test_lintian(self):
-        """lintian, where installed (it is not in CI's package list: 147 packages); every
-        finding CPack lets us fix is fixed, the rest is listed in docs/install.md."""
+        """lintian (scripts/test.sh installs it); every finding CPack lets us fix is fixed, the
+        rest is listed in docs/install.md."""
         if shutil.which("lintian") is None:
             print("SKIPPED: lintian is not installed (apt install lintian to run this check)")
             self.skipTest("lintian is not installed")

@@ -25,17 +25,6 @@ using testutil::ReadFile;
 using testutil::ScopedTempDir;
 using testutil::WaitFor;
 
-/// True where the watchdog is forked, not cloned into our memory (raw_syscall.h): no CLONE_VM
-/// on this architecture or under AddressSanitizer, or PDLAUNCH_SPAWN=fork.
-bool HelperIsForked() {
-#if !defined(__x86_64__) || defined(__SANITIZE_ADDRESS__)
-  return true;
-#else
-  const char* spawn = std::getenv("PDLAUNCH_SPAWN");
-  return spawn != nullptr && std::string(spawn) == "fork";
-#endif
-}
-
 /// Forks a stand-in launcher that starts `sh -c script` in its own process group, without a
 /// parent-death signal (so only the watchdog can stop it), registers it with a watchdog, writes
 /// "<child pid> <watchdog pid>" to `pid_file`, then waits to be killed (or disarms and exits).
@@ -265,18 +254,11 @@ TEST(WatchdogTest, DisarmedWatchdogKillsNothing) {
   int child = 0;
   int watchdog = 0;
   ASSERT_EQ(std::sscanf(ReadFile(pids).c_str(), "%d %d", &child, &watchdog), 2);
-  if (HelperIsForked()) {  // Told with a message: it exits at once, before the launcher.
-    EXPECT_TRUE(WaitFor([&] { return !ProcessAlive(watchdog); }));
-  } else {
-    // Sharing the launcher's memory, it holds the address space until the launcher's exit, so
-    // that the exit does not unmap it (docs/design.md, Parent death).
-    ::usleep(200 * 1000);
-    EXPECT_TRUE(ProcessAlive(watchdog));
-  }
-  // Disarmed, then killed: the launcher had cleaned up, so the helper leaves the job alone.
+  // Told with a message (forked) or a flag and EOF (sharing our memory), it exits at once,
+  // before the launcher (docs/design.md, Parent death), and kills nothing.
+  EXPECT_TRUE(WaitFor([&] { return !ProcessAlive(watchdog); }));
   ::kill(launcher, SIGKILL);
   ::waitpid(launcher, nullptr, 0);
-  EXPECT_TRUE(WaitFor([&] { return !ProcessAlive(watchdog); }));
   ::usleep(200 * 1000);
   EXPECT_TRUE(ProcessAlive(child));
   ::kill(-child, SIGKILL);

@@ -180,6 +180,75 @@ TEST(DeviceFamilyTest, ACustomDeviceWithNoDeviceFoundIsAnError) {
                                 "running as asked"});
 }
 
+// Paddle's unit tests of its Device module (paddle-launch-tests.md, "Device"; device.py), each
+// bullet re-expressed on the launcher's device plan: labels are the visible list's entries and
+// a process's selected ids are positions in it (get_selected_devices).
+TEST(PaddleDeviceModuleTest, LabelsComeFromTheFamilysVariable) {
+  // CUDA_VISIBLE_DEVICES=0,1,2 -> gpu, labels 0,1,2 (one process: all three; count 3).
+  const DevicePlan gpu = Resolve({{"CUDA_VISIBLE_DEVICES", "0,1,2"}}, std::nullopt, "auto", {}, 1);
+  EXPECT_EQ(gpu.family.type, "gpu");
+  EXPECT_EQ(gpu.devices_per_proc, (Ids{{0, 1, 2}}));
+  EXPECT_EQ(PhysicalLabels({0, 1, 2}, "0,1,2"), (std::vector<std::string>{"0", "1", "2"}));
+  // XPU_VISIBLE_DEVICES=0,1 -> xpu; XPULINK_VISIBLE_DEVICES=0,1,2,3 -> xpu with 4.
+  EXPECT_EQ(Resolve({{"XPU_VISIBLE_DEVICES", "0,1"}}).family.type, "xpu");
+  const DevicePlan xpulink = Resolve({{"XPULINK_VISIBLE_DEVICES", "0,1,2,3"}});
+  EXPECT_EQ(xpulink.family.type, "xpu");
+  EXPECT_EQ(xpulink.devices_per_proc.size(), 4u);
+  // A custom type custom_dev reads CUSTOM_DEV_VISIBLE_DEVICES; key FLAGS_selected_custom_devs;
+  // PADDLE_DISTRI_BACKEND=xccl, PADDLE_XCCL_BACKEND=custom_dev.
+  const DevicePlan custom = Resolve(
+      {{"PADDLE_XCCL_BACKEND", "custom_dev"}, {"CUSTOM_DEV_VISIBLE_DEVICES", "0,1"}});
+  EXPECT_EQ(custom.family.visible_variable, "CUSTOM_DEV_VISIBLE_DEVICES");
+  EXPECT_EQ(custom.family.selected_key, "FLAGS_selected_custom_devs");
+  EXPECT_EQ(custom.family.env, (std::vector<std::pair<std::string, std::string>>{
+                                   {"PADDLE_DISTRI_BACKEND", "xccl"},
+                                   {"PADDLE_XCCL_BACKEND", "custom_dev"}}));
+  EXPECT_EQ(custom.devices_per_proc, (Ids{{0}, {1}}));
+}
+
+TEST(PaddleDeviceModuleTest, AllOrNothingSetAsksTheProbe) {
+  // CUDA_VISIBLE_DEVICES=all -> the probe; 4 CUDA devices -> 0..3.
+  EXPECT_EQ(Resolve({{"CUDA_VISIBLE_DEVICES", "all"}}, std::nullopt, "auto", {4, 0, 0})
+                .devices_per_proc,
+            (Ids{{0}, {1}, {2}, {3}}));
+  // No CUDA, XPU or custom device, or 0 of them -> cpu, one process, no selected key.
+  const DevicePlan cpu = Resolve({}, std::nullopt, "auto", {0, 0, 0});
+  EXPECT_EQ(cpu.family.type, "cpu");
+  EXPECT_EQ(cpu.family.selected_key, "");
+  EXPECT_EQ(cpu.devices_per_proc, (Ids{{}}));
+}
+
+TEST(PaddleDeviceModuleTest, ASubsetOfTheMachinesDevicesKeepsItsLabels) {
+  // CUDA_VISIBLE_DEVICES=0,2,4,6 on a machine of 8 -> labels 0,2,4,6 (the variable decides; the
+  // probe is not asked), processes get positions 0..3, the driver sees the labels.
+  const DevicePlan plan =
+      Resolve({{"CUDA_VISIBLE_DEVICES", "0,2,4,6"}}, std::nullopt, "auto", {8, 0, 0});
+  EXPECT_EQ(plan.devices_per_proc, (Ids{{0}, {1}, {2}, {3}}));
+  EXPECT_EQ(PhysicalLabels({0, 1, 2, 3}, "0,2,4,6"),
+            (std::vector<std::string>{"0", "2", "4", "6"}));
+}
+
+TEST(PaddleDeviceModuleTest, SelectedDevicesArePositionsInTheLabels) {
+  // get_selected_devices on labels 0,1,2: "" -> 0,1,2; "0,2" -> 0,2; "1" -> 1.
+  const Vars three = {{"CUDA_VISIBLE_DEVICES", "0,1,2"}};
+  EXPECT_EQ(Resolve(three, std::nullopt, "auto", {}, 1).devices_per_proc, (Ids{{0, 1, 2}}));
+  EXPECT_EQ(Resolve(three, "0,2", "auto", {}, 1).devices_per_proc, (Ids{{0, 2}}));
+  EXPECT_EQ(Resolve(three, "1").devices_per_proc, (Ids{{1}}));
+  // On labels 4,5,6,7 the label 6 is position 2 (Paddle: self._labels.index(d)).
+  EXPECT_EQ(Resolve({{"CUDA_VISIBLE_DEVICES", "4,5,6,7"}}, "6").devices_per_proc, (Ids{{2}}));
+}
+
+TEST(PaddleDeviceModuleTest, EachTypeHasItsSelectedKey) {
+  // FLAGS_selected_gpus / _xpus / FLAGS_selected_<type>s. Paddle's `cpus` and `ipus` keys and
+  // its FLAGS_selected_devices for an unknown type have no counterpart: a CPU trainer gets no
+  // key (docs/env.md), IPU is refused (docs/cli.md, "Devices"), and every type is known.
+  EXPECT_EQ(Resolve({{"CUDA_VISIBLE_DEVICES", "0"}}).family.selected_key, "FLAGS_selected_gpus");
+  EXPECT_EQ(Resolve({{"XPU_VISIBLE_DEVICES", "0"}}).family.selected_key, "FLAGS_selected_xpus");
+  EXPECT_EQ(Resolve({{"PADDLE_XCCL_BACKEND", "npu"}, {"NPU_VISIBLE_DEVICES", "0"}})
+                .family.selected_key,
+            "FLAGS_selected_npus");
+}
+
 TEST(DeviceProbeParsersTest, CountTheRecordedOutputs) {
   EXPECT_EQ(CountNvidiaSmiGpus("GPU 0: NVIDIA H200 (UUID: GPU-1b2c)\n"), 1);
   EXPECT_EQ(CountNvidiaSmiGpus("GPU 0: A (UUID: x)\nGPU 1: A (UUID: y)\n"), 2);
