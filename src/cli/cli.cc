@@ -492,6 +492,8 @@ std::string Hint(std::string_view token) {
 // today's (python/paddle/distributed/launch/context/args_envs.py, parse_args; -h/--help first)
 // and the legacy one (python/paddle/distributed/fleet/launch.py, _parse_args;
 // paddle-legacy-launch.md §1.2).
+// Tables, four names a row.
+// clang-format off
 constexpr std::string_view kTodaysParser[] = {
     "--help",          "--master",          "--legacy",          "--rank",
     "--log_level",     "--log_overwrite",   "--sort_ip",         "--enable_gpu_log",
@@ -509,6 +511,7 @@ constexpr std::string_view kLegacyParser[] = {
     "--heter_worker_num", "--http_port",    "--elastic_server",  "--job_id",
     "--np",            "--scale",           "--host",            "--force",
     "--elastic_pre_hook"};
+// clang-format on
 
 const FlagSpec* FindFlag(std::string_view name) {
   for (const FlagSpec& flag : kFlags) {
@@ -530,8 +533,8 @@ const FlagSpec* UniquePrefixIn(const std::vector<std::string_view>& names,
     if (name.starts_with(prefix)) matches.push_back(name);
   }
   if (matches.size() > 1) {
-    throw UsageError(fmt::format("ambiguous option: {} could match {}", prefix,
-                                 fmt::join(matches, ", ")));
+    throw UsageError(
+        fmt::format("ambiguous option: {} could match {}", prefix, fmt::join(matches, ", ")));
   }
   return matches.empty() ? nullptr : FindFlag(matches.front());
 }
@@ -950,6 +953,13 @@ std::vector<std::string> ApplyEnvironmentTwins(LaunchOptions& options, const Env
     options.given.insert(std::string(flag.dest));
     options.from_env.insert(std::string(flag.dest));
     options.typed[std::string(flag.dest)] = std::string(flag.env);  // Checks name the variable.
+  }
+  // Not a twin, but read for the node's rank (docs/master.md): ignored too, and said.
+  if (const auto it = env.find("PADDLE_TRAINER_ID");
+      nested && it != env.end() && !StripSpace(it->second).empty()) {
+    notes.push_back(
+        "PADDLE_TRAINER_ID is inherited from the job that started this launcher: ignored (pass "
+        "--rank to set this node's rank)");
   }
   return notes;
 }

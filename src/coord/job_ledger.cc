@@ -45,6 +45,9 @@ void JobLedger::Update(const std::string& key, const std::string* value) {
     } else {
       counted_[key] = *value;
     }
+    if (formed_ && !members_.count(pod) && late_pods_.insert(pod).second) {
+      late_.emplace_back(key, *value);
+    }
   } else if (Below(key, keys_.alive(""), pod)) {
     if (value) {
       alive_.insert(pod);
@@ -107,6 +110,10 @@ void JobLedger::Resync(const std::map<std::string, std::string>& job_keys) {
 }
 
 std::vector<JobLedger::Refusal> JobLedger::TakeRefusals() { return std::exchange(refusals_, {}); }
+
+std::vector<std::pair<std::string, std::string>> JobLedger::TakeLate() {
+  return std::exchange(late_, {});
+}
 
 std::vector<std::string> JobLedger::TakeStaleInfo(std::vector<std::string>* left) {
   std::vector<std::string> gone = std::exchange(left_, {});

@@ -174,9 +174,22 @@ KeyOrder OrderKeys(const std::vector<std::string>& keys, const std::string& own_
     });
   } else if (explicit_ranks > 0) {
     if (explicit_ranks != n) {
+      std::vector<std::pair<int, std::string>> ranked;  // In rank order in the message.
+      std::vector<std::string> without;
+      for (const std::string& key : ordered) {
+        const std::optional<int> rank = KeyRank(key);
+        if (rank && *rank >= 0) {
+          ranked.emplace_back(*rank, name_of(key));
+        } else {
+          without.push_back(name_of(key));
+        }
+      }
+      std::sort(ranked.begin(), ranked.end());
+      std::vector<std::string> with;
+      for (const auto& [rank, name] : ranked) with.push_back(fmt::format("{} rank {}", name, rank));
       throw LaunchError(fmt::format(
-          "{} of {} nodes gave --rank and the others did not: give every node its rank or none",
-          explicit_ranks, n));
+          "{} of {} nodes gave --rank ({}) and {} did not ({}): give every node its rank or none",
+          explicit_ranks, n, fmt::join(with, ", "), n - explicit_ranks, fmt::join(without, ", ")));
     }
     std::vector<std::optional<std::string>> placed(n);
     for (const std::string& key : ordered) {

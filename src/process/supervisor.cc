@@ -5,8 +5,8 @@
 #include <fcntl.h>
 #include <fmt/ranges.h>
 #include <signal.h>
-#include <sys/signalfd.h>
 #include <sys/prctl.h>
+#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -119,9 +119,10 @@ class ConsoleEcho {
     }
     if (const std::string problem = WatchDirectories(sources); !problem.empty()) {
       StopWatching();
-      PDLOG_WARN("the console echo cannot be told of writes ({}): the echoed logs are read "
-                 "every {} s instead",
-                 problem, kPollSeconds);
+      PDLOG_WARN(
+          "the console echo cannot be told of writes ({}): the echoed logs are read "
+          "every {} s instead",
+          problem, kPollSeconds);
       Poll();
     } else {
       Arm();

@@ -546,8 +546,8 @@ namespace {
 void AwaitHelper(pid_t pid, std::chrono::steady_clock::time_point deadline) noexcept {
   const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
   if (pidfd < 0) return;  // ESRCH: already reaped.
-  const auto left = std::chrono::ceil<std::chrono::milliseconds>(
-      deadline - std::chrono::steady_clock::now());
+  const auto left =
+      std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
   pollfd exited{pidfd, POLLIN, 0};  // Readable once it has exited.
   ::poll(&exited, 1, static_cast<int>(std::max<int64_t>(0, left.count())));
   ::close(pidfd);

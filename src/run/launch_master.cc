@@ -51,6 +51,8 @@ constexpr double kForeignPollSeconds = 0.5;
 constexpr double kMaxBackoff = 1.0;
 /// How long an exiting launcher keeps the loop running to deliver its last record.
 constexpr double kFlushSeconds = 3.0;
+/// How long a host whose world cannot form serves for the nodes to read why, at most.
+constexpr double kHeardSeconds = 5.0;
 /// How long after the rendezvous deadline a participant waits for the host's own timeout record.
 constexpr double kTimeoutGrace = 2.0;
 /// Pause between two tries of a write the master refused (PutConfirmed).
@@ -127,6 +129,11 @@ class MasterNode {
   void ReadWorld();
   void TimeOut();
   void Heartbeat();
+  /// Why the master did not answer, for a message: the last transport error or refusal, or
+  /// that requests are simply unanswered (a stopped host, a network cut that drops packets).
+  std::string UnansweredWhy() const {
+    return last_error_.empty() ? "requests sent to it are unanswered" : last_error_;
+  }
   void Retry(std::function<void()> call, const std::string& error);
   void Put(const std::string& key, const std::string& value, const std::string& query,
            std::function<void(bool)> done);
@@ -180,6 +187,9 @@ class MasterNode {
   Clock::time_point last_status_ = Clock::now();
   Clock::time_point last_contact_ = Clock::now();
   Clock::time_point last_heartbeat_{};
+  /// The master has not answered for --heartbeat_timeout while the job ran: this node stops
+  /// and exits at once, without trying to deliver anything more to it.
+  bool master_lost_ = false;
   double backoff_ = 0.1;
   bool foreign_ = false;     // The master is not pdlaunch's (Paddle's own): no long-poll, no TTL.
   bool registered_ = false;  // Our keys are at the master.
@@ -423,6 +433,17 @@ void MasterNode::HostDecide() {
   bool wrote = false;
   // A node whose --nnodes or run mode is not the job's would form a world of its own (silent
   // wrong training): the host refuses it, naming it, and the node stops when it reads why.
+  for (const auto& [key, value] : ledger_->TakeLate()) {
+    std::string node = OneLine(key);
+    try {
+      node = DescribePeer(DecodePeerInfo(key, value));
+    } catch (const LaunchError&) {
+    }
+    PDLOG_WARN(
+        "node {} registered for job {} after its world of {} nodes formed: it is not part "
+        "of the job (one too many, or late from an earlier run)",
+        node, settings_.job_id, settings_.nnodes);
+  }
   for (const JobLedger::Refusal& refusal : ledger_->TakeRefusals()) {
     PDLOG_WARN("refused node {} for job {}: {}", refusal.node, settings_.job_id, refusal.why);
     store.Put(keys_.refused(refusal.pod), refusal.why, std::nullopt, /*within_limits=*/false);
@@ -645,7 +666,7 @@ void MasterNode::PutConfirmed(const std::string& key, const std::string& value,
       --confirming_;
       if (!unconfirmed_) {
         unconfirmed_ = fmt::format("the master at {} did not take this node's {} in {:.0f} s ({})",
-                                   MasterText(), what, SecondsSince(first), last_error_);
+                                   MasterText(), what, SecondsSince(first), UnansweredWhy());
       }
       return;
     }
@@ -723,6 +744,19 @@ void MasterNode::ReadWorld() {
                                       settings_.job_id, MasterText(), OneLine(e.what()));
       return Stop();
     }
+    const bool member = std::any_of(world_.begin(), world_.end(),
+                                    [&](const auto& entry) { return entry.first == own_key_; });
+    if (!member) {
+      // One node too many, or a node late from an earlier run: named by address, as are the
+      // members (not by store key).
+      std::map<std::string, std::string> members(world_.begin(), world_.end());
+      rendezvous_error_ = fmt::format(
+          "the world of job {} formed at master {} with its {} nodes [{}] without this node ({} "
+          "({})): is this node one too many (--nnodes {}), or late from an earlier run?",
+          settings_.job_id, MasterText(), world_.size(), fmt::join(RegisteredNames(members), ", "),
+          node_ip_, pod_, settings_.nnodes);
+      return Stop();
+    }
     Adopt([&] { return job_->Take(world_, own_key_); });
   });
 }
@@ -755,9 +789,10 @@ void MasterNode::OnTick() {
   if (client_ && registered_ && !foreign_ && phase_ != Phase::kRendezvous &&
       SecondsSince(last_contact_) > settings_.heartbeat_timeout && !failure_) {
     failure_ = JobFailure{MasterText(), "",
-                             fmt::format("lost the master at {}: no answer for {} s ({})",
-                                         MasterText(), settings_.heartbeat_timeout, last_error_),
-                             1};
+                          fmt::format("lost the master at {}: no answer for {} s ({})",
+                                      MasterText(), settings_.heartbeat_timeout, UnansweredWhy()),
+                          1};
+    master_lost_ = true;  // Nothing more is sent to it: Finish does not wait for it.
     PDLOG_ERROR("{}", failure_->cause);
     Stop();
     return;
@@ -770,7 +805,7 @@ void MasterNode::OnTick() {
     rendezvous_error_ = fmt::format(
         "lost the master at {} during the rendezvous: no answer for {} s ({}); see the log of "
         "the node that hosted it",
-        MasterText(), settings_.heartbeat_timeout, last_error_);
+        MasterText(), settings_.heartbeat_timeout, UnansweredWhy());
     Stop();
     return;
   }
@@ -801,11 +836,10 @@ void MasterNode::OnTick() {
 
 // More nodes registered than --nnodes (Paddle waits forever): the error names them.
 std::string MasterNode::TooManyNodes(const std::map<std::string, std::string>& info) const {
-  std::vector<std::string> names;
-  for (const auto& [key, value] : info) names.push_back(OneLine(key));
+  // By address and pod name, as the deadline's line names them (not by store key).
   return fmt::format("{} nodes registered at master {} for job {} but --nnodes is {}: {}",
                      info.size(), MasterText(), settings_.job_id, settings_.nnodes,
-                     fmt::join(names, ", "));
+                     fmt::join(RegisteredNames(info), ", "));
 }
 
 std::vector<std::string> MasterNode::RegisteredNames(
@@ -829,7 +863,7 @@ std::string MasterNode::TimeoutError(size_t registered,
       "registered [{}], {} missing{}",
       settings_.rendezvous_timeout, MasterText(), registered, settings_.nnodes,
       fmt::join(names, ", "), settings_.nnodes - static_cast<int>(registered),
-      registered_ ? "" : fmt::format("; this node never reached the master ({})", last_error_));
+      registered_ ? "" : fmt::format("; this node never reached the master ({})", UnansweredWhy()));
 }
 
 // The rendezvous deadline passed: the error names the nodes that registered. The host knows
@@ -879,6 +913,7 @@ void MasterNode::OnNews(const std::map<std::string, std::string>& kvs) {
       return Stop();
     case NodeStep::Kind::kCannotForm:
       rendezvous_error_ = step.reason;
+      Put(keys_.heard(pod_), "1", "", nullptr);  // The host may leave once all have read it.
       return Stop();
     case NodeStep::Kind::kReadWorld:
       if (!reading_world_) ReadWorld();
@@ -1059,15 +1094,32 @@ int MasterNode::Complete() {
 int MasterNode::Finish(int code) {
   // The host's last answers (the done report that completed the job, say) go out before it
   // leaves: a node that never got its answer would retry against a master that is gone.
+  if (server_ && ledger_ && rendezvous_error_ && phase_ == Phase::kRendezvous) {
+    // The world cannot form, and news/formed says why: every node that registered reads it
+    // before the master goes (one that registered last may not be polling yet, and would find
+    // the master gone, then report that instead), for a few seconds at most.
+    std::vector<std::string> pods;
+    for (const auto& [key, value] : ledger_->counted()) {
+      if (key != own_key_) pods.push_back(InfoKeyPod(keys_, key));
+    }
+    const KvMemoryStore& store = server_->store();
+    loop_.RunUntil(
+        [&] {
+          return std::all_of(pods.begin(), pods.end(), [&](const std::string& pod) {
+            return store.Find(keys_.heard(pod)) != nullptr;
+          });
+        },
+        std::min(settings_.heartbeat_timeout, kHeardSeconds));
+  }
   if (server_) loop_.RunUntil([this] { return server_->answers_in_flight() == 0; }, kFlushSeconds);
-  if (client_) {
+  if (client_ && !master_lost_) {
     // A refused write is retried for up to --heartbeat_timeout (PutConfirmed).
     const double flush = confirming_ > 0 ? settings_.heartbeat_timeout + kFlushSeconds
                                          : kFlushSeconds;
     loop_.RunUntil([this] { return pending_puts_ == 0 && confirming_ == 0; }, flush);
     if (!unconfirmed_ && confirming_ > 0) {
       unconfirmed_ = fmt::format("the master at {} did not answer this node's last report ({})",
-                                 MasterText(), last_error_);
+                                 MasterText(), UnansweredWhy());
     }
     if (unconfirmed_) {
       PDLOG_ERROR("{}", *unconfirmed_);

@@ -126,6 +126,7 @@ class MasterNetnsTest(NetnsTestCase):
         result = self._killed_launcher(victim=0)
         self.assertIn(f"lost the master at {self.master()}: no answer for {TTL} s", result.stderr)
 
+
     def test_rendezvous_deadline_names_who_registered(self):
         common = ["--master", self.master(), "--nnodes", 3, "--rendezvous_timeout", 3]
         results = self.run_nodes([common + ["--report", self.dir / f"report{i}.json"]
@@ -607,6 +608,78 @@ class MismatchTest(LaunchTestCase):
         second = self.node(port, 2, "second", "--job_id", "A")
         for proc in (host, second):
             self.assertEqual(self.finish(proc, timeout=30).code, 0)
+
+    def test_a_rank_given_on_some_nodes_only_names_both_sides(self):
+        # Issue #29 item 8: the line said "2 of 3 nodes gave --rank and the others did not".
+        port = free_port(self)
+        procs = [self.start_launch(["--master", f"127.0.0.1:{port}", "--nnodes", 3, "--host",
+                                    f"127.0.0.{i + 1}", "--rendezvous_timeout", 20, "--log_dir",
+                                    self.dir / f"l{i}", *rank] + self.rank_args(), name=f"n{i}")
+                 for i, rank in enumerate((["--rank", 0], ["--rank", 1], []))]
+        for proc in procs:
+            result = self.finish(proc, timeout=60)
+            self.assertEqual(result.code, 1, result)
+            self.assertRegex(result.stderr.splitlines()[-1],
+                             r"^launch: error: 2 of 3 nodes gave --rank \(127\.0\.0\.1:\d+ rank 0, "
+                             r"127\.0\.0\.2:\d+ rank 1\) and 1 did not \(127\.0\.0\.3:\d+\): give "
+                             r"every node its rank or none$")
+        self.assertEqual(list(self.rec.glob("env.*.json")), [])
+
+    def test_a_node_past_nnodes_is_named_by_address_on_both_sides(self):
+        # Issue #29 item 8: it was named by its store key (/default/info/<pod>/-1), and the host
+        # said nothing of it.
+        port = free_port(self)
+        common = ["--master", f"127.0.0.1:{port}", "--nnodes", 2, "--rendezvous_timeout", 20]
+        procs = [self.start_launch(common + ["--host", f"127.0.0.{i + 1}", "--log_dir",
+                                             self.dir / f"l{i}"]
+                                   + self.rank_args("--ready", self.rec, "--sleep", 120),
+                                   name=f"n{i}") for i in (0, 1)]
+        self.wait_ready(2)
+        extra = self.start_launch(common + ["--host", "127.0.0.3", "--log_dir", self.dir / "l2"]
+                                  + self.rank_args(), name="extra")
+        result = self.finish(extra, timeout=60)
+        self.assertEqual(result.code, 1, result)
+        self.assertRegex(result.stderr.splitlines()[-1],
+                         r"^launch: error: the world of job default formed at master "
+                         r"127\.0\.0\.1:\d+ with its 2 nodes \[127\.0\.0\.[12] \([a-z]{6}\), "
+                         r"127\.0\.0\.[12] \([a-z]{6}\)\] without this node \(127\.0\.0\.3 "
+                         r"\([a-z]{6}\)\): is this node one too many \(--nnodes 2\), or late "
+                         r"from an earlier run\?$")
+        host = next(p for p in procs if "hosts the master" in
+                    (self.dir / f"{p.pdl_name}.stderr").read_text())
+        self.wait_until(lambda: "node 127.0.0.3 (" in
+                        (self.dir / f"{host.pdl_name}.stderr").read_text(),
+                        "the host to name the extra node", 20)
+        self.assertRegex((self.dir / f"{host.pdl_name}.stderr").read_text(),
+                         r"node 127\.0\.0\.3 \([a-z]{6}\) registered for job default after its "
+                         r"world of 2 nodes formed: it is not part of the job")
+        for proc in procs:
+            proc.kill()
+
+    def test_a_node_that_lost_the_master_exits_as_soon_as_it_says_so(self):
+        # Issue #29 item 8: after a network cut it printed `lost the master` and then spent up
+        # to 3 s more waiting for requests to the master it had just lost. A stopped host
+        # (SIGSTOP) is the same to the node: connections are taken by the kernel and never
+        # answered, no reset, no error. With a heartbeat every 1.5 s (--heartbeat_timeout 6)
+        # and 5 s for each request, one is always still unanswered when the node gives up.
+        port = free_port(self)
+        procs = [self.start_launch(["--master", f"127.0.0.1:{port}", "--nnodes", 2,
+                                    "--heartbeat_timeout", 6, "--log_dir", self.dir / f"l_{name}"]
+                                   + self.rank_args("--ready", self.rec, "--sleep", 120), name=name)
+                 for name in ("host", "node")]
+        # The first to serve is the host; the other one is the node that loses it.
+        self.wait_ready(2)
+        host, node = procs if "hosts the master" in (self.dir / "host.stderr").read_text() \
+            else reversed(procs)
+        os.kill(host.pid, signal.SIGSTOP)
+        self.addCleanup(lambda: os.kill(host.pid, signal.SIGKILL))
+        result = self.finish(node, timeout=60)
+        exited = time.time()
+        self.assertEqual(result.code, 1, result)
+        lost = stamp(result.stderr, r"lost the master at .*: no answer for 6 s")
+        now = time.localtime(exited)
+        exited_in_day = now.tm_hour * 3600 + now.tm_min * 60 + now.tm_sec + exited % 1
+        self.assertLess(exited_in_day - lost, 1.5, result)
 
     def test_a_node_of_another_run_mode_is_refused(self):
         port = free_port(self)

@@ -48,6 +48,9 @@ class JobLedger {
   };
   /// Nodes newly found to disagree with the job's terms, each once.
   std::vector<Refusal> TakeRefusals();
+  /// Info entries (key, record) of nodes that registered after the world formed without them,
+  /// each pod once: one too many, or late from an earlier run.
+  std::vector<std::pair<std::string, std::string>> TakeLate();
   /// Info keys to delete now, each once: a refused node's, and before the world forms a node's
   /// whose heartbeat went away. `left` gets the pods forgotten for the latter.
   std::vector<std::string> TakeStaleInfo(std::vector<std::string>* left = nullptr);
@@ -75,6 +78,8 @@ class JobLedger {
   std::set<std::string> done_;
   std::optional<JobFailure> failure_;
   std::vector<Refusal> refusals_;
+  std::set<std::string> late_pods_;
+  std::vector<std::pair<std::string, std::string>> late_;
   std::vector<std::string> stale_;
   std::vector<std::string> left_;
   bool formed_ = false;

@@ -26,7 +26,8 @@ inline constexpr std::string_view kHostKeyName = "aaaaaa";
 /// "Keys"):
 /// * written by the participants, read by the host alone: /<job>/pdlaunch/alive/<pod>
 ///   (heartbeat, expires), /<job>/pdlaunch/done/<pod> (exit code),
-///   /<job>/pdlaunch/node_terms/<pod>;
+///   /<job>/pdlaunch/node_terms/<pod>, /<job>/pdlaunch/heard/<pod> (read why the world
+///   cannot form);
 /// * the news, small, which every participant long-polls: /<job>/pdlaunch/news/terms (the job's),
 ///   news/refused/<pod>, news/formed (the world is formed, or cannot be), news/failure (the
 ///   job's root cause, first writer wins), news/complete (every node done);
@@ -58,6 +59,10 @@ struct MasterKeys {
   std::string failure() const { return news_prefix() + "failure"; }
   std::string complete() const { return news_prefix() + "complete"; }
   std::string world() const { return coord_prefix() + "world"; }
+  /// Written by a participant that read in news/formed why the world cannot form: the host
+  /// serves until every registered node has (or a few seconds), so that none of them finds the
+  /// master gone and reports that instead of the reason.
+  std::string heard(const std::string& pod) const { return coord_prefix() + "heard/" + pod; }
 };
 
 /// The pod of an info key /<job>/info/<pod>/<rank> (the segment after the prefix); empty when

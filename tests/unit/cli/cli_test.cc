@@ -195,6 +195,7 @@ struct PrefixCase {
   const char* prefix;
   const char* outcome;  // The option, or the error line.
 };
+// clang-format off
 constexpr PrefixCase kArgparsePrefixes[] = {
     {"--a", "ambiguous option: --a could match --auto_parallel_config, --auto_cluster_config, --auto_tuner_json"},
     {"--au", "ambiguous option: --au could match --auto_parallel_config, --auto_cluster_config, --auto_tuner_json"},
@@ -260,6 +261,7 @@ constexpr PrefixCase kArgparsePrefixes[] = {
     {"--worke", "ambiguous option: --worke could match --workers, --worker_num"},
     {"--worker", "ambiguous option: --worker could match --workers, --worker_num"},
 };
+// clang-format on
 
 std::string Outcome(std::string_view prefix) {
   try {
@@ -727,6 +729,14 @@ TEST(EnvironmentTwinsTest, NestedLaunchIgnoresWhatTheParentSetForItsRanks) {
   EXPECT_FALSE(o.master);
   EXPECT_EQ(o.nproc_per_node, 2);
   EXPECT_EQ(notes.size(), 2u);
+  // PADDLE_TRAINER_ID (not a twin, read for the node's rank) is ignored with a line too
+  // (issue #29 item 8).
+  LaunchOptions p = Options({"t.py"});
+  EXPECT_EQ(ApplyEnvironmentTwins(p, {{"PDLAUNCH_PARENT", "123"}, {"PADDLE_TRAINER_ID", "3"}}),
+            std::vector<std::string>{
+                "PADDLE_TRAINER_ID is inherited from the job that started this launcher: ignored "
+                "(pass --rank to set this node's rank)"});
+  EXPECT_TRUE(ApplyEnvironmentTwins(p, {{"PADDLE_TRAINER_ID", "3"}}).empty());
 }
 
 TEST(NewInterfaceCliTest, HelpListsBothInterfaces) {

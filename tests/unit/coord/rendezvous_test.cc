@@ -323,7 +323,8 @@ TEST(OrderPeersTest, BadExplicitRanksAreNamed) {
   EXPECT_EQ(error({{keys.info("a", 0), a}, {keys.info("b", 5), b}}, keys.info("a", 0)),
             "node 10.0.0.2:6001 has --rank 5 but the job has 2 nodes (0..1)");
   EXPECT_EQ(error({{keys.info("a", 0), a}, {keys.info("b", -1), b}}, keys.info("a", 0)),
-            "1 of 2 nodes gave --rank and the others did not: give every node its rank or none");
+            "1 of 2 nodes gave --rank (10.0.0.1:6001 rank 0) and 1 did not (10.0.0.2:6001): give "
+            "every node its rank or none");
 }
 
 TEST(BuildMasterClusterTest, NodesMayRunDifferentNumbersOfProcesses) {

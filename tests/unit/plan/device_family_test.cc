@@ -196,21 +196,21 @@ TEST(PaddleDeviceModuleTest, LabelsComeFromTheFamilysVariable) {
   EXPECT_EQ(xpulink.devices_per_proc.size(), 4u);
   // A custom type custom_dev reads CUSTOM_DEV_VISIBLE_DEVICES; key FLAGS_selected_custom_devs;
   // PADDLE_DISTRI_BACKEND=xccl, PADDLE_XCCL_BACKEND=custom_dev.
-  const DevicePlan custom = Resolve(
-      {{"PADDLE_XCCL_BACKEND", "custom_dev"}, {"CUSTOM_DEV_VISIBLE_DEVICES", "0,1"}});
+  const DevicePlan custom =
+      Resolve({{"PADDLE_XCCL_BACKEND", "custom_dev"}, {"CUSTOM_DEV_VISIBLE_DEVICES", "0,1"}});
   EXPECT_EQ(custom.family.visible_variable, "CUSTOM_DEV_VISIBLE_DEVICES");
   EXPECT_EQ(custom.family.selected_key, "FLAGS_selected_custom_devs");
-  EXPECT_EQ(custom.family.env, (std::vector<std::pair<std::string, std::string>>{
-                                   {"PADDLE_DISTRI_BACKEND", "xccl"},
-                                   {"PADDLE_XCCL_BACKEND", "custom_dev"}}));
+  EXPECT_EQ(custom.family.env,
+            (std::vector<std::pair<std::string, std::string>>{
+                {"PADDLE_DISTRI_BACKEND", "xccl"}, {"PADDLE_XCCL_BACKEND", "custom_dev"}}));
   EXPECT_EQ(custom.devices_per_proc, (Ids{{0}, {1}}));
 }
 
 TEST(PaddleDeviceModuleTest, AllOrNothingSetAsksTheProbe) {
   // CUDA_VISIBLE_DEVICES=all -> the probe; 4 CUDA devices -> 0..3.
-  EXPECT_EQ(Resolve({{"CUDA_VISIBLE_DEVICES", "all"}}, std::nullopt, "auto", {4, 0, 0})
-                .devices_per_proc,
-            (Ids{{0}, {1}, {2}, {3}}));
+  EXPECT_EQ(
+      Resolve({{"CUDA_VISIBLE_DEVICES", "all"}}, std::nullopt, "auto", {4, 0, 0}).devices_per_proc,
+      (Ids{{0}, {1}, {2}, {3}}));
   // No CUDA, XPU or custom device, or 0 of them -> cpu, one process, no selected key.
   const DevicePlan cpu = Resolve({}, std::nullopt, "auto", {0, 0, 0});
   EXPECT_EQ(cpu.family.type, "cpu");
@@ -244,9 +244,9 @@ TEST(PaddleDeviceModuleTest, EachTypeHasItsSelectedKey) {
   // key (docs/env.md), IPU is refused (docs/cli.md, "Devices"), and every type is known.
   EXPECT_EQ(Resolve({{"CUDA_VISIBLE_DEVICES", "0"}}).family.selected_key, "FLAGS_selected_gpus");
   EXPECT_EQ(Resolve({{"XPU_VISIBLE_DEVICES", "0"}}).family.selected_key, "FLAGS_selected_xpus");
-  EXPECT_EQ(Resolve({{"PADDLE_XCCL_BACKEND", "npu"}, {"NPU_VISIBLE_DEVICES", "0"}})
-                .family.selected_key,
-            "FLAGS_selected_npus");
+  EXPECT_EQ(
+      Resolve({{"PADDLE_XCCL_BACKEND", "npu"}, {"NPU_VISIBLE_DEVICES", "0"}}).family.selected_key,
+      "FLAGS_selected_npus");
 }
 
 TEST(DeviceProbeParsersTest, CountTheRecordedOutputs) {
