@@ -42,19 +42,6 @@ EchoChoice ParseEchoChoice(std::string_view value) {
   return choice;
 }
 
-std::string PrefixLines(std::string_view lines, std::string_view prefix) {
-  std::string out;
-  out.reserve(lines.size() + prefix.size() * 8);
-  while (!lines.empty()) {
-    const size_t end = lines.find('\n');
-    const size_t length = end == std::string_view::npos ? lines.size() : end + 1;
-    out.append(prefix);
-    out.append(lines.substr(0, length));
-    lines.remove_prefix(length);
-  }
-  return out;
-}
-
 std::string EchoPrefix(std::string_view role, int rank, std::string_view host) {
   const std::string_view name = role == "trainer" ? "rank" : role;
   if (host.empty()) return fmt::format("[{} {}]: ", name, rank);

@@ -107,15 +107,13 @@ struct EchoSource {
 class ConsoleEcho {
  public:
   ConsoleEcho(asio::io_context& io, const std::vector<EchoSource>& sources)
-      : sigio_(io), poll_timer_(io) {
+      : sigio_(io), poll_timer_(io), quiet_timer_(io), mux_(Prefixes(sources)) {
     if (sources.empty()) return;
     for (const EchoSource& source : sources) {
-      File file;
-      file.prefix = source.prefix;
-      file.fd = ::open(source.path.c_str(), O_RDONLY | O_CLOEXEC);
-      if (file.fd < 0) ThrowSystemError(errno, "cannot open " + source.path + " to echo it");
-      ::lseek(file.fd, 0, SEEK_END);  // Earlier runs' output stays in the file, not on screen.
-      files_.push_back(std::move(file));
+      const int fd = ::open(source.path.c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0) ThrowSystemError(errno, "cannot open " + source.path + " to echo it");
+      ::lseek(fd, 0, SEEK_END);  // Earlier runs' output stays in the file, not on screen.
+      files_.push_back(fd);
     }
     if (const std::string problem = WatchDirectories(sources); !problem.empty()) {
       StopWatching();
@@ -130,35 +128,53 @@ class ConsoleEcho {
   }
   ~ConsoleEcho() {
     StopWatching();
-    for (File& file : files_) ::close(file.fd);
+    for (int fd : files_) ::close(fd);
   }
 
-  /// Echoes the whole lines written so far to every file (today's console does before it shows
-  /// a failed process's tail, as Paddle echoes container 0 before it: the echo stays in order).
+  /// Echoes what every file holds so far, as EchoMux shows it (today's console does before it
+  /// shows a failed process's tail, as Paddle echoes container 0 before it: the echo stays in
+  /// order).
   void DrainLines() {
-    for (File& file : files_) Drain(file);
+    for (size_t i = 0; i < files_.size(); ++i) Drain(i);
+    ArmQuiet();
   }
 
-  /// Echoes everything up to the end of every file, last partial lines included (a prefixed
-  /// one gets a newline, so that the next process's line does not continue it).
+  /// Echoes everything up to the end of every file, partial segments included (a prefixed line
+  /// left open gets a newline, so that the next line does not continue it).
   void Finish() {
     StopWatching();
-    for (File& file : files_) {
-      Drain(file);
-      std::string rest = file.assembler.Finish();
-      if (!file.prefix.empty() && !rest.empty()) rest += '\n';
-      WriteOut(file, rest);
-    }
+    for (size_t i = 0; i < files_.size(); ++i) Drain(i);
+    WriteOut(mux_.Finish());
     finished_ = true;
     poll_timer_.cancel();
+    quiet_timer_.cancel();
   }
 
  private:
-  struct File {
-    int fd = -1;
-    std::string prefix;
-    LineAssembler assembler;
-  };
+  static std::vector<std::string> Prefixes(const std::vector<EchoSource>& sources) {
+    std::vector<std::string> prefixes;
+    for (const EchoSource& source : sources) prefixes.push_back(source.prefix);
+    return prefixes;
+  }
+
+  static double Now() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
+
+  /// A prefixed partial segment is shown once its process has been quiet for kQuietSeconds.
+  void ArmQuiet() {
+    const std::optional<double> next = mux_.NextQuiet(kQuietSeconds);
+    if (!next || finished_ || quiet_armed_) return;
+    quiet_armed_ = true;
+    quiet_timer_.expires_after(Seconds(std::max(0.0, *next - Now()) + 0.001));
+    quiet_timer_.async_wait([this](boost::system::error_code ec) {
+      quiet_armed_ = false;
+      if (ec || finished_) return;
+      WriteOut(mux_.FlushQuiet(Now(), kQuietSeconds));
+      ArmQuiet();
+    });
+  }
 
   /// Blocks SIGIO (for good: a SIGIO that comes after the marks are gone must not find its
   /// default action, termination; children start with an empty mask), opens the signalfd and
@@ -228,7 +244,7 @@ class ConsoleEcho {
     });
   }
 
-  void Drain(File& file) {
+  void Drain(size_t index) {
     // Until there is output, reads go to a small buffer on the stack: a job that printed nothing
     // finds nothing at its last drain, and mapping the large buffer for that (and unmapping it,
     // a TLB shoot-down while the watchdog shares the address space) was on every such job's way
@@ -236,28 +252,31 @@ class ConsoleEcho {
     char first[4096];
     for (;;) {
       char* const into = buffer_ ? buffer_.get() : first;
-      const ssize_t n = ::read(file.fd, into, buffer_ ? kEchoBufferSize : sizeof first);
+      const ssize_t n = ::read(files_[index], into, buffer_ ? kEchoBufferSize : sizeof first);
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) return;
-      WriteOut(file, file.assembler.Feed(std::string_view(into, static_cast<size_t>(n))));
+      WriteOut(mux_.Feed(index, std::string_view(into, static_cast<size_t>(n)), Now()));
       // Not zero-filled: only the pages a read fills are ever touched.
       if (!buffer_) buffer_ = std::make_unique_for_overwrite<char[]>(kEchoBufferSize);
     }
   }
 
-  void WriteOut(const File& file, const std::string& lines) {
-    if (!console_ok_ || lines.empty()) return;
-    // EPIPE: the console went away; keep going.
-    console_ok_ = WriteAll(STDOUT_FILENO, file.prefix.empty() ? lines
-                                                              : PrefixLines(lines, file.prefix));
+  void WriteOut(const std::string& text) {
+    if (!console_ok_ || text.empty()) return;
+    console_ok_ = WriteAll(STDOUT_FILENO, text);  // EPIPE: the console went away; keep going.
   }
 
   static constexpr double kPollSeconds = 0.05;
+  /// How long a prefixed process's partial line waits for its end before it is shown.
+  static constexpr double kQuietSeconds = 0.5;
   StreamDescriptor sigio_;         ///< The signalfd for SIGIO.
   std::vector<int> directories_;   ///< Marked with F_NOTIFY.
   asio::steady_timer poll_timer_;  // Without dnotify only.
+  asio::steady_timer quiet_timer_;
+  bool quiet_armed_ = false;
+  EchoMux mux_;
   bool finished_ = false;
-  std::vector<File> files_;
+  std::vector<int> files_;  ///< The echoed logs, open for reading; mux_'s sources.
   static constexpr size_t kEchoBufferSize = 1 << 20;
   std::unique_ptr<char[]> buffer_;
   bool console_ok_ = true;

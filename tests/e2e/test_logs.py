@@ -80,6 +80,46 @@ class EchoWithoutDnotifyTest(LaunchTestCase):
         self.assertNotIn("of rank 1", result.stdout)
 
 
+class EchoProgressTest(LaunchTestCase):
+    """Issue #29 item 5: a rank that draws a '\r' progress bar showed nothing until its newline,
+    and with --echo the '\r' then overwrote the `[rank N]:` prefix. Now the default echo passes
+    the bytes through as they come, and a prefixed echo gives every redraw its prefix and shows a
+    partial line after 0.5 s of quiet (docs/cli.md, "Console")."""
+
+    BAR = ("#!/bin/sh\n"
+           "printf 'loading... '; sleep 1; echo done\n"
+           "for p in 10 50; do printf '\\r%3d%%' $p; sleep 0.3; done; printf '\\r100%%\\n'\n")
+
+    def script(self):
+        script = self.dir / "bar.sh"
+        script.write_text(self.BAR)
+        script.chmod(0o755)
+        return script
+
+    def test_the_default_echo_shows_a_partial_line_before_its_end(self):
+        proc = self.start_launch(["--nproc_per_node", 1, self.script()])
+        # "loading... " shows while the rank still sleeps before "done".
+        self.wait_until(lambda: "loading... " in (self.dir / "launcher.stdout").read_text(),
+                        "the partial line on the console", 10)
+        self.assertNotIn("done", (self.dir / "launcher.stdout").read_text())
+        result = self.finish(proc)
+        self.assertEqual(result.code, 0, result)
+        self.assertIn("loading... done\n\r 10%\r 50%\r100%\n", result.stdout)
+
+    def test_a_prefixed_echo_keeps_the_prefix_on_every_redraw(self):
+        proc = self.start_launch(["--echo", "all", "--nproc_per_node", 1, self.script()])
+        self.wait_until(lambda: "[rank 0]: loading... " in
+                        (self.dir / "launcher.stdout").read_text(),
+                        "the partial line after the quiet time", 10)
+        result = self.finish(proc)
+        self.assertEqual(result.code, 0, result)
+        self.assertIn("[rank 0]: loading... done\n", result.stdout)
+        self.assertIn("[rank 0]: 100%\n", result.stdout)
+        # Every redraw that reached the console came with its prefix.
+        for part in result.stdout.split("\r")[1:]:
+            self.assertTrue(part.startswith("[rank 0]: ") or part == "", repr(result.stdout))
+
+
 class LogFilesTest(LaunchTestCase):
     """Each rank's stdout and stderr go to log/workerlog.<local rank>."""
 

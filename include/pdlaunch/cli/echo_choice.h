@@ -18,9 +18,6 @@ struct EchoChoice {
 /// listed twice. Pure.
 EchoChoice ParseEchoChoice(std::string_view value);
 
-/// `lines` with `prefix` before each line (a last line without '\n' gets it too). Pure.
-std::string PrefixLines(std::string_view lines, std::string_view prefix);
-
 /// The prefix of an echoed line: "[rank 3]: ", "[worker 1]: " for other roles, and the node's
 /// host first in a job of several nodes: "[10.0.0.2 rank 3]: ". Pure.
 std::string EchoPrefix(std::string_view role, int rank, std::string_view host);

