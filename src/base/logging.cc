@@ -153,6 +153,16 @@ void DropHeldLines() {
   held.lines.clear();
 }
 
+std::vector<std::pair<LogLevel, std::string>> TakeHeldLines() {
+  Held& held = TheHeld();
+  held.holding = false;
+  std::vector<std::pair<LogLevel, std::string>> lines;
+  lines.reserve(held.lines.size());
+  for (HeldLine& l : held.lines) lines.emplace_back(l.level, std::move(l.message));
+  held.lines.clear();
+  return lines;
+}
+
 void SetupLogging() { Logger(); }
 
 void SetLogStyle(LogStyle style) {

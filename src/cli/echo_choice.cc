@@ -1,6 +1,7 @@
 #include "pdlaunch/cli/echo_choice.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 
@@ -40,6 +41,24 @@ EchoChoice ParseEchoChoice(std::string_view value) {
   }
   std::sort(choice.locals.begin(), choice.locals.end());
   return choice;
+}
+
+std::optional<std::string> EchoAbsentWarning(const EchoChoice& choice, size_t processes) {
+  if (choice.all) return std::nullopt;
+  std::vector<int> absent;  // One line for all of them, however many were listed.
+  for (int local : choice.locals) {
+    if (local >= static_cast<int>(processes)) absent.push_back(local);
+  }
+  if (absent.empty()) return std::nullopt;
+  constexpr size_t kShown = 8;
+  const bool plural = absent.size() > 1;
+  const std::string more =
+      absent.size() > kShown ? fmt::format(" and {} more", absent.size() - kShown) : "";
+  absent.resize(std::min(absent.size(), kShown));
+  return fmt::format(
+      "--echo: this node runs {} processes (local ranks 0..{}); nothing to echo for local "
+      "rank{} {}{}",
+      processes, processes - 1, plural ? "s" : "", fmt::join(absent, ","), more);
 }
 
 std::string EchoPrefix(std::string_view role, int rank, std::string_view host) {

@@ -54,6 +54,7 @@ std::string FormatDryRun(const DryRunPlan& plan) {
   out["processes"] =
       plan.cluster || plan.ps || !plan.processes.empty() ? processes : Json(nullptr);
   out["notes"] = plan.notes;
+  out["warnings"] = plan.warnings;
   return out.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 

@@ -325,20 +325,8 @@ std::vector<EchoSource> EchoSources(const std::vector<SupervisedProcess>& proces
       sources.push_back({p.log_path, EchoPrefix(p.role, p.rank, options.echo_host)});
     }
   }
-  std::vector<int> absent;  // One line for all of them, however many were listed.
-  for (int local : choice.locals) {
-    if (local >= static_cast<int>(processes.size())) absent.push_back(local);
-  }
-  if (!absent.empty()) {
-    constexpr size_t kShown = 8;
-    const bool plural = absent.size() > 1;
-    const std::string more =
-        absent.size() > kShown ? fmt::format(" and {} more", absent.size() - kShown) : "";
-    absent.resize(std::min(absent.size(), kShown));
-    PDLOG_WARN("--echo: this node runs {} processes (local ranks 0..{}); nothing to echo for "
-               "local rank{} {}{}",
-               processes.size(), processes.size() - 1, plural ? "s" : "", fmt::join(absent, ","),
-               more);
+  if (const std::optional<std::string> absent = EchoAbsentWarning(choice, processes.size())) {
+    PDLOG_WARN("{}", *absent);
   }
   return sources;
 }
@@ -528,7 +516,11 @@ class EventLoop {
       // The child reads its spec until its exec (ConfirmStarted below), so it is started from
       // its place in children_, whose storage is reserved: it neither moves nor dies meanwhile.
       RunReport& report = TheRunReport();
-      report.processes.push_back(RecordOf(p, static_cast<int>(children_.size()), 0));
+      // local_rank: its index among this node's processes of its role, the N of its log file
+      // (docs/report.md), as --dry_run says it.
+      const auto same_role = std::count_if(children_.begin(), children_.end(),
+                                           [&](const Child& c) { return c.info.role == p.role; });
+      report.processes.push_back(RecordOf(p, static_cast<int>(same_role), 0));
       children_.push_back(Child{Process(), StreamDescriptor(io_), std::move(p), log_start,
                                 report.processes.size() - 1});
       Child& child = children_.back();

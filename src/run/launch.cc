@@ -20,6 +20,7 @@
 #include "pdlaunch/base/version.h"
 #include "pdlaunch/cli/address_syntax.h"
 #include "pdlaunch/cli/cli.h"
+#include "pdlaunch/cli/echo_choice.h"
 #include "pdlaunch/cli/master_config.h"
 #include "pdlaunch/coord/elastic.h"
 #include "pdlaunch/plan/cloud.h"
@@ -106,13 +107,13 @@ Cluster PlanCloudCluster(const LaunchOptions& options, const CloudEnv& cloud,
 }
 
 /// The plan's warnings and notes; the legacy console adds its mode lines, which today's
-/// launcher does not print.
-void LogDevicePlan(const DevicePlan& plan, bool todays_console) {
+/// launcher does not print (the mode line on stdout: not in a dry run, whose stdout is JSON).
+void LogDevicePlan(const DevicePlan& plan, bool todays_console, bool print_mode_line = true) {
   for (const std::string& line : plan.warnings) PDLOG_WARN("{}", line);
   for (const std::string& line : plan.info) PDLOG_INFO("{}", line);
   if (todays_console) return;
   if (plan.backend == "gloo") PDLOG_WARN("launch start with CPUONLY mode");
-  fmt::print("{}\n", plan.mode_line);
+  if (print_mode_line) fmt::print("{}\n", plan.mode_line);
 }
 
 /// Everything needed to start the local trainers, decided before anything starts.
@@ -355,15 +356,17 @@ int RunDryRun(JobDecision decision) {
   const LaunchOptions& options = decision.options;
   const EnvMap env = EnvironmentMap();
   DryRunPlan plan;
+  // What the planning logs, the run's own code, becomes the JSON's warnings and notes.
+  HoldLines();
+  if (!decision.elastic.config) WarnModeBoundFlags(options);
+  size_t local_processes = 0;
   plan.mode = decision.rpc ? "rpc" : decision.mode == JobMode::kCollective ? "collective" : "ps";
   plan.launch_path = PathName(decision);
   const TrainingCommand command = ResolveTrainingCommand(
       options.training_script, options.training_script_args, GetEnv("PADDLE_LAUNCH_PYTHON"),
       GetEnv("PATH").value_or("/bin:/usr/bin"));  // A missing script: the real run's error.
   plan.command = command.argv;
-  if (const std::optional<std::string> note = UnusedMasterNote(decision)) {
-    plan.notes.push_back(*note);
-  }
+  if (const std::optional<std::string> note = UnusedMasterNote(decision)) PDLOG_WARN("{}", *note);
   if (decision.path.kind == LaunchPath::Kind::kMaster || decision.rpc || decision.ps_counts) {
     const MasterSettings& master = *decision.path.master;
     plan.notes.push_back(fmt::format(
@@ -387,9 +390,12 @@ int RunDryRun(JobDecision decision) {
         plan.processes.push_back({PsRoleName(p.role), p.global_id, p.local_index, p.log_name,
                                   p.env});
       }
+      local_processes = ps.plan.processes.size();
     }
   } else {
     const CollectivePlan collective = PlanCollective(options, env);
+    LogDevicePlan(collective.devices, UsesNewInterface(options), /*print_mode_line=*/false);
+    local_processes = collective.cluster.local_pod().trainers.size();
     plan.device_mode = collective.devices.family.type;
     plan.cluster = collective.cluster;
     const JobEnv job{"(a new temporary directory)", GetEnv("PADDLE_WITH_GLOO").value_or("0"),
@@ -399,6 +405,18 @@ int RunDryRun(JobDecision decision) {
       plan.processes.push_back({"trainer", trainer.global_rank, trainer.local_rank,
                                 fmt::format("workerlog.{}", trainer.local_rank),
                                 TrainerVariables(collective.cluster, trainer, job, world)});
+    }
+  }
+  if (options.echo && local_processes > 0) {
+    if (auto absent = EchoAbsentWarning(ParseEchoChoice(*options.echo), local_processes)) {
+      PDLOG_WARN("{}", *absent);
+    }
+  }
+  for (auto& [level, line] : TakeHeldLines()) {
+    if (level >= LogLevel::kWarn) {
+      plan.warnings.push_back(std::move(line));
+    } else if (level == LogLevel::kInfo) {
+      plan.notes.push_back(std::move(line));
     }
   }
   fmt::print("{}", FormatDryRun(plan));

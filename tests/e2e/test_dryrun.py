@@ -1,6 +1,7 @@
 """--dry_run (issue #11, item 4): the plan of a real run as JSON on stdout; nothing started,
 no file written; the same errors as a real run."""
 import json
+import shutil
 
 import harness
 from harness import LaunchTestCase
@@ -52,7 +53,7 @@ class DryRunTest(LaunchTestCase):
         self.assertEqual(result.code, 0, result)
         plan = json.loads(result.stdout)
         self.assertEqual(plan["launch_path"], "ips")
-        self.assertEqual(plan["notes"], [
+        self.assertEqual(plan["warnings"], [
             "--master 10.0.0.1:8090 is not used: --ips lists the nodes, and the job forms from "
             "that list without a master (give one of the two)"])
 
@@ -93,6 +94,37 @@ class DryRunTest(LaunchTestCase):
         self.assertEqual(sorted(p.name for p in (self.dir / "log").iterdir()
                                 if p.name.endswith(("log.0", "log.1"))),
                          ["serverlog.0", "workerlog.0", "workerlog.1"])
+
+    def test_warnings_and_notes_are_the_real_runs(self):
+        # Issue #29 item 4: the same code says them, in the same words.
+        for args in (["--gpus", "0", "--nproc_per_node", 1], ["--echo", "5", "--nproc_per_node", 2],
+                     ["--backend", "gloo", "--gpus", "0"], ["--max_restart", 3],
+                     ["--log_level", "INFO", "--gpus", "0", "--echo", "3"]):
+            with self.subTest(args=args):
+                shutil.rmtree(self.dir / "log", ignore_errors=True)
+                plan = json.loads(self.dry_run(args + self.rank_args()).stdout)
+                self.assertNotEqual(plan["warnings"], [])
+                real = self.run_launch(args + self.rank_args())
+                self.assertEqual(real.code, 0, real)
+                self.assertEqual(harness.log_messages(real.stderr, "WARNING"), plan["warnings"])
+                for note in plan["notes"]:
+                    self.assertIn(note, harness.log_messages(real.stderr, "INFO"))
+                for path in self.rec.iterdir():
+                    path.unlink()
+
+    def test_a_ps_processs_local_rank_is_the_reports(self):
+        # Issue #29 item 4: the report said 1 and 2 for the workers, the dry run 0 and 1; both
+        # now say the index among this node's processes of the role (docs/report.md).
+        base = harness.fixed_port_base()
+        args = (["--server_num", 1, "--worker_num", 2, "--start_port", base]
+                + self.rank_args("--await", self.rec / "env.-1.json"))
+        plan = json.loads(self.dry_run(args).stdout)
+        real = self.run_launch(["--report", self.dir / "report.json"] + args)
+        self.assertEqual(real.code, 0, real)
+        report = json.loads((self.dir / "report.json").read_text())
+        self.assertEqual([(p["role"], p["rank"], p["local_rank"]) for p in report["processes"]],
+                         [(p["role"], p["rank"], p["local_rank"]) for p in plan["processes"]])
+        self.assertEqual([p["local_rank"] for p in report["processes"]], [0, 0, 1])
 
     def test_errors_are_the_real_runs(self):
         for args, code, line in [

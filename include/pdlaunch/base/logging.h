@@ -5,6 +5,7 @@
 #include <exception>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 // The launcher's log, written through spdlog by src/base/logging.cc alone: spdlog is header-only
@@ -52,6 +53,9 @@ void HoldLines();
 /// lines.
 void ReleaseHeldLines(const std::vector<std::string>& first_info_lines = {});
 void DropHeldLines();
+/// Stops holding and returns the held lines, level and message, unwritten: --dry_run puts what
+/// the planning logged into its JSON (the same code as the run's, so the same words).
+std::vector<std::pair<LogLevel, std::string>> TakeHeldLines();
 
 /// Makes the logger now (Main does, first thing). It is made outside spdlog's registry: the
 /// registry's own default logger (a colour sink that probes the terminal, a compiled pattern)

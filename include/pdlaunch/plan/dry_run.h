@@ -37,7 +37,8 @@ struct DryRunPlan {
     EnvList env;  ///< The variables the launcher sets (on top of the launcher's environment).
   };
   std::vector<Process> processes;
-  std::vector<std::string> notes;  ///< What a real run would decide later, and why.
+  std::vector<std::string> notes;  ///< What a real run would decide later, and why; its INFO lines.
+  std::vector<std::string> warnings;  ///< The real run's warnings, in the same words.
 };
 
 /// The plan as JSON text (keys in a fixed order, a trailing newline). Pure.
