@@ -12,6 +12,7 @@
 
 #include "pdlaunch/base/errors.h"
 #include "pdlaunch/base/version.h"
+#include "pdlaunch/cli/master_config.h"
 
 namespace pdlaunch {
 namespace {
@@ -737,6 +738,28 @@ TEST(EnvironmentTwinsTest, NestedLaunchIgnoresWhatTheParentSetForItsRanks) {
                 "PADDLE_TRAINER_ID is inherited from the job that started this launcher: ignored "
                 "(pass --rank to set this node's rank)"});
   EXPECT_TRUE(ApplyEnvironmentTwins(p, {{"PADDLE_TRAINER_ID", "3"}}).empty());
+}
+
+TEST(NewInterfaceCliTest, OneRuleForTheConsoleAndTheFiles) {
+  // docs/cli.md, "Console" (issue #29 item 7): today's console and files for a command that uses
+  // today's interface: one of its flags typed, or PADDLE_MASTER/PADDLE_NNODES honoured; a
+  // nested launch ignores the ones its parent set, so its own command line decides.
+  const auto todays = [](const Args& args, const EnvMap& env) {
+    LaunchOptions o = Options(args);
+    ApplyEnvironmentTwins(o, env);
+    return UsesNewInterface(o);
+  };
+  EXPECT_FALSE(todays({"t.py"}, {}));
+  EXPECT_TRUE(todays({"--log_level", "INFO", "t.py"}, {}));
+  EXPECT_TRUE(todays({"t.py"}, {{"PADDLE_NNODES", "2"}}));
+  EXPECT_FALSE(todays({"t.py"}, {{"PADDLE_NNODES", "2"}, {"PDLAUNCH_PARENT", "7"}}));
+  EXPECT_TRUE(todays({"--nnodes", "2", "t.py"}, {{"PDLAUNCH_PARENT", "7"}}));
+  // Elastic through the legacy flags is the legacy interface; through --master etcd:// today's.
+  EXPECT_FALSE(todays({"--elastic_server", "127.0.0.1:2379", "--job_id", "j", "--np", "2",
+                       "t.py"},
+                      {}));
+  EXPECT_TRUE(todays({"--master", "etcd://127.0.0.1:2379", "--nnodes", "2", "t.py"}, {}));
+  EXPECT_FALSE(todays({"--legacy", "--nnodes", "2", "t.py"}, {}));
 }
 
 TEST(NewInterfaceCliTest, HelpListsBothInterfaces) {
