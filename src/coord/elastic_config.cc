@@ -148,6 +148,23 @@ ElasticConfig MakeConfig(const Sourced& server, const Sourced& job, const Source
   config.timeout_seconds = EnvInt(env, "PADDLE_ELASTIC_TIMEOUT", kDefaultTimeoutSeconds, 1);
   config.max_restart = MaxRestartSetting(options, env);
   config.pre_hook = options.elastic_pre_hook;
+  // Today's launcher (--master etcd://) defaults to Paddle's -1; the legacy flags keep the
+  // in-place restarts they always had here.
+  const bool todays = options.master && options.master->starts_with("etcd://");
+  config.level = options.elastic_level.value_or(todays ? -1 : 1);
+  if (config.level < -1 || config.level > 1) {
+    throw UsageError(fmt::format(
+        "{}: '{}' is not an elastic level (-1: a failure ends the job, 0: the other nodes hold, "
+        "1: every node restarts)",
+        options.FlagName("elastic_level"), config.level));
+  }
+  if (options.elastic_timeout) {
+    if (*options.elastic_timeout < 1) {
+      throw UsageError(fmt::format("{}: '{}' must be at least 1 (seconds)",
+                                   options.FlagName("elastic_timeout"), *options.elastic_timeout));
+    }
+    config.timeout_seconds = *options.elastic_timeout;
+  }
   return config;
 }
 

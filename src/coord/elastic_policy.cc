@@ -150,15 +150,35 @@ ElasticStep DecideElasticStep(const JobState& state, const std::string& self,
     return step;
   }
   if (failed) {
-    if (world->restarts >= config.max_restart) {
+    if (config.level < 0 || world->restarts >= config.max_restart) {
       ElasticStep step;
       step.kind = ElasticStep::Kind::kFail;
       step.world = *world;
       step.failure = failure->second;
-      step.exit_code = config.elastic_level() ? kExitElasticError : kExitElasticRestart;
+      step.cause = DescribeFailure(failure->second);
+      if (config.level < 0) {
+        step.exit_code = failure->second.signal ? 128 + *failure->second.signal
+                                                : failure->second.exit_code.value_or(1);
+      } else {
+        step.exit_code = config.elastic_level() ? kExitElasticError : kExitElasticRestart;
+      }
       return step;
     }
     return ProposeNext(state, *world, config, world->restarts + 1);
+  }
+  // --elastic_level -1: a member that left ends the job for the members (no next world).
+  if (config.level < 0 && Contains(world->members, self) && !AllMembersLive(state, *world)) {
+    ElasticStep step;
+    step.kind = ElasticStep::Kind::kFail;
+    step.world = *world;
+    for (const std::string& id : world->members) {
+      if (!state.HasNode(id)) {
+        step.cause = fmt::format("node {} left the job", HostOf(*world, id));
+        break;
+      }
+    }
+    step.exit_code = 1;
+    return step;
   }
   // This node ran the current world and its ranks were stopped before they finished (a member
   // left, was seen gone, and came back: an etcd lease that expired under load and was renewed),
@@ -167,6 +187,15 @@ ElasticStep DecideElasticStep(const JobState& state, const std::string& self,
   const auto done = state.done.find(world->generation);
   const bool self_done = done != state.done.end() && done->second.count(self) != 0;
   if (world->generation == ran_generation && Contains(world->members, self) && !self_done) {
+    if (config.level < 0) {  // Any stop of a running world ends the job.
+      ElasticStep step;
+      step.kind = ElasticStep::Kind::kFail;
+      step.world = *world;
+      step.cause = fmt::format("the world of generation {} was stopped (a node left or joined)",
+                               world->generation);
+      step.exit_code = 1;
+      return step;
+    }
     return ProposeNext(state, *world, config, world->restarts);
   }
   if (!healthy || CanGrow(state, *world, config)) {

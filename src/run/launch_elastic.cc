@@ -447,13 +447,22 @@ int ElasticNodeAgent::RunWorld(const WorldRecord& world) {
   loop.device_log = internal::DeviceLogOf(options_, cluster, log_dir_.string());
   internal::ApplyNumaBinding(options_, cluster, processes);
   internal::ChooseConsole(loop, pod);
-  loop.on_first_failure = [this](const SupervisedProcess& p, const ExitStatus& s) {
-    PublishFailure(p, s);
-  };
+  // --elastic_level 0: a node whose rank fails leaves the job and the others hold (they see it
+  // go); no failure record, which would stop them all.
+  if (config_.level != 0) {
+    loop.on_first_failure = [this](const SupervisedProcess& p, const ExitStatus& s) {
+      PublishFailure(p, s);
+    };
+  }
   const SupervisorResult result = Supervise(std::move(processes), loop);
   running_.reset();
   ran_generation_ = world.generation;
   if (result.signal) return result.exit_code;
+  if (config_.level == 0 && result.failed) {
+    PDLOG_ERROR("a rank of this node failed: leaving the job (--elastic_level 0), the other "
+                "nodes hold and form the next world without it");
+    return result.exit_code;
+  }
   if (result.stopped && stop_reason_) PDLOG_WARN("stopped the local ranks: {}", *stop_reason_);
   if (result.failed || result.stopped) {
     announced_wait_ = false;  // The next wait is for another world.
@@ -535,8 +544,12 @@ int ElasticNodeAgent::RunGenerations() {
         Complete();
         return 0;
       case ElasticStep::Kind::kFail:
-        PDLOG_ERROR("job failed after {} restarts (--max_restart {}): {}", next_->world.restarts,
-                    config_.max_restart, DescribeFailure(*next_->failure));
+        if (config_.level < 0) {
+          PDLOG_ERROR("job failed (--elastic_level -1: no restart): {}", next_->cause);
+        } else {
+          PDLOG_ERROR("job failed after {} restarts (--max_restart {}): {}",
+                      next_->world.restarts, config_.max_restart, next_->cause);
+        }
         Leave();
         return next_->exit_code;
       default:

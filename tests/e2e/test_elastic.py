@@ -304,3 +304,43 @@ class ElasticUsageTest(LaunchTestCase):
                              "3:2", *self.rank_args()], timeout=30)
         self.assertEqual(r.code, 2, repr(r))
         self.assertIn("'3:2'", r.stderr)
+
+
+class ElasticLevelTest(ElasticTestCase):
+    """Paddle's --elastic_level (paddle-new-launch.md §11.3; issue #29 item 9): -1 a failure
+    anywhere ends the job on every node, 0 the failed node leaves and the others hold and form
+    the next world without it, 1 (the legacy flags' default) every node restarts in place."""
+
+    def test_minus_one_ends_the_job_at_the_first_failure_whatever_the_budget(self):
+        extra = ["--elastic_level", "-1", "--max_restart", "3"]
+        a = self.node("a", "2", *self.rank_args("--ready", self.rec, "--sleep", "600"),
+                      extra=extra)
+        self.wait_for_text("a", "not ready for np 2", proc=a)  # a joins first: rank 0.
+        b = self.node("b", "2", *self.rank_args("--ready", self.rec, "--exit", "1:7",
+                                                "--delay", "2", "--sleep", "600"), extra=extra)
+        ra, rb = self.finish(a, 60), self.finish(b, 60)
+        self.assertEqual((ra.code, rb.code), (7, 7), f"{ra!r}\n{rb!r}")
+        for name in ("a", "b"):
+            self.assertIn("job failed (--elastic_level -1: no restart): rank 1 on node 127.0.0.3 "
+                          "exited with code 7", self.stderr(name))
+            self.assertNotIn("generation 2", self.stderr(name))
+
+    def test_zero_the_failed_node_leaves_and_the_others_go_on_without_it(self):
+        extra = ["--elastic_level", "0"]
+        a = self.node("a", "2", *self.rank_args("--sleep", "4"), extra=extra)
+        self.wait_for_text("a", "not ready for np 2", proc=a)  # a joins first: rank 0.
+        b = self.node("b", "2", *self.rank_args("--exit", "1:7", "--delay", "1", "--sleep", "600"),
+                      extra=extra)
+        self.wait_for_text("a", "ready with hosts [127.0.0.2, 127.0.0.3]", proc=a)
+        c = self.node("c", "2", *self.rank_args("--sleep", "1"), extra=extra)  # A spare.
+        ra, rb, rc = self.finish(a, 90), self.finish(b, 90), self.finish(c, 90)
+        self.assertEqual((ra.code, rb.code, rc.code), (0, 7, 0), f"{ra!r}\n{rb!r}\n{rc!r}")
+        self.assertIn("leaving the job (--elastic_level 0)", self.stderr("b"))
+        self.assertIn("ready with hosts [127.0.0.2, 127.0.0.4]", self.stderr("a"))
+        self.assertIn("job job1 completed", self.stderr("c"))
+
+    def test_a_level_that_is_not_paddles_is_a_usage_error(self):
+        result = self.run_launch(["--elastic_server", self.etcd.endpoint, "--job_id", JOB,
+                                  "--np", "2", "--elastic_level", "2"] + self.rank_args())
+        self.assertEqual(result.code, 2, result)
+        self.assertIn("--elastic_level: '2' is not an elastic level", result.stderr)

@@ -34,6 +34,13 @@ struct ElasticConfig {
   int timeout_seconds = 120;  ///< PADDLE_ELASTIC_TIMEOUT: wait for etcd, and for np in N:M mode.
   int max_restart = 3;  ///< --max_restart / PADDLE_MAX_RESTART: restarts after failures, job-wide.
   std::optional<std::string> pre_hook;  ///< --elastic_pre_hook: shell command before every launch.
+  /// --elastic_level / PADDLE_ELASTIC_LEVEL, Paddle's meaning (docs/elastic.md, "Elastic
+  /// levels"): -1 a failure or a departure anywhere ends the job on every node; 0 a node whose
+  /// rank fails leaves, and the others hold and form the next world without it; 1 every node
+  /// stops and the next world forms, rank failures counted against max_restart. Default: -1
+  /// through --master etcd:// (Paddle's), 1 through --elastic_server (pdlaunch's in-place
+  /// restarts of the legacy interface).
+  int level = 1;
 
   /// Elastic level (N < M): failures end with exit 3. Fault-tolerance level (N == M): exit 101.
   bool elastic_level() const { return np_max > np_min; }

@@ -20,8 +20,11 @@ struct ElasticStep {
   };
   Kind kind = Kind::kWait;
   WorldRecord world;                     ///< kPropose, kRun.
-  std::optional<FailureRecord> failure;  ///< kFail: the root cause.
-  int exit_code = 0;                     ///< kFail: 101 (fault tolerance) or 3 (elastic level).
+  std::optional<FailureRecord> failure;  ///< kFail: the root cause, when a rank failed.
+  std::string cause;                     ///< kFail: the root cause in words.
+  /// kFail: 101 (fault tolerance) or 3 (elastic range) once the restart budget is spent; at
+  /// --elastic_level -1, the failed rank's code (128 + signal), or 1 for a node that left.
+  int exit_code = 0;
   std::string status;  ///< kWait: one line for the console, e.g. "not ready for np 2 ...".
 };
 

@@ -61,6 +61,24 @@ TEST(ElasticConfigTest, FlagsGiveConfigWithDefaults) {
   EXPECT_FALSE(decision.config->elastic_level());
 }
 
+TEST(ElasticConfigTest, ElasticLevelAndTimeoutAsPaddleReadsThem) {
+  // issue #29 item 9: the legacy flags restart in place (1); --master etcd:// is Paddle's -1.
+  EXPECT_EQ(Config(ElasticFlags()).level, 1);
+  LaunchOptions todays = ElasticFlags();
+  todays.master = "etcd://127.0.0.1:2379";
+  EXPECT_EQ(Config(todays).level, -1);
+  todays.elastic_level = 0;
+  EXPECT_EQ(Config(todays).level, 0);
+  todays.elastic_level = 2;
+  EXPECT_EQ(UsageMessage(todays),
+            "--elastic_level: '2' is not an elastic level (-1: a failure ends the job, 0: the "
+            "other nodes hold, 1: every node restarts)");
+  LaunchOptions timeout = ElasticFlags("2:4");
+  timeout.elastic_timeout = 45;
+  EXPECT_EQ(Config(timeout, {{"PADDLE_ELASTIC_TIMEOUT", "300"}}).timeout_seconds, 45);
+  EXPECT_EQ(Config(ElasticFlags("2:4"), {{"PADDLE_ELASTIC_TIMEOUT", "300"}}).timeout_seconds, 300);
+}
+
 TEST(ElasticConfigTest, EnvironmentAloneGivesConfig) {
   const ElasticConfig config = Config(LaunchOptions{}, ElasticEnv("2:4"));
   EXPECT_EQ(config.server, "10.0.0.9:2379");

@@ -7,8 +7,9 @@ namespace {
 
 using Kind = ElasticStep::Kind;
 
-ElasticConfig Config(int np_min, int np_max, int max_restart = 3) {
+ElasticConfig Config(int np_min, int np_max, int max_restart = 3, int level = 1) {
   ElasticConfig config;
+  config.level = level;
   config.server = "127.0.0.1:2379";
   config.job_id = "job1";
   config.np_min = np_min;
@@ -140,6 +141,40 @@ TEST(ElasticPolicyTest, FailureWithBudgetSpentFailsWithTheLevelsCode) {
   const ElasticStep elastic = DecideElasticStep(state, "a", 3, Config(1, 2, 2), false);
   EXPECT_EQ(elastic.kind, Kind::kFail);
   EXPECT_EQ(elastic.exit_code, 3);
+}
+
+// Paddle's elastic levels (paddle-new-launch.md §11.3; issue #29 item 9).
+TEST(ElasticLevelTest, MinusOneEndsTheJobOnAFailureWhateverTheBudget) {
+  JobState state = WithWorld(Live({"a", "b"}), World(1, {"a", "b"}));
+  state.failures[1] = Failure(1, "b", 1, 7);
+  const ElasticStep step = DecideElasticStep(state, "a", 1, Config(2, 2, 3, -1), false);
+  EXPECT_EQ(step.kind, Kind::kFail);
+  EXPECT_EQ(step.exit_code, 7);  // The rank's code, on every node.
+  EXPECT_EQ(step.cause, "rank 1 on node 10.0.0.2 exited with code 7");
+}
+
+TEST(ElasticLevelTest, MinusOneEndsTheJobWhenAMemberLeaves) {
+  const JobState state = WithWorld(Live({"a", "c"}), World(1, {"a", "b"}));
+  const ElasticStep step = DecideElasticStep(state, "a", 1, Config(2, 2, 3, -1), false);
+  EXPECT_EQ(step.kind, Kind::kFail);
+  EXPECT_EQ(step.exit_code, 1);
+  EXPECT_EQ(step.cause, "node 10.0.0.2 left the job");
+  // Levels 0 and 1: the spare takes the free position.
+  for (int level : {0, 1}) {
+    EXPECT_EQ(DecideElasticStep(state, "a", 1, Config(2, 2, 3, level), false).kind,
+              Kind::kPropose);
+  }
+  // A node that is not a member (the spare) does not fail with them.
+  EXPECT_NE(DecideElasticStep(state, "c", 0, Config(2, 2, 3, -1), false).kind, Kind::kFail);
+}
+
+TEST(ElasticLevelTest, MinusOneDoesNotReformAStoppedWorld) {
+  // Stopped (a member left and came back, or a node joined a range): at -1 the job ends.
+  const JobState state = WithWorld(Live({"a", "b"}), World(1, {"a", "b"}));
+  const ElasticStep step = DecideElasticStep(state, "a", 1, Config(2, 2, 3, -1), false);
+  EXPECT_EQ(step.kind, Kind::kFail);
+  EXPECT_EQ(step.exit_code, 1);
+  EXPECT_EQ(DecideElasticStep(state, "a", 1, Config(2, 2, 3, 1), false).kind, Kind::kPropose);
 }
 
 TEST(ElasticPolicyTest, FailedWorldIsNeverRunEvenIfNew) {
