@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "pdlaunch/base/json_lossless.h"
+
 namespace pdlaunch {
 namespace {
 
@@ -55,7 +57,7 @@ std::string FormatDryRun(const DryRunPlan& plan) {
       plan.cluster || plan.ps || !plan.processes.empty() ? processes : Json(nullptr);
   out["notes"] = plan.notes;
   out["warnings"] = plan.warnings;
-  return out.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+  return DumpLossless(out, 2) + "\n";  // Every byte of the arguments (docs/report.md).
 }
 
 }  // namespace pdlaunch

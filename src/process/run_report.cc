@@ -6,6 +6,8 @@
 #include <ctime>
 #include <nlohmann/json.hpp>
 
+#include "pdlaunch/base/json_lossless.h"
+
 namespace pdlaunch {
 namespace {
 
@@ -87,7 +89,7 @@ std::string FormatRunReport(const RunReport& report) {
     out["device_usage"] = std::move(usage);
   }
   // Arguments need not be UTF-8: replace what is not, never throw.
-  return out.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+  return DumpLossless(out, 2) + "\n";  // Every byte of the arguments (docs/report.md).
 }
 
 }  // namespace pdlaunch

@@ -129,6 +129,21 @@ class ReportTest(ReportCase, LaunchTestCase):
                 self.assertFalse((self.dir / "log").exists(), "no log directory made")
                 self.assertEqual(self.recorded_pids("pid"), {}, "no rank started")
 
+    def test_an_argument_that_is_not_utf8_is_recorded_byte_for_byte(self):
+        # Issue #29 item 6: it reached the rank as it was but became U+FFFD in the report and
+        # the dry run. Now it is \udcXX (Python's surrogateescape): os.fsencode gives it back.
+        raw = b"caf\xe9-\xff"
+        arg = os.fsdecode(raw)
+        result = self.run_launch(["--report", self.dir / "r.json"] + self.rank_args(arg))
+        self.assertEqual(result.code, 0, result)
+        self.assertIn("\\udce9", (self.dir / "r.json").read_text())
+        report = self.read_report(self.dir / "r.json")
+        self.assertEqual(os.fsencode(report["command_line"][-1]), raw)
+        env = json.loads((self.rec / "env.0.json").read_text())
+        self.assertEqual(os.fsencode(env["argv"][-1]), raw)  # What the rank got.
+        dry = self.run_launch(["--dry_run"] + self.rank_args(arg))
+        self.assertEqual(os.fsencode(json.loads(dry.stdout)["command"][-1]), raw)
+
     def test_environment_twin(self):
         result = self.run_launch(["--nproc_per_node", 1] + self.rank_args(),
                                  env=self.env(PADDLE_REPORT=str(self.dir / "env.json")))
