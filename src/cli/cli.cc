@@ -377,7 +377,9 @@ const auto kFlags = std::to_array<FlagSpec>({
     {"--gloo_port", "http_port", Kind::kValue, N, &StorePort<&LO::http_port>, kLaunchGroup,
      "Parameter server: gloo HTTP port (alias of --http_port)", ""},
     {"--with_gloo", "with_gloo", Kind::kValue, N, &StoreText<&LO::with_gloo>, kLaunchGroup,
-     "PADDLE_WITH_GLOO for the processes", "", "PADDLE_WITH_GLOO"},
+     "PADDLE_WITH_GLOO of a parameter-server job's processes (collective ranks get the "
+     "environment's)",
+     "", "PADDLE_WITH_GLOO"},
     {"--elastic_level", "elastic_level", Kind::kValue, N, &StoreInt<&LO::elastic_level>,
      kLaunchGroup, "Elastic level of an etcd job (-1: none)", "", "PADDLE_ELASTIC_LEVEL"},
     {"--elastic_timeout", "elastic_timeout", Kind::kValue, N, &StoreInt<&LO::elastic_timeout>,
@@ -1050,7 +1052,7 @@ std::vector<FlagInfo> ListFlags() {
           break;
       }
       if (spec.dest == "run_mode") flag.choices.assign(kRunModes.begin(), kRunModes.end());
-      if (spec.dest == "backend") flag.choices = {"auto", "gloo", "nccl"};
+      if (spec.dest == "backend") flag.choices.assign(kBackends.begin(), kBackends.end());
       if (spec.dest == "log_level") flag.choices.assign(kLogLevels.begin(), kLogLevels.end());
     }
   }

@@ -559,6 +559,25 @@ std::optional<std::string> HistoryPrune(const TrialConfig& c,
   return std::nullopt;
 }
 
+size_t NewlyPruned(const std::vector<TrialConfig>& later, const std::vector<TrialOutcome>& history) {
+  if (history.empty()) return 0;
+  const std::vector<TrialOutcome> before(history.begin(), history.end() - 1);
+  size_t count = 0;
+  for (const TrialConfig& cfg : later) {
+    bool oom = false;
+    if (HistoryPrune(cfg, history, oom) && !HistoryPrune(cfg, before, oom)) ++count;
+  }
+  return count;
+}
+
+std::string TimeLeft(size_t trials_ahead, double seconds_per_trial) {
+  if (trials_ahead == 0) return {};
+  const auto total = static_cast<long>(std::lround(trials_ahead * std::max(0.0, seconds_per_trial)));
+  if (total < 60) return fmt::format("about {} s left at most", total);
+  if (total < 3600) return fmt::format("about {} min {} s left at most", total / 60, total % 60);
+  return fmt::format("about {} h {} min left at most", total / 3600, total % 3600 / 60);
+}
+
 std::optional<double> ReadMetric(const std::string& log, const std::string& name) {
   std::string escaped;
   for (char ch : name) {

@@ -203,6 +203,7 @@ int RunAutoTuner(const LaunchOptions& options,
   int launched = 0;
   bool warned = false;
   std::optional<size_t> best;
+  double trial_seconds = 0;  // Of the trials run here (not resumed), for the time left.
   for (size_t index = 0; index < candidates.size(); ++index) {
     const TrialConfig& cfg = candidates[index];
     bool oom = false;
@@ -280,8 +281,24 @@ int RunAutoTuner(const LaunchOptions& options,
     const bool improved = now_best && now_best != best && *now_best == history.size() - 1;
     best = now_best;
     if (done == resumed.end()) {
-      fmt::print("[{}/{}] {} → {}\n", index + 1, candidates.size(), Describe(cfg),
-                 Outcome(history.back(), config, improved));
+      trial_seconds += history.back().exec_time;
+      const std::vector<TrialConfig> later(candidates.begin() + static_cast<long>(index) + 1,
+                                           candidates.end());
+      std::string more;
+      if (const size_t pruned = history.back().oom ? NewlyPruned(later, history) : 0) {
+        more = fmt::format(" (pruned {} more)", pruned);
+      }
+      size_t ahead = 0;  // The candidates the history does not prune yet.
+      for (const TrialConfig& next : later) {
+        bool oom_prune = false;
+        if (!HistoryPrune(next, history, oom_prune)) ++ahead;
+      }
+      ahead = std::min<size_t>(ahead, static_cast<size_t>(std::max(0, config.task_limit -
+                                                                          launched)));
+      const std::string left = TimeLeft(ahead, trial_seconds / launched);
+      fmt::print("[{}/{}] {} → {}{}{}\n", index + 1, candidates.size(), Describe(cfg),
+                 Outcome(history.back(), config, improved), more,
+                 left.empty() ? "" : "; " + left);
       std::fflush(stdout);
     }
     WriteAtomically(config.history_csv, HistoryCsv(history, config));

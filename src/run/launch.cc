@@ -290,6 +290,9 @@ JobDecision Decide(const LaunchOptions& given_options, const EnvMap& env) {
     options.np = d.path.etcd_np;
     options.given.insert("elastic_server");
     options.given.insert("np");
+    // Today's launcher's job id: `default` unless given (or PADDLE_JOB_ID), as for the HTTP
+    // master; not the legacy PADDLE_ELASTIC_JOB_ID.
+    if (!options.job_id) options.job_id = "default";
   }
   d.rpc = options.run_mode == "rpc";
   if (d.rpc && !options.master) {
@@ -350,6 +353,17 @@ DryRunPlan::PsJob PsJobOf(const PsPlan& plan) {
   return job;
 }
 
+/// What the run says of its elastic mode, the dry run too: the legacy launcher's note when the
+/// environment only half asks for it, and that --ips plays no part in it.
+void LogElasticDecision(const JobDecision& decision) {
+  if (!decision.elastic.info.empty() && !UsesNewInterface(decision.options)) {
+    PDLOG_INFO("{}", decision.elastic.info);
+  }
+  if (decision.elastic.config && decision.options.WasGiven("ips")) {
+    PDLOG_WARN("--ips is ignored in elastic mode: the nodes come from etcd");
+  }
+}
+
 /// --dry_run: the decisions and the plan of a real run as JSON; nothing is started or written.
 int RunDryRun(JobDecision decision) {
   if (decision.slurm) ApplySlurmStep(decision.options, *decision.slurm);
@@ -374,7 +388,14 @@ int RunDryRun(JobDecision decision) {
         master.master_given ? fmt::format("{}:{}", master.master_host, master.master_port)
                             : std::string("this node would host (its address and a free port)")));
   } else if (decision.elastic.config) {
-    plan.notes.push_back("the cluster is decided in etcd when the nodes register (elastic)");
+    LogElasticDecision(decision);
+    const ElasticConfig& elastic = *decision.elastic.config;
+    plan.notes.push_back(fmt::format(
+        "the cluster is decided in etcd at {} when the nodes of job {} register (elastic: {} "
+        "nodes)",
+        elastic.server, elastic.job_id,
+        elastic.np_min == elastic.np_max ? fmt::format("{}", elastic.np_min)
+                                         : fmt::format("{} to {}", elastic.np_min, elastic.np_max)));
   } else if (decision.mode != JobMode::kCollective) {
     if (DetectCloud(env)) {
       plan.notes.push_back(
@@ -393,6 +414,7 @@ int RunDryRun(JobDecision decision) {
       local_processes = ps.plan.processes.size();
     }
   } else {
+    LogElasticDecision(decision);
     const CollectivePlan collective = PlanCollective(options, env);
     LogDevicePlan(collective.devices, UsesNewInterface(options), /*print_mode_line=*/false);
     local_processes = collective.cluster.local_pod().trainers.size();
@@ -445,14 +467,10 @@ int RunDecided(JobDecision decision, const EnvMap& env, const std::function<void
   }
   if (mode != JobMode::kCollective) return internal::RunPs(options, mode, command, announce);
   const ElasticDecision& elastic = decision.elastic;
-  // The legacy launcher's note on its elastic mode; held until the dump is out.
   const bool todays_console = UsesNewInterface(options);
-  if (!elastic.info.empty() && !todays_console) PDLOG_INFO("{}", elastic.info);
+  LogElasticDecision(decision);  // Held until the dump is out.
   if (elastic.config) {
     announce();
-    if (options.WasGiven("ips")) {
-      PDLOG_WARN("--ips is ignored in elastic mode: the nodes come from etcd");
-    }
     return internal::RunElastic(options, *elastic.config, command);
   }
   CollectivePlan plan = PlanCollective(options, env);

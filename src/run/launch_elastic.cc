@@ -173,8 +173,10 @@ void ElasticNodeAgent::Connect() {
                           });
   } catch (const KvUnavailable& e) {
     throw LaunchError(
-        fmt::format("cannot reach etcd at {} within {} s (PADDLE_ELASTIC_TIMEOUT): {}",
-                    config_.server, config_.timeout_seconds, e.what()));
+        fmt::format("cannot reach etcd at {} within {} s ({}): {}", config_.server,
+                    config_.timeout_seconds,
+                    options_.elastic_timeout ? "--elastic_timeout" : "PADDLE_ELASTIC_TIMEOUT",
+                    e.what()));
   }
 }
 

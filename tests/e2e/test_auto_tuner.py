@@ -4,6 +4,7 @@ CUDA_VISIBLE_DEVICES, one process per trial (--nproc_per_node 1)."""
 import csv
 import json
 import os
+import re
 import signal
 import time
 from pathlib import Path
@@ -50,6 +51,13 @@ class AutoTunerTest(LaunchTestCase):
         result = self.tune(tuner_json())
         self.assertEqual(result.code, 0, result)
         lines = [l for l in result.stdout.splitlines() if l.startswith("[")]
+        # Each trial's line says how long the search may still take (the mean trial so far
+        # times the candidates the history does not prune yet); after the fourth the history
+        # prunes the last one, so nothing is left.
+        for line in lines[:3]:
+            self.assertRegex(line, r"; about \d+ s left at most$")
+        self.assertNotIn("left at most", lines[3])
+        lines = [re.sub(r"; about .* left at most$", "", l) for l in lines]
         # schedule_mode performance: mp ascending, mbs descending (Paddle's dist_degree).
         self.assertEqual(lines, [
             "[1/5] dp8 mp1 pp1 vpp1 sharding1 stage1 mbs2 recompute=- → OOM",

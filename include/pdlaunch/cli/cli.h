@@ -113,7 +113,7 @@ struct FlagInfo {
   std::string_view env;   ///< The environment twin, or empty.
   bool supported = true;  ///< false: refused as "not supported yet" when given.
   /// The whole set of values offered, when there is one (--run_mode's modes, true/false for a
-  /// bool); empty for free text. A refused value (--backend bkcl) is not offered.
+  /// bool); empty for free text.
   std::vector<std::string_view> choices;
 };
 

@@ -97,6 +97,15 @@ struct TrialOutcome {
 std::optional<std::string> HistoryPrune(const TrialConfig& cfg,
                                         const std::vector<TrialOutcome>& history, bool& oom);
 
+/// How many of `later` (the candidates still ahead) the last outcome of `history` prunes that
+/// the history before it did not: the "(pruned N more)" of an OOM trial's line.
+size_t NewlyPruned(const std::vector<TrialConfig>& later, const std::vector<TrialOutcome>& history);
+
+/// The search's time left, at most: `trials_ahead` more trials of the mean `seconds_per_trial`
+/// so far (later history prunes can only shorten it), as "about 3 min 20 s left at most";
+/// empty when nothing is ahead.
+std::string TimeLeft(size_t trials_ahead, double seconds_per_trial);
+
 /// The metric in a worker log by Paddle's rule (utils.py read_metric_log): every line's first
 /// "<name>: <number>" or "<number> <name>"; none → nullopt; fewer than 10 → the last; 10 to 19
 /// → the mean of those from the 10th on; 20 or more → the mean of the last 10; rounded to 5

@@ -59,7 +59,8 @@ TEST(CompletionTest, ClosedValueSetsComeFromTheParser) {
             std::string::npos);
   EXPECT_NE(bash.find("--log_level) COMPREPLY=($(compgen -W 'DEBUG INFO WARNING ERROR CRITICAL'"),
             std::string::npos);
-  EXPECT_NE(bash.find("--backend) COMPREPLY=($(compgen -W 'auto gloo nccl'"), std::string::npos);
+  EXPECT_NE(bash.find("--backend) COMPREPLY=($(compgen -W 'auto gloo nccl bkcl heter xccl'"),
+            std::string::npos);
   EXPECT_NE(bash.find("--log_dir) compopt -o filenames; COMPREPLY=($(compgen -d"),
             std::string::npos);
   EXPECT_NE(bash.find("--force) COMPREPLY=($(compgen -W 'true false'"), std::string::npos);

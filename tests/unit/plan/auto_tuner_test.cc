@@ -230,6 +230,26 @@ TEST(AutoTunerTest, HistoryPrunesChainOutOfMemory) {
   EXPECT_EQ(HistoryPrune(small, {}, oom), std::nullopt);
 }
 
+TEST(AutoTunerTest, TheTrialLineCountsWhatAnOomPrunesAndTheTimeLeft) {
+  // issue #28 item 6: "→ OOM (pruned 2 more)" and the time left at most.
+  TrialConfig small;
+  small.mbs = 1;
+  small.global_batch_size = 8;
+  TrialConfig mid = small, big = small, other = small;
+  mid.mbs = 2;
+  big.mbs = 4;
+  other.mp = 2;
+  TrialOutcome failed = Ran(small, 1, std::nullopt);
+  failed.oom = true;
+  EXPECT_EQ(NewlyPruned({mid, big, other}, {failed}), 2u);  // The larger batches of its layout.
+  EXPECT_EQ(NewlyPruned({mid, big}, {failed, Ran(other, 2, 5.0)}), 0u);  // Not the last one's.
+  EXPECT_EQ(NewlyPruned({mid}, {}), 0u);
+  EXPECT_EQ(TimeLeft(0, 12.0), "");
+  EXPECT_EQ(TimeLeft(3, 12.4), "about 37 s left at most");
+  EXPECT_EQ(TimeLeft(10, 20.0), "about 3 min 20 s left at most");
+  EXPECT_EQ(TimeLeft(40, 1800.0), "about 20 h 0 min left at most");
+}
+
 TEST(AutoTunerTest, MetricByPaddlesRule) {
   const auto log = [](int n, int from) {
     std::string text;
