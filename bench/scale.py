@@ -17,10 +17,10 @@ The host's launcher runs at nice -20: on a real cluster it has cores of its own,
 two with every other launcher and rank (at 2,048 nodes, niced 0, it gets too little CPU to answer
 and the nodes give up on it after --heartbeat_timeout). The nodes' log directories are on tmpfs.
 --heartbeat_timeout grows past 640 nodes (heartbeat_timeout() says why).
-Limits it raises for the run, and sets back afterwards (the product relies on none of them):
-  fs.inotify.max_user_instances to 8192 (128 by default: past it every further launcher echoes
-  rank 0 by a 50 ms poll instead of inotify, which would load the 2 cores), and this process's
-  RLIMIT_NOFILE to its hard limit. Needs root for the sysctl; 127.0.0.0/8 is local on Linux.
+Limits it raises for the run (the product relies on none of them): this process's RLIMIT_NOFILE
+to its hard limit. No sysctl: the launchers need no inotify instance (the console echo uses
+dnotify), so fs.inotify.max_user_instances (128 by default) stays as it is. 127.0.0.0/8 is local
+on Linux.
 """
 import argparse
 import os
@@ -135,30 +135,24 @@ def main():
     launch = str(Path(args.launch).resolve())
     limit = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (limit[1], limit[1]))
-    sysctl = Path("/proc/sys/fs/inotify/max_user_instances")
-    old = sysctl.read_text().strip()
-    sysctl.write_text("8192")
-    try:
-        print("| N | formed | host CPU, ranks idle | loopback bytes until formed | nodes that retried "
-              "| rank fails → every launcher exited |")
-        print("|---|---|---|---|---|---|")
-        # The nodes' log directories on tmpfs: a thousand simulated nodes creating their logs
-        # in one ext4 directory tree measure ext4's inode allocator, not the launcher.
-        shm = "/dev/shm" if Path("/dev/shm").is_dir() else None
-        with tempfile.TemporaryDirectory(prefix="pdlaunch-scale-", dir=shm) as tmp:
-            for k, n in enumerate(int(x) for x in args.nodes.split(",")):
-                ok = run(launch, n, args.port + 2 * k, Path(tmp) / "ok", args.idle)
-                bad = run(launch, n, args.port + 2 * k + 1, Path(tmp) / "bad", 60,
-                          fail_rank=n - 1)
-                formed = f"{ok['formed']:.2f} s" if ok["formed"] is not None else \
-                    f"never ({ok['ranks']} of {n} ranks started, {ok['nonzero']} launchers failed)"
-                cpu = f"{ok['cpu']:.1f} %" if ok["cpu"] is not None else "–"
-                sent = f"{ok['sent'] / 1e6:.1f} MB" if ok["sent"] is not None else "–"
-                fail = f"{bad['fail_to_exit']:.2f} s" if bad["fail_to_exit"] is not None else "–"
-                print(f"| {n} | {formed} | {cpu} | {sent} | {ok['retried']} | {fail} |",
-                      flush=True)
-    finally:
-        sysctl.write_text(old)
+    print("| N | formed | host CPU, ranks idle | loopback bytes until formed | nodes that retried "
+          "| rank fails → every launcher exited |")
+    print("|---|---|---|---|---|---|")
+    # The nodes' log directories on tmpfs: a thousand simulated nodes creating their logs
+    # in one ext4 directory tree measure ext4's inode allocator, not the launcher.
+    shm = "/dev/shm" if Path("/dev/shm").is_dir() else None
+    with tempfile.TemporaryDirectory(prefix="pdlaunch-scale-", dir=shm) as tmp:
+        for k, n in enumerate(int(x) for x in args.nodes.split(",")):
+            ok = run(launch, n, args.port + 2 * k, Path(tmp) / "ok", args.idle)
+            bad = run(launch, n, args.port + 2 * k + 1, Path(tmp) / "bad", 60,
+                      fail_rank=n - 1)
+            formed = f"{ok['formed']:.2f} s" if ok["formed"] is not None else \
+                f"never ({ok['ranks']} of {n} ranks started, {ok['nonzero']} launchers failed)"
+            cpu = f"{ok['cpu']:.1f} %" if ok["cpu"] is not None else "–"
+            sent = f"{ok['sent'] / 1e6:.1f} MB" if ok["sent"] is not None else "–"
+            fail = f"{bad['fail_to_exit']:.2f} s" if bad["fail_to_exit"] is not None else "–"
+            print(f"| {n} | {formed} | {cpu} | {sent} | {ok['retried']} | {fail} |",
+                  flush=True)
     return 0
 
 
