@@ -572,7 +572,9 @@ size_t NewlyPruned(const std::vector<TrialConfig>& later, const std::vector<Tria
 
 std::string TimeLeft(size_t trials_ahead, double seconds_per_trial) {
   if (trials_ahead == 0) return {};
-  const auto total = static_cast<long>(std::lround(trials_ahead * std::max(0.0, seconds_per_trial)));
+  const double seconds = static_cast<double>(trials_ahead) * std::max(0.0, seconds_per_trial);
+  if (seconds < 1) return "under 1 s left";
+  const auto total = static_cast<long>(std::lround(seconds));
   if (total < 60) return fmt::format("about {} s left at most", total);
   if (total < 3600) return fmt::format("about {} min {} s left at most", total / 60, total % 60);
   return fmt::format("about {} h {} min left at most", total / 3600, total % 3600 / 60);

@@ -6,6 +6,7 @@ import json
 import os
 import re
 import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -55,9 +56,9 @@ class AutoTunerTest(LaunchTestCase):
         # times the candidates the history does not prune yet); after the fourth the history
         # prunes the last one, so nothing is left.
         for line in lines[:3]:
-            self.assertRegex(line, r"; about \d+ s left at most$")
+            self.assertRegex(line, r"; (about \d+ s left at most|under 1 s left)$")
         self.assertNotIn("left at most", lines[3])
-        lines = [re.sub(r"; about .* left at most$", "", l) for l in lines]
+        lines = [re.sub(r"; (about .* left at most|under 1 s left)$", "", l) for l in lines]
         # schedule_mode performance: mp ascending, mbs descending (Paddle's dist_degree).
         self.assertEqual(lines, [
             "[1/5] dp8 mp1 pp1 vpp1 sharding1 stage1 mbs2 recompute=- → OOM",
@@ -83,6 +84,57 @@ class AutoTunerTest(LaunchTestCase):
         trial = self.dir / ("Job4_GBS16_DP4_MP2_PP1_VPP1_Sharding1_Stage1_MBS2_Recompute_None_"
                             "Granularity_None_AccStep2")
         self.assertTrue((trial / "workerlog.0").is_file())
+
+    def test_peak_memory_from_the_gpu_log_keeps_the_best_that_fits(self):
+        # Issue #28 item 4: the peak memory of a trial comes from the GPU log's sampler (a fake
+        # nvidia-smi reporting what the trainer says it uses: 1000 * mbs + 100 * dp MiB), and
+        # with buffer and max_mem_usage the best is the fastest that stays under the limit:
+        # dp4 mbs2 (240/s, 2400 MiB) does not, dp8 mbs1 (180/s, 1800 MiB) does.
+        fake = self.dir / "fakebin"
+        fake.mkdir()
+        mem = self.dir / "mem"
+        (fake / "nvidia-smi").write_text(f"""#!/bin/sh
+case "$*" in
+  *query-gpu=index,uuid*) echo '0, GPU-1, 550.54.15, NVIDIA H200, 1, Disabled, Disabled' ;;
+  *query-compute-apps*) ;;
+  *utilization*) echo "0, 50, 143771, $(cat {mem} 2>/dev/null || echo 0), 1000, 2026/11/27 10:00:00.000" ;;
+  *) exit 9 ;;
+esac
+""")
+        (fake / "nvidia-smi").chmod(0o755)
+        (self.dir / "tuner.json").write_text(json.dumps(tuner_json(buffer=100, max_mem_usage=2300)))
+        env = self.env(CUDA_VISIBLE_DEVICES="0,1,2,3,4,5,6,7", PDLAUNCH_GPU_LOG_PERIOD="0.1",
+                       PATH=f"{fake}:{os.environ['PATH']}")
+        result = self.run_launch(["--auto_tuner_json", "tuner.json", "--nproc_per_node", "1",
+                                  TRAINER, "./params.json", "--seconds", "0.8", "--mem-file", mem],
+                                 env=env)
+        self.assertEqual(result.code, 0, result)
+        rows = {(r["dp_degree"], r["micro_batch_size"]): r["max_mem_usage"] for r in self.history()}
+        self.assertEqual((rows[("8", "1")], rows[("4", "2")]), ("1800", "2400"), rows)
+        best = json.loads((self.dir / "best_cfg" / "best_cfg.json").read_text())
+        self.assertEqual((best["dp_degree"], best["micro_batch_size"]), (8, 1))
+
+    def test_an_unrelated_process_on_the_device_is_never_touched(self):
+        # Paddle's tuner runs `kill -9` on every process `fuser -v /dev/nvidia*` lists between
+        # trials, other users' jobs included. pdlaunch stops a trial through its own cgroup (or
+        # its process groups) and nothing else: a process holding a device file outside the job
+        # lives through the whole search, and no fuser is ever run.
+        fake = self.dir / "fakebin"
+        fake.mkdir()
+        (fake / "fuser").write_text(f"#!/bin/sh\necho \"$@\" >> {self.dir / 'fuser.calls'}\n")
+        (fake / "fuser").chmod(0o755)
+        device = self.dir / "nvidia0"
+        device.write_text("")
+        other = subprocess.Popen(["sh", "-c", f'exec sleep 600 < "{device}"'],
+                                 start_new_session=True)
+        self.addCleanup(lambda: (other.kill(), other.wait()))
+        env = self.env(CUDA_VISIBLE_DEVICES="0,1,2,3,4,5,6,7", PATH=f"{fake}:{os.environ['PATH']}")
+        (self.dir / "tuner.json").write_text(json.dumps(tuner_json()))
+        result = self.run_launch(["--auto_tuner_json", "tuner.json", "--nproc_per_node", "1",
+                                  TRAINER, "./params.json"], env=env)
+        self.assertEqual(result.code, 0, result)
+        self.assertIsNone(other.poll(), "the unrelated process was killed")
+        self.assertFalse((self.dir / "fuser.calls").exists())
 
     def test_a_second_run_resumes_without_rerunning_finished_trials(self):
         first = self.tune(tuner_json(task_limit=2, run_best=False))

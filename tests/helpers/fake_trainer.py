@@ -2,12 +2,13 @@
 """A trainer for the auto tuner's tests (issue #28): no GPU, a known metric and memory model.
 
     fake_trainer.py [--dp N] [--mp N] [--pp N] [--sharding N] [--stage N] [PARAMS.json]
-                    [--hang] [--seconds S]
+                    [--hang] [--seconds S] [--mem-file PATH]
 
 micro_batch_size comes from PARAMS.json's "per_device_train_batch_size" (the tuner rewrites a
 copy per trial). Memory: 20 * mbs / mp "MiB", out of memory past 30 (it prints Paddle's text and
 exits 1). Metric: 100 * mbs + 10 * dp, printed as PaddleNLP does, 12 times; the tuner averages
 the last ones. --hang: sleep for ever when mp == 1 and mbs == 1 (a trial the deadline must stop).
+--mem-file: writes 1000 * mbs + 100 * dp there, the MiB a fake nvidia-smi reports in use.
 """
 import json
 import sys
@@ -16,7 +17,7 @@ import time
 
 def main(argv):
     cfg = {"dp": 1, "mp": 1, "pp": 1, "sharding": 1, "stage": 1}
-    params, hang, seconds = None, False, 0.05
+    params, hang, seconds, mem_file = None, False, 0.05, None
     i = 0
     while i < len(argv):
         arg = argv[i]
@@ -29,6 +30,9 @@ def main(argv):
         elif arg == "--seconds":
             seconds = float(argv[i + 1])
             i += 1
+        elif arg == "--mem-file":  # Where a fake nvidia-smi reads the memory this trial "uses".
+            mem_file = argv[i + 1]
+            i += 1
         elif arg.endswith(".json"):
             params = arg
         i += 1
@@ -37,6 +41,9 @@ def main(argv):
         with open(params) as f:
             mbs = int(json.load(f).get("per_device_train_batch_size", 1))
     print(f"layout dp{cfg['dp']} mp{cfg['mp']} pp{cfg['pp']} mbs{mbs}", flush=True)
+    if mem_file:  # 1000 MiB per sample of the micro-batch, 100 per data-parallel replica.
+        with open(mem_file, "w") as f:
+            f.write(str(1000 * mbs + 100 * cfg["dp"]))
     if hang and cfg["mp"] == 1 and mbs == 1:
         time.sleep(3600)
     if 20 * mbs / cfg["mp"] > 30:

@@ -246,6 +246,7 @@ TEST(AutoTunerTest, TheTrialLineCountsWhatAnOomPrunesAndTheTimeLeft) {
   EXPECT_EQ(NewlyPruned({mid}, {}), 0u);
   EXPECT_EQ(TimeLeft(0, 12.0), "");
   EXPECT_EQ(TimeLeft(3, 12.4), "about 37 s left at most");
+  EXPECT_EQ(TimeLeft(2, 0.3), "under 1 s left");
   EXPECT_EQ(TimeLeft(10, 20.0), "about 3 min 20 s left at most");
   EXPECT_EQ(TimeLeft(40, 1800.0), "about 20 h 0 min left at most");
 }
