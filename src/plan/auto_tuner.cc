@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
+#include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -178,10 +180,11 @@ const std::set<std::string> kKnownKeys = {
     "recompute_granularity", "metric_cfg", "run_cmd", "task_limit", "max_time_per_task",
     "warmup_time", "max_search_time", "buffer", "max_mem_usage", "need_baseline",
     "invalid_strategy", "schedule_prior", "enable_pp_prune", "enable_mp_prune",
-    "use_sequence_parallel", "resume_csv_file_path", "run_best", "best_cfg_dir", "mode"};
+    "use_sequence_parallel", "resume_csv_file_path", "run_best", "best_cfg_dir", "mode",
+    "configs_csv"};
 // Paddle's keys not built yet: named in the error rather than ignored.
 const std::set<std::string> kNotYet = {"refined_recompute", "custom_search_dim",
-                                       "memory_estimation_tool", "configs_csv"};
+                                       "memory_estimation_tool"};
 
 double Seconds(const Json& value, const std::string& key) {
   if (!value.is_number() || value.get<double>() <= 0) Bad(key, "expected a positive number");
@@ -240,11 +243,18 @@ TunerConfig ParseTunerConfig(const std::string& text, const std::string& json_pa
       if (key != "name") Bad("search_algo." + key, "not supported yet");
     }
     c.search_algo = algo["name"].get<std::string>();
-    if (c.search_algo != "grid") {
-      Bad("search_algo.name", fmt::format("'{}': only grid is built yet (dp_estimation, gbs and "
-                                          "customize are not)",
+    if (c.search_algo != "grid" && c.search_algo != "customize") {
+      Bad("search_algo.name", fmt::format("'{}': grid and customize are built (dp_estimation and "
+                                          "gbs are not yet)",
                                           OneLine(c.search_algo)));
     }
+  }
+  if (root.contains("configs_csv")) {
+    if (!root["configs_csv"].is_string()) Bad("configs_csv", "expected a file name");
+    c.configs_csv = root["configs_csv"].get<std::string>();
+  }
+  if (c.search_algo == "customize" && c.configs_csv.empty()) {
+    Bad("configs_csv", "search_algo customize needs the CSV of its layouts");
   }
   if (root.contains("schedule_mode")) {
     if (!root["schedule_mode"].is_string()) Bad("schedule_mode", "expected a string");
@@ -419,6 +429,71 @@ std::string Describe(const TrialConfig& c) {
                      !c.use_recompute          ? std::string("-")
                      : !*c.use_recompute       ? std::string("off")
                                                : c.recompute_granularity.value_or("on"));
+}
+
+std::vector<std::pair<TrialConfig, std::optional<std::string>>> CustomizedLayouts(
+    const std::string& text, const TunerConfig& config) {
+  std::istringstream in(text);
+  std::string line;
+  const auto bad = [&](size_t row, const std::string& what) {
+    throw UsageError(fmt::format("configs_csv '{}' row {}: {}", OneLine(config.configs_csv), row,
+                                 OneLine(what)));
+  };
+  if (!std::getline(in, line)) bad(1, "no header");
+  const std::vector<std::string> header = SplitAndStrip(line, ',');
+  const auto column = [&](const std::string& name) -> std::optional<size_t> {
+    const auto it = std::find(header.begin(), header.end(), name);
+    return it == header.end() ? std::nullopt : std::optional<size_t>(it - header.begin());
+  };
+  std::vector<std::pair<TrialConfig, std::optional<std::string>>> out;
+  for (size_t row = 2; std::getline(in, line); ++row) {
+    if (StripSpace(line).empty()) continue;
+    const std::vector<std::string> fields = SplitAndStrip(line, ',');
+    const auto field = [&](const std::string& name) {
+      const std::optional<size_t> at = column(name);
+      return at && *at < fields.size() ? fields[*at] : std::string();
+    };
+    const auto integer = [&](const std::string& name) {
+      const std::string text_value = field(name);
+      long value = 0;
+      const auto [end, ec] = std::from_chars(text_value.data(),
+                                             text_value.data() + text_value.size(), value);
+      if (text_value.empty() || ec != std::errc() || end != text_value.data() + text_value.size() ||
+          value < 1) {
+        bad(row, fmt::format("{} must be an integer >= 1, got '{}'", name, text_value));
+      }
+      return value;
+    };
+    TrialConfig c;
+    c.dp = integer("dp_degree");
+    c.mp = integer("mp_degree");
+    c.pp = integer("pp_degree");
+    c.vpp = integer("vpp_degree");
+    c.mbs = integer("micro_batch_size");
+    c.sharding_degree = integer("sharding_degree");
+    c.sharding_stage = integer("sharding_stage");
+    std::string recompute = field("use_recompute");
+    std::transform(recompute.begin(), recompute.end(), recompute.begin(),
+                   [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+    if (recompute != "true" && recompute != "false") {
+      bad(row, fmt::format("use_recompute must be true or false, got '{}'", field("use_recompute")));
+    }
+    c.use_recompute = recompute == "true";
+    const std::string granularity = field("recompute_granularity");
+    if (!granularity.empty()) {
+      if (granularity != "full" && granularity != "full_attn" && granularity != "core_attn") {
+        bad(row, fmt::format("recompute_granularity must be full, full_attn or core_attn, got "
+                             "'{}'",
+                             granularity));
+      }
+      c.recompute_granularity = granularity;
+    }
+    c.global_batch_size = config.global_batch_size.value_or(0);
+    if (c.global_batch_size > 0) c.acc_steps = c.global_batch_size / c.dp / c.sharding_degree / c.mbs;
+    out.emplace_back(c, std::nullopt);
+  }
+  if (out.empty()) bad(2, "no layout");
+  return out;
 }
 
 std::vector<std::pair<TrialConfig, std::optional<std::string>>> SearchSpace(

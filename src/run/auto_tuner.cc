@@ -154,11 +154,24 @@ static TunerConfig LoadConfig(const LaunchOptions& options) {
   return ParseTunerConfig(ReadFile(json_path, 1 << 20), json_path, 1, std::max(1L, gpus));
 }
 
+// The layouts of the search in its order, each with its static prune: the grid, or the CSV of
+// search_algo customize.
+static std::vector<std::pair<TrialConfig, std::optional<std::string>>> Layouts(
+    const TunerConfig& config) {
+  if (config.search_algo != "customize") return SearchSpace(config);
+  std::error_code ec;
+  if (!fs::is_regular_file(config.configs_csv, ec)) {
+    throw UsageError(fmt::format("--auto_tuner_json: configs_csv '{}' is not a file",
+                                 OneLine(config.configs_csv)));
+  }
+  return CustomizedLayouts(ReadFile(config.configs_csv, 1 << 20), config);
+}
+
 int PrintAutoTunerPlan(const LaunchOptions& options) {
   const TunerConfig config = LoadConfig(options);
   Json layouts = Json::array();
   int job_id = 0;  // As the trials would be numbered if no history prune removed one.
-  for (const auto& [cfg, why] : SearchSpace(config)) {
+  for (const auto& [cfg, why] : Layouts(config)) {
     layouts.push_back({{"layout", Describe(cfg)},
                        {"log_dir", why ? Json(nullptr) : Json(TrialDirName(++job_id, cfg))},
                        {"pruned", why ? Json(*why) : Json(nullptr)}});
@@ -176,7 +189,7 @@ int RunAutoTuner(const LaunchOptions& options,
   const std::string json_path = *options.auto_tuner_json;
   const TunerConfig config = LoadConfig(options);
   std::error_code ec;
-  const std::vector<std::pair<TrialConfig, std::optional<std::string>>> space = SearchSpace(config);
+  const std::vector<std::pair<TrialConfig, std::optional<std::string>>> space = Layouts(config);
   std::vector<TrialConfig> candidates;
   for (const auto& [cfg, why] : space) {
     if (!why) candidates.push_back(cfg);
@@ -207,7 +220,9 @@ int RunAutoTuner(const LaunchOptions& options,
   for (size_t index = 0; index < candidates.size(); ++index) {
     const TrialConfig& cfg = candidates[index];
     bool oom = false;
-    if (const auto why = HistoryPrune(cfg, history, oom)) {
+    // Paddle's customize search runs every layout of its CSV: no history prune.
+    const bool prunes = config.search_algo != "customize";
+    if (const auto why = prunes ? HistoryPrune(cfg, history, oom) : std::nullopt) {
       TrialOutcome pruned;
       pruned.cfg = cfg;
       pruned.pruned = true;
@@ -285,13 +300,13 @@ int RunAutoTuner(const LaunchOptions& options,
       const std::vector<TrialConfig> later(candidates.begin() + static_cast<long>(index) + 1,
                                            candidates.end());
       std::string more;
-      if (const size_t pruned = history.back().oom ? NewlyPruned(later, history) : 0) {
+      if (const size_t pruned = prunes && history.back().oom ? NewlyPruned(later, history) : 0) {
         more = fmt::format(" (pruned {} more)", pruned);
       }
       size_t ahead = 0;  // The candidates the history does not prune yet.
       for (const TrialConfig& next : later) {
         bool oom_prune = false;
-        if (!HistoryPrune(next, history, oom_prune)) ++ahead;
+        if (!prunes || !HistoryPrune(next, history, oom_prune)) ++ahead;
       }
       ahead = std::min<size_t>(ahead, static_cast<size_t>(std::max(0, config.task_limit -
                                                                           launched)));

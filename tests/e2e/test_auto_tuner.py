@@ -136,6 +136,29 @@ esac
         self.assertIsNone(other.poll(), "the unrelated process was killed")
         self.assertFalse((self.dir / "fuser.calls").exists())
 
+    def test_customize_runs_every_layout_of_its_csv_in_order(self):
+        # search_algo customize (Paddle's CustomizeSearch): the CSV's layouts, in its order, none
+        # pruned: mbs 1 after mbs 2 of the same layout runs (the grid would prune it).
+        (self.dir / "layouts.csv").write_text(
+            "dp_degree,mp_degree,pp_degree,vpp_degree,micro_batch_size,sharding_degree,"
+            "sharding_stage,use_recompute,recompute_granularity\n"
+            "4,2,1,1,2,1,1,false,\n"
+            "4,2,1,1,1,1,1,false,\n"
+            "8,1,1,1,1,1,1,false,\n")
+        result = self.tune(tuner_json(search_algo={"name": "customize"},
+                                      configs_csv="layouts.csv", run_best=False))
+        self.assertEqual(result.code, 0, result)
+        lines = [re.sub(r"; (about .* left at most|under 1 s left)$", "", l)
+                 for l in result.stdout.splitlines() if l.startswith("[")]
+        self.assertEqual(lines, [
+            "[1/3] dp4 mp2 pp1 vpp1 sharding1 stage1 mbs2 recompute=off → 240 "
+            "interval_samples_per_second (best so far)",
+            "[2/3] dp4 mp2 pp1 vpp1 sharding1 stage1 mbs1 recompute=off → 140 "
+            "interval_samples_per_second",
+            "[3/3] dp8 mp1 pp1 vpp1 sharding1 stage1 mbs1 recompute=off → 180 "
+            "interval_samples_per_second"])
+        self.assertEqual(len(self.history()), 3)
+
     def test_a_second_run_resumes_without_rerunning_finished_trials(self):
         first = self.tune(tuner_json(task_limit=2, run_best=False))
         self.assertEqual(first.code, 0, first)

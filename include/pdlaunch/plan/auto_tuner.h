@@ -52,6 +52,9 @@ struct TunerConfig {
   std::string history_csv;        ///< <json dir>/<stem>_history.csv.
   std::string resume_csv;         ///< resume_csv_file_path, default history_csv.
   long nodes = 1, gpus_per_node = 8, num_gpus = 8;
+  /// search_algo "customize": the CSV of layouts to run, in its order (configs_csv; relative to
+  /// the working directory, as Paddle opens it).
+  std::string configs_csv;
 };
 
 /// Parses the file's `text` for a job of `nodes` nodes of `gpus_per_node` devices. UsageError
@@ -69,6 +72,14 @@ struct TrialConfig {
   long acc_steps = 0;  ///< gbs / dp / sharding / mbs.
   bool operator==(const TrialConfig&) const = default;
 };
+
+/// search_algo "customize" (search.py CustomizeSearch, utils.py load_configs_from_csv): the
+/// layouts of the CSV `text`, in its order, none pruned (Paddle runs them all). Columns by name:
+/// dp_degree, mp_degree, pp_degree, vpp_degree, micro_batch_size, sharding_degree and
+/// sharding_stage (integers >= 1), use_recompute (true or false), recompute_granularity (empty,
+/// full, full_attn or core_attn); others ignored. UsageError naming the row and the column.
+std::vector<std::pair<TrialConfig, std::optional<std::string>>> CustomizedLayouts(
+    const std::string& text, const TunerConfig& config);
 
 /// "dp2 mp4 pp1 vpp1 sharding1 stage1 mbs2 recompute=off".
 std::string Describe(const TrialConfig& cfg);

@@ -297,6 +297,33 @@ TEST(AutoTunerTest, BestAndTheHistoryCsvRoundTrip) {
   EXPECT_EQ(back[2].error, "Out of memory");
 }
 
+TEST(AutoTunerTest, CustomizeRunsTheLayoutsOfItsCsvInOrder) {
+  // search.py CustomizeSearch and utils.py load_configs_from_csv (issue #28 item 2).
+  TunerConfig config = ParseTunerConfig(R"({"model_cfg": {"global_batch_size": 16},
+    "metric_cfg": {"name": "m"}, "run_cmd": {}, "search_algo": {"name": "customize"},
+    "configs_csv": "layouts.csv"})",
+                                        "t.json", 1, 8);
+  EXPECT_EQ(config.search_algo, "customize");
+  const std::string csv =
+      "dp_degree,mp_degree,pp_degree,vpp_degree,micro_batch_size,sharding_degree,sharding_stage,"
+      "use_recompute,recompute_granularity,note\n"
+      "4,2,1,1,2,1,1,False,,fast\n"
+      "8,1,1,1,1,1,1,true,full,small\n";
+  const auto layouts = CustomizedLayouts(csv, config);
+  ASSERT_EQ(layouts.size(), 2u);
+  EXPECT_EQ(Describe(layouts[0].first), "dp4 mp2 pp1 vpp1 sharding1 stage1 mbs2 recompute=off");
+  EXPECT_EQ(layouts[0].first.acc_steps, 2);  // 16 / 4 / 1 / 2.
+  EXPECT_EQ(layouts[1].first.recompute_granularity, "full");
+  EXPECT_FALSE(layouts[1].second);  // Nothing pruned: Paddle runs them all.
+  const auto error = [&](const std::string& text) {
+    return ErrorOf<UsageError>([&] { CustomizedLayouts(text, config); });
+  };
+  EXPECT_EQ(error("dp_degree,mp_degree\n4,x\n"),
+            "configs_csv 'layouts.csv' row 2: mp_degree must be an integer >= 1, got 'x'");
+  EXPECT_EQ(error(csv.substr(0, csv.find('\n') + 1) + "4,2,1,1,2,1,1,maybe,,x\n"),
+            "configs_csv 'layouts.csv' row 2: use_recompute must be true or false, got 'maybe'");
+}
+
 TEST(AutoTunerTest, BadFilesAreOneLineNamingTheKey) {
   const auto error = [](const std::string& text) {
     return ErrorOf<UsageError>([&] { ParseTunerConfig(text, "t.json", 1, 8); });
@@ -312,8 +339,11 @@ TEST(AutoTunerTest, BadFilesAreOneLineNamingTheKey) {
             "--auto_tuner_json: mp_degree.min: expected a positive integer, got 0");
   EXPECT_EQ(error(R"({"model_cfg": {"global_batch_size": 8}, "metric_cfg": {"name": "m"},
     "run_cmd": {}, "search_algo": {"name": "dp_estimation"}})"),
-            "--auto_tuner_json: search_algo.name: 'dp_estimation': only grid is built yet "
-            "(dp_estimation, gbs and customize are not)");
+            "--auto_tuner_json: search_algo.name: 'dp_estimation': grid and customize are built "
+            "(dp_estimation and gbs are not yet)");
+  EXPECT_EQ(error(R"({"model_cfg": {"global_batch_size": 8}, "metric_cfg": {"name": "m"},
+    "run_cmd": {}, "search_algo": {"name": "customize"}})"),
+            "--auto_tuner_json: configs_csv: search_algo customize needs the CSV of its layouts");
   EXPECT_EQ(error(R"({"model_cfg": {"global_batch_size": "auto"}, "metric_cfg": {"name": "m"},
     "run_cmd": {}})"),
             "--auto_tuner_json: model_cfg.global_batch_size: \"auto\" (the GBS pre-search) is not "
