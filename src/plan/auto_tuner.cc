@@ -489,7 +489,15 @@ std::vector<std::pair<TrialConfig, std::optional<std::string>>> CustomizedLayout
       c.recompute_granularity = granularity;
     }
     c.global_batch_size = config.global_batch_size.value_or(0);
-    if (c.global_batch_size > 0) c.acc_steps = c.global_batch_size / c.dp / c.sharding_degree / c.mbs;
+    if (c.global_batch_size > 0) {
+      const long per_step = c.dp * c.sharding_degree * c.mbs;
+      if (c.global_batch_size % per_step) {
+        bad(row, fmt::format("global_batch_size {} is not a multiple of dp_degree {} x "
+                             "sharding_degree {} x micro_batch_size {}",
+                             c.global_batch_size, c.dp, c.sharding_degree, c.mbs));
+      }
+      c.acc_steps = c.global_batch_size / per_step;
+    }
     out.emplace_back(c, std::nullopt);
   }
   if (out.empty()) bad(2, "no layout");
@@ -650,9 +658,9 @@ std::string TimeLeft(size_t trials_ahead, double seconds_per_trial) {
   const double seconds = static_cast<double>(trials_ahead) * std::max(0.0, seconds_per_trial);
   if (seconds < 1) return "under 1 s left";
   const auto total = static_cast<long>(std::lround(seconds));
-  if (total < 60) return fmt::format("about {} s left at most", total);
-  if (total < 3600) return fmt::format("about {} min {} s left at most", total / 60, total % 60);
-  return fmt::format("about {} h {} min left at most", total / 3600, total % 3600 / 60);
+  if (total < 60) return fmt::format("about {} s left", total);
+  if (total < 3600) return fmt::format("about {} min {} s left", total / 60, total % 60);
+  return fmt::format("about {} h {} min left", total / 3600, total % 3600 / 60);
 }
 
 std::optional<double> ReadMetric(const std::string& log, const std::string& name) {

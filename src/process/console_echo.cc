@@ -92,6 +92,13 @@ std::string EchoMux::Finish() {
   return out;
 }
 
+std::string EchoMux::EndLine() {
+  if (!open_ || sources_[*open_].prefix.empty()) return {};
+  sources_[*open_].mid_line = false;
+  open_.reset();
+  return "\n";
+}
+
 bool WriteAll(int fd, std::string_view data) noexcept {
   while (!data.empty()) {
     const ssize_t n = ::write(fd, data.data(), data.size());

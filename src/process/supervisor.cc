@@ -107,7 +107,7 @@ struct EchoSource {
 class ConsoleEcho {
  public:
   ConsoleEcho(asio::io_context& io, const std::vector<EchoSource>& sources)
-      : sigio_(io), poll_timer_(io), quiet_timer_(io), mux_(Prefixes(sources)) {
+      : sigio_(io), poll_timer_(io), quiet_timer_(io), spurious_timer_(io), mux_(Prefixes(sources)) {
     if (sources.empty()) return;
     for (const EchoSource& source : sources) {
       const int fd = ::open(source.path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -134,10 +134,17 @@ class ConsoleEcho {
   /// Echoes what every file holds so far, as EchoMux shows it (today's console does before it
   /// shows a failed process's tail, as Paddle echoes container 0 before it: the echo stays in
   /// order).
-  void DrainLines() {
-    for (size_t i = 0; i < files_.size(); ++i) Drain(i);
+  /// True when any file had something new.
+  bool DrainLines() {
+    bool read = false;
+    for (size_t i = 0; i < files_.size(); ++i) read |= Drain(i);
     ArmQuiet();
+    return read;
   }
+
+  /// Ends a prefixed line left open (a partial line shown after a quiet time, a progress bar's
+  /// redraw), before something else is written to the console: a failed process's tail.
+  void EndLine() { WriteOut(mux_.EndLine()); }
 
   /// Echoes everything up to the end of every file, partial segments included (a prefixed line
   /// left open gets a newline, so that the next line does not continue it).
@@ -148,6 +155,7 @@ class ConsoleEcho {
     finished_ = true;
     poll_timer_.cancel();
     quiet_timer_.cancel();
+    spurious_timer_.cancel();
   }
 
  private:
@@ -223,14 +231,22 @@ class ConsoleEcho {
     }
   }
 
+  /// Waits for the next SIGIO. dnotify marks a directory: a write to any file there (a rank
+  /// that is not echoed, the GPU log) wakes the loop too. A wake-up that found nothing new in
+  /// the echoed files waits kSpuriousSeconds before the next, so that ranks writing busily to
+  /// their own logs cost the launcher at most that many wake-ups a second; a SIGIO meanwhile
+  /// stays pending and is taken then: nothing is missed, an echo may come that much later.
   void Arm() {
     sigio_.async_wait(StreamDescriptor::wait_read, [this](boost::system::error_code ec) {
       if (ec || finished_) return;
       signalfd_siginfo taken[8];
       while (::read(sigio_.native_handle(), taken, sizeof taken) > 0) {
       }
-      DrainLines();
-      Arm();
+      if (DrainLines()) return Arm();
+      spurious_timer_.expires_after(Seconds(kSpuriousSeconds));
+      spurious_timer_.async_wait([this](boost::system::error_code wait_ec) {
+        if (!wait_ec && !finished_) Arm();
+      });
     });
   }
 
@@ -244,17 +260,20 @@ class ConsoleEcho {
     });
   }
 
-  void Drain(size_t index) {
+  /// Echoes what file `index` holds past what was read; true when there was something.
+  bool Drain(size_t index) {
     // Until there is output, reads go to a small buffer on the stack: a job that printed nothing
     // finds nothing at its last drain, and mapping the large buffer for that (and unmapping it,
     // a TLB shoot-down while the watchdog shares the address space) was on every such job's way
     // out.
+    bool read_any = false;
     char first[4096];
     for (;;) {
       char* const into = buffer_ ? buffer_.get() : first;
       const ssize_t n = ::read(files_[index], into, buffer_ ? kEchoBufferSize : sizeof first);
       if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return;
+      if (n <= 0) return read_any;
+      read_any = true;
       WriteOut(mux_.Feed(index, std::string_view(into, static_cast<size_t>(n)), Now()));
       // Not zero-filled: only the pages a read fills are ever touched.
       if (!buffer_) buffer_ = std::make_unique_for_overwrite<char[]>(kEchoBufferSize);
@@ -273,6 +292,9 @@ class ConsoleEcho {
   std::vector<int> directories_;   ///< Marked with F_NOTIFY.
   asio::steady_timer poll_timer_;  // Without dnotify only.
   asio::steady_timer quiet_timer_;
+  asio::steady_timer spurious_timer_;
+  /// See Arm.
+  static constexpr double kSpuriousSeconds = 0.01;
   bool quiet_armed_ = false;
   EchoMux mux_;
   bool finished_ = false;
@@ -929,6 +951,7 @@ class EventLoop {
     PDLOG_INFO("{}", kErrorLogDetail);
     if (child.info.log_path.empty()) return;
     echo_.DrainLines();
+    echo_.EndLine();
     std::fflush(stdout);
     // EPIPE or a closed terminal: the tail is lost, the teardown goes on (as the echo's).
     WriteAll(STDOUT_FILENO, TailBytesOfFile(child.info.log_path, child.log_start, kErrorTailBytes));

@@ -544,13 +544,26 @@ namespace {
 
 /// Waits until `pid` (a helper of ours) has exited, until `deadline` at most, and reaps it.
 void AwaitHelper(pid_t pid, std::chrono::steady_clock::time_point deadline) noexcept {
+  const auto left_ms = [&] {
+    return static_cast<int>(std::max<int64_t>(
+        0, std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now())
+               .count()));
+  };
   const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
-  if (pidfd < 0) return;  // ESRCH: already reaped.
-  const auto left =
-      std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-  pollfd exited{pidfd, POLLIN, 0};  // Readable once it has exited.
-  ::poll(&exited, 1, static_cast<int>(std::max<int64_t>(0, left.count())));
-  ::close(pidfd);
+  if (pidfd >= 0) {
+    pollfd exited{pidfd, POLLIN, 0};  // Readable once it has exited.
+    while (::poll(&exited, 1, left_ms()) < 0 && errno == EINTR) {
+    }
+    ::close(pidfd);
+    return;
+  }
+  if (errno != ENOSYS) return;  // ESRCH: already reaped.
+  // Before Linux 5.3: look every millisecond until it can be reaped or the deadline passes.
+  siginfo_t info{};
+  while (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+         info.si_pid != pid && left_ms() > 0) {
+    ::usleep(1000);
+  }
 }
 
 }  // namespace

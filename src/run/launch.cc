@@ -365,7 +365,7 @@ void LogElasticDecision(const JobDecision& decision) {
 }
 
 /// --dry_run: the decisions and the plan of a real run as JSON; nothing is started or written.
-int RunDryRun(JobDecision decision) {
+int PlanDryRun(JobDecision decision) {
   if (decision.slurm) ApplySlurmStep(decision.options, *decision.slurm);
   const LaunchOptions& options = decision.options;
   const EnvMap env = EnvironmentMap();
@@ -443,6 +443,24 @@ int RunDryRun(JobDecision decision) {
   }
   fmt::print("{}", FormatDryRun(plan));
   return 0;
+}
+
+/// --dry_run: what the run would decide, as JSON. A planning error is said as the run says it:
+/// after what the planning logged (a usage error alone).
+int RunDryRun(JobDecision decision) {
+  try {
+    return PlanDryRun(std::move(decision));
+  } catch (const LaunchError& e) {
+    if (e.exit_code() == kExitUsageError) {
+      DropHeldLines();
+    } else {
+      ReleaseHeldLines();
+    }
+    throw;
+  } catch (...) {
+    ReleaseHeldLines();
+    throw;
+  }
 }
 
 // `announce` prints the configuration dump: called once the job's usage checks have passed
@@ -567,7 +585,7 @@ int Finish(const std::optional<std::string>& report_path, int code, const std::s
   report.end_time = WallClockNow();
   if (!error.empty()) {
     report.reason = error;
-  } else if (!report.reason.empty()) {
+  } else if (!report.reason.empty() && code != 0) {
     // Set where the error was said (a rendezvous that failed: its message).
   } else if (code == 0) {
     report.reason = "success";
@@ -608,6 +626,13 @@ int Main(int argc, char** argv) {
   }
   // The console may go away (a closed pipe); that must not kill the launcher and orphan the job.
   ::signal(SIGPIPE, SIG_IGN);
+  // SIGIO is how the console echo hears of writes (dnotify), read from a signalfd: blocked from
+  // the start, so that every thread made later (Asio's resolver's) inherits the block and none
+  // can take it with its default action, termination. The processes started get an empty mask.
+  sigset_t sigio;
+  sigemptyset(&sigio);
+  sigaddset(&sigio, SIGIO);
+  ::pthread_sigmask(SIG_BLOCK, &sigio, nullptr);
   // An inherited SIG_IGN would make the kernel reap our children before we see their status.
   ::signal(SIGCHLD, SIG_DFL);
   RaiseOpenFileLimit();

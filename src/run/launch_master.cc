@@ -884,7 +884,6 @@ void MasterNode::TimeOut() {
     rendezvous_error_ = TimeoutError(0, {});
     return Stop();
   }
-  if (registered_) Put(keys_.heard(pod_), "1", "", nullptr);  // The host need not wait for us.
   client_->Request("GET", keys_.info_prefix(), "", 2.0, [this](const HttpReply& reply) {
     std::map<std::string, std::string> info;
     if (reply.status == 200) {

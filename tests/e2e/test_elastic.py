@@ -102,6 +102,21 @@ class ElasticTest(ElasticTestCase):
         self.assertIn("job job1 completed", self.stderr("b"))
         self.assertEqual(self.job_keys(), {}, "keys left after completion")
 
+    def test_etcd_by_host_name_with_ranks_that_print(self):
+        # An etcd address by name: Asio resolves it on a thread of its own. The console echo's
+        # SIGIO (dnotify) must reach no thread that would take its default action, termination
+        # (found in review: the launcher died with "I/O possible" at rank 0's first line).
+        port = self.etcd.endpoint.rpartition(":")[2]
+        procs = []
+        for name in ("a", "b"):
+            args = ["--elastic_server", f"localhost:{port}", "--job_id", JOB, "--np", "2",
+                    "--host", HOSTS[name], "--log_dir", f"log_{name}"]
+            procs.append(self.start_launch(args + self.rank_args("--lines", "200"),
+                                           env=self.env(PADDLE_ELASTIC_TTL="3"), name=name))
+        ra, rb = self.finish(procs[0], 60), self.finish(procs[1], 60)
+        self.assertEqual((ra.code, rb.code), (0, 0), f"{ra!r}\n{rb!r}")
+        self.assertIn("line 000200/200", ra.stdout + rb.stdout)
+
     def test_etcd_master_of_todays_interface_runs_the_elastic_controller(self):
         """`--master etcd://host:port --nnodes 2` is the elastic job of --np 2 (docs/master.md)."""
         def node(name):

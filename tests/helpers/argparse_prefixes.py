@@ -73,7 +73,9 @@ def main(flags):
                     prefixes.add(a[:length])
     for prefix in sorted(prefixes):
         if prefix in flags:
-            outcome = prefix  # an exact name always wins
+            # An exact name of either parser wins: pdlaunch's one deliberate difference (docs/cli.md):
+            # today's parser would call the legacy --np ambiguous (--nproc_per_node, --npus).
+            outcome = prefix
         else:
             outcome = "unrecognized"
             try:

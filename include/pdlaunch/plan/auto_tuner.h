@@ -112,9 +112,9 @@ std::optional<std::string> HistoryPrune(const TrialConfig& cfg,
 /// the history before it did not: the "(pruned N more)" of an OOM trial's line.
 size_t NewlyPruned(const std::vector<TrialConfig>& later, const std::vector<TrialOutcome>& history);
 
-/// The search's time left, at most: `trials_ahead` more trials of the mean `seconds_per_trial`
-/// so far (later history prunes can only shorten it), as "about 3 min 20 s left at most";
-/// empty when nothing is ahead.
+/// The search's time left, estimated: `trials_ahead` more trials of the mean `seconds_per_trial`
+/// so far (later history prunes can shorten it, slower trials lengthen it), as "about 3 min
+/// 20 s left"; empty when nothing is ahead.
 std::string TimeLeft(size_t trials_ahead, double seconds_per_trial);
 
 /// The metric in a worker log by Paddle's rule (utils.py read_metric_log): every line's first

@@ -32,6 +32,10 @@ class EchoMux {
   std::optional<double> NextQuiet(double quiet) const;
   /// The end: everything held, and a '\n' after a prefixed line left open.
   std::string Finish();
+  /// A '\n' that ends a prefixed line left open (a shown partial segment, a redraw), for
+  /// something else to be written to the console after it; empty when none is open. What that
+  /// source writes next starts a new line, prefixed.
+  std::string EndLine();
 
  private:
   struct Source {

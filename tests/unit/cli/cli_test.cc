@@ -191,7 +191,8 @@ TEST(CliTest, UniquePrefixExpands) {
 // launcher's long options share, as `python -m paddle.distributed.launch` applies it: printed by
 // tests/helpers/argparse_prefixes.py (real argparse parsers with Paddle's option strings in
 // Paddle's order; run it with every long option of the launcher when one is added:
-// SharedPrefixesAreTheOraclesOnes fails until then).
+// SharedPrefixesAreTheOraclesOnes fails until then). One deliberate difference, in the script
+// too: an exact name of either parser wins, so "--np" is the legacy --np (docs/cli.md).
 struct PrefixCase {
   const char* prefix;
   const char* outcome;  // The option, or the error line.

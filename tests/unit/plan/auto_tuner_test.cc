@@ -245,10 +245,10 @@ TEST(AutoTunerTest, TheTrialLineCountsWhatAnOomPrunesAndTheTimeLeft) {
   EXPECT_EQ(NewlyPruned({mid, big}, {failed, Ran(other, 2, 5.0)}), 0u);  // Not the last one's.
   EXPECT_EQ(NewlyPruned({mid}, {}), 0u);
   EXPECT_EQ(TimeLeft(0, 12.0), "");
-  EXPECT_EQ(TimeLeft(3, 12.4), "about 37 s left at most");
+  EXPECT_EQ(TimeLeft(3, 12.4), "about 37 s left");
   EXPECT_EQ(TimeLeft(2, 0.3), "under 1 s left");
-  EXPECT_EQ(TimeLeft(10, 20.0), "about 3 min 20 s left at most");
-  EXPECT_EQ(TimeLeft(40, 1800.0), "about 20 h 0 min left at most");
+  EXPECT_EQ(TimeLeft(10, 20.0), "about 3 min 20 s left");
+  EXPECT_EQ(TimeLeft(40, 1800.0), "about 20 h 0 min left");
 }
 
 TEST(AutoTunerTest, MetricByPaddlesRule) {
@@ -322,6 +322,9 @@ TEST(AutoTunerTest, CustomizeRunsTheLayoutsOfItsCsvInOrder) {
             "configs_csv 'layouts.csv' row 2: mp_degree must be an integer >= 1, got 'x'");
   EXPECT_EQ(error(csv.substr(0, csv.find('\n') + 1) + "4,2,1,1,2,1,1,maybe,,x\n"),
             "configs_csv 'layouts.csv' row 2: use_recompute must be true or false, got 'maybe'");
+  EXPECT_EQ(error(csv.substr(0, csv.find('\n') + 1) + "3,2,1,1,2,1,1,false,,x\n"),
+            "configs_csv 'layouts.csv' row 2: global_batch_size 16 is not a multiple of dp_degree "
+            "3 x sharding_degree 1 x micro_batch_size 2");
 }
 
 TEST(AutoTunerTest, BadFilesAreOneLineNamingTheKey) {

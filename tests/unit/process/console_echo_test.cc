@@ -67,6 +67,16 @@ TEST(EchoMuxTest, FinishShowsWhatIsHeldAndEndsAnOpenPrefixedLine) {
   EXPECT_EQ(mux.Finish(), "");
 }
 
+TEST(EchoMuxTest, EndLineClosesAnOpenLineForSomethingElse) {
+  EchoMux mux({"[rank 0]: "});
+  EXPECT_EQ(mux.EndLine(), "");
+  EXPECT_EQ(mux.Feed(0, "loading... ", 0), "");
+  EXPECT_EQ(mux.FlushQuiet(1, 0.5), "[rank 0]: loading... ");
+  EXPECT_EQ(mux.EndLine(), "\n");  // Before a failed process's tail, say.
+  EXPECT_EQ(mux.EndLine(), "");
+  EXPECT_EQ(mux.Feed(0, "done\n", 2), "[rank 0]: done\n");
+}
+
 TEST(EchoMuxTest, ByteByByteNeverSplicesTwoProcesses) {
   EchoMux mux({"[a]: ", "[b]: "});
   const std::string a = "one\ntwo\r\n 5%\r 9%\rlast";
