@@ -107,7 +107,11 @@ struct EchoSource {
 class ConsoleEcho {
  public:
   ConsoleEcho(asio::io_context& io, const std::vector<EchoSource>& sources)
-      : sigio_(io), poll_timer_(io), quiet_timer_(io), spurious_timer_(io), mux_(Prefixes(sources)) {
+      : sigio_(io),
+        poll_timer_(io),
+        quiet_timer_(io),
+        spurious_timer_(io),
+        mux_(Prefixes(sources)) {
     if (sources.empty()) return;
     for (const EchoSource& source : sources) {
       const int fd = ::open(source.path.c_str(), O_RDONLY | O_CLOEXEC);

@@ -308,12 +308,11 @@ int RunAutoTuner(const LaunchOptions& options,
         bool oom_prune = false;
         if (!prunes || !HistoryPrune(next, history, oom_prune)) ++ahead;
       }
-      ahead = std::min<size_t>(ahead, static_cast<size_t>(std::max(0, config.task_limit -
-                                                                          launched)));
+      ahead =
+          std::min<size_t>(ahead, static_cast<size_t>(std::max(0, config.task_limit - launched)));
       const std::string left = TimeLeft(ahead, trial_seconds / launched);
       fmt::print("[{}/{}] {} → {}{}{}\n", index + 1, candidates.size(), Describe(cfg),
-                 Outcome(history.back(), config, improved), more,
-                 left.empty() ? "" : "; " + left);
+                 Outcome(history.back(), config, improved), more, left.empty() ? "" : "; " + left);
       std::fflush(stdout);
     }
     WriteAtomically(config.history_csv, HistoryCsv(history, config));

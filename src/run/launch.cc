@@ -394,8 +394,9 @@ int PlanDryRun(JobDecision decision) {
         "the cluster is decided in etcd at {} when the nodes of job {} register (elastic: {} "
         "nodes)",
         elastic.server, elastic.job_id,
-        elastic.np_min == elastic.np_max ? fmt::format("{}", elastic.np_min)
-                                         : fmt::format("{} to {}", elastic.np_min, elastic.np_max)));
+        elastic.np_min == elastic.np_max
+            ? fmt::format("{}", elastic.np_min)
+            : fmt::format("{} to {}", elastic.np_min, elastic.np_max)));
   } else if (decision.mode != JobMode::kCollective) {
     if (DetectCloud(env)) {
       plan.notes.push_back(
@@ -682,8 +683,11 @@ int Main(int argc, char** argv) {
     if (todays_console) {
       // Paddle 2.3+ logs its options, then the job, through its logger (contract §10.2).
       std::vector<std::string> first = ConfigurationLogLines(options);
-      first.push_back(FormatJobLine(options.job_id.value_or("default"), report.mode,
-                                    options.nnodes.value_or("")));
+      // An elastic job of the legacy flags in today's console: its --np is its node count.
+      const std::string nodes =
+          options.nnodes ? *options.nnodes
+                         : (decision.elastic.config ? decision.options.np.value_or("") : "");
+      first.push_back(FormatJobLine(options.job_id.value_or("default"), report.mode, nodes));
       announce = [first = std::move(first), announced = false]() mutable {
         if (announced) return;
         announced = true;

@@ -172,11 +172,9 @@ void ElasticNodeAgent::Connect() {
                             PDLOG_WARN("waiting for etcd at {}: {}", config_.server, e.what());
                           });
   } catch (const KvUnavailable& e) {
-    throw LaunchError(
-        fmt::format("cannot reach etcd at {} within {} s ({}): {}", config_.server,
-                    config_.timeout_seconds,
-                    options_.elastic_timeout ? "--elastic_timeout" : "PADDLE_ELASTIC_TIMEOUT",
-                    e.what()));
+    throw LaunchError(fmt::format(
+        "cannot reach etcd at {} within {} s ({}): {}", config_.server, config_.timeout_seconds,
+        options_.elastic_timeout ? "--elastic_timeout" : "PADDLE_ELASTIC_TIMEOUT", e.what()));
   }
 }
 
@@ -461,8 +459,9 @@ int ElasticNodeAgent::RunWorld(const WorldRecord& world) {
   ran_generation_ = world.generation;
   if (result.signal) return result.exit_code;
   if (config_.level == 0 && result.failed) {
-    PDLOG_ERROR("a rank of this node failed: leaving the job (--elastic_level 0), the other "
-                "nodes hold and form the next world without it");
+    PDLOG_ERROR(
+        "a rank of this node failed: leaving the job (--elastic_level 0), the other "
+        "nodes hold and form the next world without it");
     return result.exit_code;
   }
   if (result.stopped && stop_reason_) PDLOG_WARN("stopped the local ranks: {}", *stop_reason_);
@@ -549,8 +548,8 @@ int ElasticNodeAgent::RunGenerations() {
         if (config_.level < 0) {
           PDLOG_ERROR("job failed (--elastic_level -1: no restart): {}", next_->cause);
         } else {
-          PDLOG_ERROR("job failed after {} restarts (--max_restart {}): {}",
-                      next_->world.restarts, config_.max_restart, next_->cause);
+          PDLOG_ERROR("job failed after {} restarts (--max_restart {}): {}", next_->world.restarts,
+                      config_.max_restart, next_->cause);
         }
         Leave();
         return next_->exit_code;

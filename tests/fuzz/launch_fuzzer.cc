@@ -38,8 +38,8 @@
 #include "pdlaunch/coord/elastic.h"
 #include "pdlaunch/coord/elastic_policy.h"
 #include "pdlaunch/coord/etcd_protocol.h"
-#include "pdlaunch/coord/kv_http.h"
 #include "pdlaunch/coord/job_ledger.h"
+#include "pdlaunch/coord/kv_http.h"
 #include "pdlaunch/coord/rendezvous.h"
 #include "pdlaunch/plan/cloud.h"
 #include "pdlaunch/plan/devices.h"
@@ -51,6 +51,7 @@
 #include "pdlaunch/plan/topology.h"
 #include "pdlaunch/plan/trainer_env.h"
 #include "pdlaunch/process/cgroup_path.h"
+#include "pdlaunch/process/console_echo.h"
 #include "pdlaunch/process/pod_console.h"
 
 // Prints the failed condition and stops the fuzzer at once (a crash with a reproducer).
@@ -660,7 +661,17 @@ void FuzzMaster(const FuzzInput& input, const LaunchOptions& options, const EnvM
       PDLAUNCH_FUZZ_CHECK(choice->all || !choice->locals.empty());
       PDLAUNCH_FUZZ_CHECK(std::is_sorted(choice->locals.begin(), choice->locals.end()));
     }
-    PDLAUNCH_FUZZ_CHECK(PrefixLines(token, "> ").size() >= token.size());
+    // The echo of two prefixed processes writing the token in steps: every byte of each shows,
+    // in order, and the prefixes never splice into one another's lines.
+    EchoMux mux({"[a]: ", "[b]: "});
+    std::string shown;
+    for (size_t i = 0; i < token.size(); i += 3) {
+      shown += mux.Feed(i % 2, std::string_view(token).substr(i, 3), static_cast<double>(i));
+      if (i % 7 == 0) shown += mux.FlushQuiet(static_cast<double>(i) + 1, 0.5);
+    }
+    shown += mux.Finish();
+    PDLAUNCH_FUZZ_CHECK(shown.size() >= token.size());
+    PDLAUNCH_FUZZ_CHECK(mux.Finish().empty() && mux.EndLine().empty());
   }
   // The cgroup of /proc/self/mountinfo and /proc/self/cgroup: pairs of tokens as the two files.
   for (size_t i = 0; i + 1 < input.args.size(); i += 2) {

@@ -40,8 +40,8 @@ class EchoMux {
  private:
   struct Source {
     std::string prefix;
-    std::string held;      ///< Not shown yet: a partial segment (or a lone '\r' at its end).
-    double last = 0;       ///< When bytes last came.
+    std::string held;       ///< Not shown yet: a partial segment (or a lone '\r' at its end).
+    double last = 0;        ///< When bytes last came.
     bool mid_line = false;  ///< Part of its current line is shown: the rest goes on unprefixed.
   };
   /// Shows `text` of `source`: complete segments, and at most a partial one at its end.

@@ -756,9 +756,8 @@ TEST(NewInterfaceCliTest, OneRuleForTheConsoleAndTheFiles) {
   EXPECT_FALSE(todays({"t.py"}, {{"PADDLE_NNODES", "2"}, {"PDLAUNCH_PARENT", "7"}}));
   EXPECT_TRUE(todays({"--nnodes", "2", "t.py"}, {{"PDLAUNCH_PARENT", "7"}}));
   // Elastic through the legacy flags is the legacy interface; through --master etcd:// today's.
-  EXPECT_FALSE(todays({"--elastic_server", "127.0.0.1:2379", "--job_id", "j", "--np", "2",
-                       "t.py"},
-                      {}));
+  EXPECT_FALSE(
+      todays({"--elastic_server", "127.0.0.1:2379", "--job_id", "j", "--np", "2", "t.py"}, {}));
   EXPECT_TRUE(todays({"--master", "etcd://127.0.0.1:2379", "--nnodes", "2", "t.py"}, {}));
   EXPECT_FALSE(todays({"--legacy", "--nnodes", "2", "t.py"}, {}));
 }

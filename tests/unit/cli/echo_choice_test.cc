@@ -38,8 +38,7 @@ TEST(EchoChoiceTest, BadValuesNameTheToken) {
             "--echo: '1,,2' has an empty entry (expected all, or local ranks such as 0,3,5)");
 }
 
-TEST(EchoChoiceTest, PrefixesEveryLine) {
-}
+TEST(EchoChoiceTest, PrefixesEveryLine) {}
 
 TEST(EchoChoiceTest, PrefixNamesRoleRankAndHost) {
   EXPECT_EQ(EchoPrefix("trainer", 3, ""), "[rank 3]: ");

@@ -161,8 +161,7 @@ TEST(ElasticLevelTest, MinusOneEndsTheJobWhenAMemberLeaves) {
   EXPECT_EQ(step.cause, "node 10.0.0.2 left the job");
   // Levels 0 and 1: the spare takes the free position.
   for (int level : {0, 1}) {
-    EXPECT_EQ(DecideElasticStep(state, "a", 1, Config(2, 2, 3, level), false).kind,
-              Kind::kPropose);
+    EXPECT_EQ(DecideElasticStep(state, "a", 1, Config(2, 2, 3, level), false).kind, Kind::kPropose);
   }
   // A node that is not a member (the spare) does not fail with them.
   EXPECT_NE(DecideElasticStep(state, "c", 0, Config(2, 2, 3, -1), false).kind, Kind::kFail);
