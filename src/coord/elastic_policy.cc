@@ -110,6 +110,16 @@ bool CanGrow(const JobState& state, const WorldRecord& world, const ElasticConfi
                      [&](const ElasticNode& node) { return !Contains(world.members, node.id); });
 }
 
+// The job fails in `world`: `cause` in words, every node exits with `exit_code`.
+ElasticStep Fail(const WorldRecord& world, std::string cause, int exit_code) {
+  ElasticStep step;
+  step.kind = ElasticStep::Kind::kFail;
+  step.world = world;
+  step.cause = std::move(cause);
+  step.exit_code = exit_code;
+  return step;
+}
+
 std::string HostOf(const WorldRecord& world, const std::string& id) {
   for (size_t i = 0; i < world.members.size() && i < world.nodes.size(); ++i) {
     if (world.members[i] == id) return world.nodes[i].host;
@@ -151,34 +161,25 @@ ElasticStep DecideElasticStep(const JobState& state, const std::string& self,
   }
   if (failed) {
     if (config.level < 0 || world->restarts >= config.max_restart) {
-      ElasticStep step;
-      step.kind = ElasticStep::Kind::kFail;
-      step.world = *world;
-      step.failure = failure->second;
-      step.cause = DescribeFailure(failure->second);
-      if (config.level < 0) {
-        step.exit_code = failure->second.signal ? 128 + *failure->second.signal
-                                                : failure->second.exit_code.value_or(1);
-      } else {
-        step.exit_code = config.elastic_level() ? kExitElasticError : kExitElasticRestart;
-      }
+      const FailureRecord& record = failure->second;
+      // -1: the rank's own code on every node; else Paddle's codes for a spent budget.
+      const int code = config.level < 0
+                           ? (record.signal ? 128 + *record.signal : record.exit_code.value_or(1))
+                       : config.elastic_level() ? kExitElasticError
+                                                : kExitElasticRestart;
+      ElasticStep step = Fail(*world, DescribeFailure(record), code);
+      step.failure = record;
       return step;
     }
     return ProposeNext(state, *world, config, world->restarts + 1);
   }
   // --elastic_level -1: a member that left ends the job for the members (no next world).
-  if (config.level < 0 && Contains(world->members, self) && !AllMembersLive(state, *world)) {
-    ElasticStep step;
-    step.kind = ElasticStep::Kind::kFail;
-    step.world = *world;
-    for (const std::string& id : world->members) {
-      if (!state.HasNode(id)) {
-        step.cause = fmt::format("node {} left the job", HostOf(*world, id));
-        break;
-      }
+  if (config.level < 0 && Contains(world->members, self)) {
+    const auto gone = std::find_if(world->members.begin(), world->members.end(),
+                                   [&](const std::string& id) { return !state.HasNode(id); });
+    if (gone != world->members.end()) {
+      return Fail(*world, fmt::format("node {} left the job", HostOf(*world, *gone)), 1);
     }
-    step.exit_code = 1;
-    return step;
   }
   // This node ran the current world and its ranks were stopped before they finished (a member
   // left, was seen gone, and came back: an etcd lease that expired under load and was renewed),
@@ -188,13 +189,10 @@ ElasticStep DecideElasticStep(const JobState& state, const std::string& self,
   const bool self_done = done != state.done.end() && done->second.count(self) != 0;
   if (world->generation == ran_generation && Contains(world->members, self) && !self_done) {
     if (config.level < 0) {  // Any stop of a running world ends the job.
-      ElasticStep step;
-      step.kind = ElasticStep::Kind::kFail;
-      step.world = *world;
-      step.cause = fmt::format("the world of generation {} was stopped (a node left or joined)",
-                               world->generation);
-      step.exit_code = 1;
-      return step;
+      return Fail(*world,
+                  fmt::format("the world of generation {} was stopped (a node left or joined)",
+                              world->generation),
+                  1);
     }
     return ProposeNext(state, *world, config, world->restarts);
   }

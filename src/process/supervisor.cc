@@ -22,6 +22,7 @@
 #include <deque>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -84,6 +85,13 @@ std::string TailBytesOfFile(const std::string& path, off_t from, off_t max_bytes
   std::string tail{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
   if (!tail.empty() && tail.back() != '\n') tail.push_back('\n');
   return tail;
+}
+
+sigset_t EchoSignalSet() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGIO);
+  return set;
 }
 
 /// A log file whose new lines go to the console.
@@ -194,10 +202,8 @@ class ConsoleEcho {
   std::string WatchDirectories(const std::vector<EchoSource>& sources) {
     const char* forced = std::getenv("PDLAUNCH_ECHO_POLL");
     if (forced != nullptr && std::string_view(forced) == "1") return "PDLAUNCH_ECHO_POLL=1";
-    sigset_t sigio;
-    sigemptyset(&sigio);
-    sigaddset(&sigio, SIGIO);
-    ::pthread_sigmask(SIG_BLOCK, &sigio, nullptr);
+    BlockEchoSignal();  // Main has; a caller of the supervisor alone (a test) may not have.
+    const sigset_t sigio = EchoSignalSet();
     const int fd = ::signalfd(-1, &sigio, SFD_NONBLOCK | SFD_CLOEXEC);
     if (fd < 0) return fmt::format("signalfd: {}", std::strerror(errno));
     sigio_.assign(fd);
@@ -227,9 +233,7 @@ class ConsoleEcho {
     if (!sigio_.is_open()) return;
     boost::system::error_code ignored;
     sigio_.close(ignored);
-    sigset_t sigio;
-    sigemptyset(&sigio);
-    sigaddset(&sigio, SIGIO);
+    const sigset_t sigio = EchoSignalSet();
     const timespec now{0, 0};
     while (::sigtimedwait(&sigio, nullptr, &now) == SIGIO) {
     }
@@ -443,9 +447,8 @@ class EventLoop {
         cgroup_(processes.empty() ? nullptr : ContainJob()) {
     if (!processes.empty()) {
       // Without a cgroup, the processes that left the groups are found by their environment.
-      watchdog_.emplace(std::vector<int>{}, options.remove_if_killed,
-                        cgroup_ ? cgroup_->dir() : std::string(), processes.size(),
-                        cgroup_ ? std::string() : NestedMarkerEntry());
+      watchdog_.emplace(options.remove_if_killed, cgroup_ ? cgroup_->dir() : std::string(),
+                        processes.size(), cgroup_ ? std::string() : NestedMarkerEntry());
     }
     pending_ = std::move(processes);
     idle_ = pending_.empty() && (options_.external != nullptr || options_.stop_hook != nullptr);
@@ -531,6 +534,7 @@ class EventLoop {
     }
     // Asked once for the batch: each child then resets only these (ProcessSpec::reset_signals).
     const uint64_t reset_signals = NonDefaultSignals();
+    std::map<std::string, int> started_of_role;  // For each process's local_rank.
     for (SupervisedProcess& p : pending_) {
       p.spec.reset_signals = reset_signals;
       // Where this run's output starts, for the tail shown on failure.
@@ -544,9 +548,7 @@ class EventLoop {
       RunReport& report = TheRunReport();
       // local_rank: its index among this node's processes of its role, the N of its log file
       // (docs/report.md), as --dry_run says it.
-      const auto same_role = std::count_if(children_.begin(), children_.end(),
-                                           [&](const Child& c) { return c.info.role == p.role; });
-      report.processes.push_back(RecordOf(p, static_cast<int>(same_role), 0));
+      report.processes.push_back(RecordOf(p, started_of_role[p.role]++, 0));
       children_.push_back(Child{Process(), StreamDescriptor(io_), std::move(p), log_start,
                                 report.processes.size() - 1});
       Child& child = children_.back();
@@ -991,6 +993,11 @@ class EventLoop {
 };
 
 }  // namespace
+
+void BlockEchoSignal() noexcept {
+  const sigset_t sigio = EchoSignalSet();
+  ::pthread_sigmask(SIG_BLOCK, &sigio, nullptr);
+}
 
 SupervisorResult Supervise(std::vector<SupervisedProcess> processes,
                            const SupervisorOptions& options) {

@@ -28,8 +28,7 @@ namespace pdlaunch {
 /// dies for as long as the helper runs. Freed once the kernel has cleared `in_use`.
 struct WatchdogArea {
   alignas(64) std::byte stack[64 * 1024];
-  int read_fd = -1;
-  std::vector<int> keep_fds;  ///< Held open (sorted): the read end and the inherited ones.
+  int read_fd = -1;  ///< The one descriptor the helper keeps (but 0-2, on /dev/null).
   std::string cgroup_dir;
   /// The environment entry every process of the job carries ("PDLAUNCH_PARENT=<pid>"); empty:
   /// none. Processes found with it are killed too (KillMarkedRaw).
@@ -418,13 +417,9 @@ void Detach(const WatchdogArea& a) {
   for (long fd = 0; fd <= 2 && devnull >= 0; ++fd) {
     if (devnull != fd) Syscall(SYS_dup3, devnull, fd, 0);
   }
-  unsigned long first = 3;
-  for (int fd : a.keep_fds) {  // Sorted.
-    if (fd < 3) continue;
-    if (static_cast<unsigned long>(fd) > first) Syscall(SYS_close_range, first, fd - 1, 0);
-    first = static_cast<unsigned long>(fd) + 1;
-  }
-  Syscall(SYS_close_range, first, ~0U, 0);
+  const auto keep = static_cast<unsigned long>(a.read_fd);  // >= 3: 0-2 exist (Main).
+  if (keep > 3) Syscall(SYS_close_range, 3, keep - 1, 0);
+  Syscall(SYS_close_range, keep + 1, ~0U, 0);
 }
 
 [[noreturn]] void WatchdogMain(WatchdogArea* a) {
@@ -490,16 +485,13 @@ void FreeExited() {
 
 }  // namespace
 
-Watchdog::Watchdog(const std::vector<int>& inherit_fds, std::vector<std::string> remove_if_killed,
-                   std::string cgroup_dir, size_t max_groups, std::string job_marker) {
+Watchdog::Watchdog(std::vector<std::string> remove_if_killed, std::string cgroup_dir,
+                   size_t max_groups, std::string job_marker) {
   FreeExited();
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) ThrowSystemError(errno, "pipe2 for the watchdog");
   auto* area = new WatchdogArea;
   area->read_fd = fds[0];
-  area->keep_fds = inherit_fds;
-  area->keep_fds.push_back(fds[0]);
-  std::sort(area->keep_fds.begin(), area->keep_fds.end());
   area->cgroup_dir = std::move(cgroup_dir);
   area->job_marker = std::move(job_marker);
   area->remove_if_killed = std::move(remove_if_killed);
@@ -567,14 +559,6 @@ void AwaitHelper(pid_t pid, std::chrono::steady_clock::time_point deadline) noex
 }
 
 }  // namespace
-
-bool Watchdog::AwaitExit(std::chrono::milliseconds limit) noexcept {
-  if (pid_ <= 0) return true;
-  AwaitHelper(pid_, std::chrono::steady_clock::now() + limit);
-  FreeExited();
-  const std::vector<pid_t>& unreaped = Unreaped();
-  return std::find(unreaped.begin(), unreaped.end(), pid_) == unreaped.end();
-}
 
 size_t ReapWatchdogs(std::chrono::milliseconds limit) noexcept {
   const auto deadline = std::chrono::steady_clock::now() + limit;

@@ -627,13 +627,8 @@ int Main(int argc, char** argv) {
   }
   // The console may go away (a closed pipe); that must not kill the launcher and orphan the job.
   ::signal(SIGPIPE, SIG_IGN);
-  // SIGIO is how the console echo hears of writes (dnotify), read from a signalfd: blocked from
-  // the start, so that every thread made later (Asio's resolver's) inherits the block and none
-  // can take it with its default action, termination. The processes started get an empty mask.
-  sigset_t sigio;
-  sigemptyset(&sigio);
-  sigaddset(&sigio, SIGIO);
-  ::pthread_sigmask(SIG_BLOCK, &sigio, nullptr);
+  // Before any thread exists (Asio's resolver's): every thread inherits the block.
+  BlockEchoSignal();
   // An inherited SIG_IGN would make the kernel reap our children before we see their status.
   ::signal(SIGCHLD, SIG_DFL);
   RaiseOpenFileLimit();

@@ -93,6 +93,16 @@ std::string DescribePeer(const PeerInfo& peer) {
   return fmt::format("{} ({})", ParseEndpoint(peer.candidate).host, peer.name);
 }
 
+/// The node of an info entry as the messages name it, "10.0.0.2 (abcdef)"; its key, escaped,
+/// when the record is not a collective peer's.
+std::string PeerName(const std::string& key, const std::string& value) {
+  try {
+    return DescribePeer(DecodePeerInfo(key, value));
+  } catch (const LaunchError&) {
+    return OneLine(key);
+  }
+}
+
 class MasterNode {
  public:
   MasterNode(const LaunchOptions& options, const MasterSettings& settings,
@@ -434,15 +444,10 @@ void MasterNode::HostDecide() {
   // A node whose --nnodes or run mode is not the job's would form a world of its own (silent
   // wrong training): the host refuses it, naming it, and the node stops when it reads why.
   for (const auto& [key, value] : ledger_->TakeLate()) {
-    std::string node = OneLine(key);
-    try {
-      node = DescribePeer(DecodePeerInfo(key, value));
-    } catch (const LaunchError&) {
-    }
     PDLOG_WARN(
         "node {} registered for job {} after its world of {} nodes formed: it is not part "
         "of the job (one too many, or late from an earlier run)",
-        node, settings_.job_id, settings_.nnodes);
+        PeerName(key, value), settings_.job_id, settings_.nnodes);
   }
   for (const JobLedger::Refusal& refusal : ledger_->TakeRefusals()) {
     PDLOG_WARN("refused node {} for job {}: {}", refusal.node, settings_.job_id, refusal.why);
@@ -749,12 +754,13 @@ void MasterNode::ReadWorld() {
     if (!member) {
       // One node too many, or a node late from an earlier run: named by address, as are the
       // members (not by store key).
-      std::map<std::string, std::string> members(world_.begin(), world_.end());
+      std::vector<std::string> members;
+      for (const auto& [key, value] : world_) members.push_back(PeerName(key, value));
       rendezvous_error_ = fmt::format(
           "the world of job {} formed at master {} with its {} nodes [{}] without this node ({} "
           "({})): is this node one too many (--nnodes {}), or late from an earlier run?",
-          settings_.job_id, MasterText(), world_.size(), fmt::join(RegisteredNames(members), ", "),
-          node_ip_, pod_, settings_.nnodes);
+          settings_.job_id, MasterText(), world_.size(), fmt::join(members, ", "), node_ip_, pod_,
+          settings_.nnodes);
       return Stop();
     }
     Adopt([&] { return job_->Take(world_, own_key_); });
@@ -846,12 +852,7 @@ std::vector<std::string> MasterNode::RegisteredNames(
     const std::map<std::string, std::string>& info) const {
   std::vector<std::string> names;
   for (const auto& [key, value] : info) {
-    if (!key.starts_with(keys_.info_prefix())) continue;
-    try {
-      names.push_back(DescribePeer(DecodePeerInfo(key, value)));
-    } catch (const LaunchError&) {
-      names.push_back(OneLine(key));
-    }
+    if (key.starts_with(keys_.info_prefix())) names.push_back(PeerName(key, value));
   }
   return names;
 }

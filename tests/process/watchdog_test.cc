@@ -35,7 +35,7 @@ pid_t FakeLauncher(const std::string& script, const std::string& pid_file, bool 
   const pid_t launcher = ::fork();
   if (launcher != 0) return launcher;
   if (mark_job) ::setenv("PDLAUNCH_PARENT", std::to_string(::getpid()).c_str(), 1);
-  Watchdog watchdog({}, std::move(remove_if_killed), {}, 4096,
+  Watchdog watchdog(std::move(remove_if_killed), {}, 4096,
                     mark_job ? NestedMarkerEntry() : std::string());
   const pid_t child = ::fork();
   if (child == 0) {
@@ -115,7 +115,7 @@ TEST(WatchdogTest, KillsTheProcessesCarryingTheJobMarkerThatLeftTheGroups) {
 pid_t FakeLauncherOf(int count, size_t max_groups, const std::string& pid_file) {
   const pid_t launcher = ::fork();
   if (launcher != 0) return launcher;
-  Watchdog watchdog({}, {}, {}, max_groups);
+  Watchdog watchdog({}, {}, max_groups);
   std::string lines;
   for (int i = 0; i < count; ++i) {
     const pid_t child = ::fork();
@@ -169,7 +169,7 @@ TEST(WatchdogTest, FindsTheJobMarkerWhereverTheScansReadsCutTheEnvironment) {
   const pid_t launcher = ::fork();
   if (launcher == 0) {
     std::string marker = NestedMarkerEntry();
-    Watchdog watchdog({}, {}, {}, 16, marker);
+    Watchdog watchdog({}, {}, 16, marker);
     std::string lines;
     for (size_t offset : {size_t{4085}, 4096 - marker.size(), size_t{4095}, size_t{4096}}) {
       std::string pad = "PAD=" + std::string(offset - 5, 'x');  // `offset` bytes, NUL included.
@@ -264,13 +264,13 @@ TEST(WatchdogTest, DisarmedWatchdogKillsNothing) {
   ::kill(-child, SIGKILL);
 }
 
-TEST(WatchdogTest, AwaitExitLetsADisarmedHelperGoAndReapsIt) {
-  // A launcher inside another pdlaunch job waits for its helper (docs/design.md, Parent death):
-  // AwaitExit must end the wait at EOF that a helper sharing our memory waits for.
+TEST(WatchdogTest, ReapWatchdogsLetsADisarmedHelperGoAndReapsIt) {
+  // What Main does on its way out (docs/design.md, Parent death): a disarmed helper, sharing
+  // our memory or not, exits at once and is reaped, so none is left a zombie.
   Watchdog watchdog;
   const pid_t pid = watchdog.pid();
   watchdog.Disarm();
-  EXPECT_TRUE(watchdog.AwaitExit(std::chrono::seconds(10)));
+  EXPECT_EQ(ReapWatchdogs(std::chrono::seconds(10)), 0u);
   siginfo_t info{};
   EXPECT_EQ(::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG), -1);
   EXPECT_EQ(errno, ECHILD);  // Reaped.

@@ -109,11 +109,17 @@ struct SupervisorResult {
 
 /// Runs the processes to the end under one event loop (Boost.Asio, single-threaded): exits come
 /// from pidfds, signals from one signal_set, the grace period from one timer, the echo from
-/// inotify. A Watchdog registered with every process group covers the launcher being SIGKILLed.
-/// Owns the launcher's signal handling while Run() executes and restores it after. Returns the
-/// launcher's exit code (see Supervision). Spawning errors throw; teardown of what was already
-/// started happens first.
+/// dnotify's SIGIO on a signalfd. A Watchdog registered with every process group covers the
+/// launcher being SIGKILLed. Owns the launcher's signal handling while Run() executes and restores
+/// it after. Returns the launcher's exit code (see Supervision). Spawning errors throw; teardown of
+/// what was already started happens first.
 int RunSupervised(std::vector<SupervisedProcess> processes, const SupervisorOptions& options);
+
+/// Blocks SIGIO in the calling thread, for good: the console echo reads it from a signalfd
+/// (dnotify), and its default action is termination. Main calls it first thing, so that every
+/// thread made later (Asio's resolver's) inherits the block; processes started get an empty
+/// mask. Idempotent.
+void BlockEchoSignal() noexcept;
 
 /// RunSupervised, telling how the run ended.
 SupervisorResult Supervise(std::vector<SupervisedProcess> processes,

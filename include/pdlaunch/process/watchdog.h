@@ -25,8 +25,8 @@ struct WatchdogArea;  // watchdog.cc
 /// for as long as the helper needs it) and makes raw system calls only; elsewhere it is forked.
 class Watchdog {
  public:
-  /// Starts the helper. It keeps `inherit_fds` open until it exits and closes every other
-  /// descriptor. Throws
+  /// Starts the helper. It closes every descriptor but its end of the pipe (and 0-2, on
+  /// /dev/null). Throws
   /// std::system_error on failure. `remove_if_killed`: directories (the launcher's temporary
   /// ones) the helper removes, with their contents, after killing the groups. `cgroup_dir`: the
   /// job's cgroup (JobCgroup), killed with cgroup.kill and removed; it reaches the processes that
@@ -35,8 +35,7 @@ class Watchdog {
   /// (`PDLAUNCH_PARENT=<pid>`) that every process the launcher starts carries and their
   /// descendants inherit; the helper also kills every process it finds with it (a scan of
   /// /proc), which reaches those that left the groups where there is no cgroup. Empty: none.
-  explicit Watchdog(const std::vector<int>& inherit_fds = {},
-                    std::vector<std::string> remove_if_killed = {}, std::string cgroup_dir = {},
+  explicit Watchdog(std::vector<std::string> remove_if_killed = {}, std::string cgroup_dir = {},
                     size_t max_groups = 4096, std::string job_marker = {});
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;
@@ -52,9 +51,6 @@ class Watchdog {
   /// forked helper is told with a message, one sharing our memory with a store), and closes the
   /// pipe.
   void Disarm() noexcept;
-  /// After Disarm: waits until the helper has exited, at most `limit`, and reaps it. True when
-  /// it was reaped. Never throws.
-  bool AwaitExit(std::chrono::milliseconds limit) noexcept;
   /// The helper's pid.
   pid_t pid() const { return pid_; }
 
