@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fmt/ranges.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
@@ -14,7 +15,6 @@
 #include <algorithm>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
-#include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <cstdlib>
@@ -92,6 +92,24 @@ sigset_t EchoSignalSet() {
   sigemptyset(&set);
   sigaddset(&set, SIGIO);
   return set;
+}
+
+/// What the supervisor acts on (Supervision::OnSignal), read from a signalfd.
+sigset_t SupervisedSignalSet() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int signal : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGTSTP, SIGCONT}) {
+    sigaddset(&set, signal);
+  }
+  return set;
+}
+
+/// A non-blocking signalfd for `set` (blocked first), or a thrown system error.
+int OpenSignalFd(const sigset_t& set) {
+  ::pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  const int fd = ::signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+  if (fd < 0) ThrowSystemError(errno, "signalfd");
+  return fd;
 }
 
 /// A log file whose new lines go to the console.
@@ -202,7 +220,7 @@ class ConsoleEcho {
   std::string WatchDirectories(const std::vector<EchoSource>& sources) {
     const char* forced = std::getenv("PDLAUNCH_ECHO_POLL");
     if (forced != nullptr && std::string_view(forced) == "1") return "PDLAUNCH_ECHO_POLL=1";
-    BlockEchoSignal();  // Main has; a caller of the supervisor alone (a test) may not have.
+    BlockLauncherSignals();  // Main has; a caller of the supervisor alone (a test) may not have.
     const sigset_t sigio = EchoSignalSet();
     const int fd = ::signalfd(-1, &sigio, SFD_NONBLOCK | SFD_CLOEXEC);
     if (fd < 0) return fmt::format("signalfd: {}", std::strerror(errno));
@@ -435,7 +453,7 @@ class EventLoop {
       : options_(options),
         own_io_(options.io ? nullptr : std::make_unique<asio::io_context>()),
         io_(options.io ? *options.io : *own_io_),
-        signals_(io_, SIGINT, SIGTERM, SIGHUP),
+        signals_(io_, OpenSignalFd(SupervisedSignalSet())),
         grace_timer_(io_),
         tick_timer_(io_),
         reap_timer_(io_),
@@ -452,7 +470,6 @@ class EventLoop {
     }
     pending_ = std::move(processes);
     idle_ = pending_.empty() && (options_.external != nullptr || options_.stop_hook != nullptr);
-    for (int signal : {SIGQUIT, SIGUSR1, SIGUSR2, SIGTSTP, SIGCONT}) signals_.add(signal);
   }
 
   SupervisorResult Run() {
@@ -583,12 +600,27 @@ class EventLoop {
                                            });
   }
 
+  // The signals stay blocked from the start of Main to its end (BlockLauncherSignals): one that
+  // comes while no loop runs (the planning, between the rendezvous and the ranks' start) waits
+  // in the kernel for the next loop's signalfd instead of finding its default action.
   void WaitForSignal() {
-    signals_.async_wait([this](boost::system::error_code ec, int signal) {
+    signals_.async_wait(StreamDescriptor::wait_read, [this](boost::system::error_code ec) {
       if (ec) return;
-      OnSignal(signal);
-      WaitForSignal();
+      TakeSignals();
+      if (!finished_) WaitForSignal();
     });
+  }
+
+  /// Acts on every signal pending on the signalfd, in the order they are read.
+  void TakeSignals() {
+    signalfd_siginfo taken[8];
+    for (;;) {
+      const ssize_t n = ::read(signals_.native_handle(), taken, sizeof taken);
+      if (n <= 0) return;  // EAGAIN: none left.
+      for (size_t i = 0; i < static_cast<size_t>(n) / sizeof taken[0]; ++i) {
+        OnSignal(static_cast<int>(taken[i].ssi_signo));
+      }
+    }
   }
 
   // Reaps child `index` (whose pidfd became readable). A failure reaps every child that has
@@ -687,18 +719,11 @@ class EventLoop {
     MaybeFinish();
   }
 
-  // A signal that reached asio's handler while the loop was finishing is queued for a wait that
-  // Finish() cancelled, or still in asio's pipe, and would go with this loop's signal set: a
-  // SIGTERM to an elastic agent whose generation was stopping for another reason (a node had
-  // left) was lost so, and the agent went on waiting for nodes. Taken here, once more round the
-  // loop without blocking; every other handler returns at once (finished_).
+  // A signal that came as the loop was finishing is still pending on the signalfd: a SIGTERM to
+  // an elastic agent whose generation was stopping for another reason (a node had left) was
+  // lost so once, and the agent went on waiting for nodes. Taken here, without blocking.
   void CollectLateSignals() {
-    if (!finished_) return;
-    signals_.async_wait([this](boost::system::error_code ec, int signal) {
-      if (!ec) OnSignal(signal);
-    });
-    io_.restart();
-    io_.poll();
+    if (finished_) TakeSignals();
   }
 
   void OnSignal(int signal) {
@@ -895,8 +920,8 @@ class EventLoop {
     grace_timer_.cancel();
     tick_timer_.cancel();
     reap_timer_.cancel();
-    signals_.cancel();
     boost::system::error_code ignored;
+    signals_.cancel(ignored);
     external_event_.close(ignored);
     io_.stop();
   }
@@ -966,7 +991,7 @@ class EventLoop {
   SupervisorOptions options_;
   std::unique_ptr<asio::io_context> own_io_;  // Null when the caller shares its loop.
   asio::io_context& io_;
-  asio::signal_set signals_;
+  StreamDescriptor signals_;  // A signalfd for SupervisedSignalSet().
   std::unique_ptr<DeviceLogSampler> device_log_;
   asio::steady_timer grace_timer_;
   asio::steady_timer tick_timer_;
@@ -994,9 +1019,30 @@ class EventLoop {
 
 }  // namespace
 
-void BlockEchoSignal() noexcept {
-  const sigset_t sigio = EchoSignalSet();
-  ::pthread_sigmask(SIG_BLOCK, &sigio, nullptr);
+void BlockLauncherSignals() noexcept {
+  sigset_t set = SupervisedSignalSet();
+  sigaddset(&set, SIGIO);
+  ::pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
+ExitStatus WaitStoppingOnSignal(Process& process, double grace_seconds) {
+  sigset_t termination;
+  sigemptyset(&termination);
+  for (int signal : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaddset(&termination, signal);
+  // Polled, never read: the signal stays pending for the next loop.
+  const UniqueFd signals(OpenSignalFd(termination));
+  pollfd fds[2] = {{process.pidfd(), POLLIN, 0}, {signals.get(), POLLIN, 0}};
+  while (::poll(fds, 2, -1) < 0 && errno == EINTR) {
+  }
+  if ((fds[0].revents & POLLIN) == 0 && (fds[1].revents & POLLIN) != 0) {
+    process.SignalGroup(SIGTERM);
+    const int grace_ms = static_cast<int>(std::max(0.0, grace_seconds) * 1000);
+    pollfd exited{process.pidfd(), POLLIN, 0};
+    while (::poll(&exited, 1, grace_ms) < 0 && errno == EINTR) {
+    }
+    if ((exited.revents & POLLIN) == 0) process.SignalGroup(SIGKILL);
+  }
+  return process.Wait();
 }
 
 SupervisorResult Supervise(std::vector<SupervisedProcess> processes,

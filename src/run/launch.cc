@@ -628,7 +628,7 @@ int Main(int argc, char** argv) {
   // The console may go away (a closed pipe); that must not kill the launcher and orphan the job.
   ::signal(SIGPIPE, SIG_IGN);
   // Before any thread exists (Asio's resolver's): every thread inherits the block.
-  BlockEchoSignal();
+  BlockLauncherSignals();
   // An inherited SIG_IGN would make the kernel reap our children before we see their status.
   ::signal(SIGCHLD, SIG_DFL);
   RaiseOpenFileLimit();

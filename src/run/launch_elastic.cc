@@ -411,7 +411,7 @@ int ElasticNodeAgent::RunWorld(const WorldRecord& world) {
   if (config_.pre_hook) {
     Process hook = Process::Spawn(
         ProcessSpec{"/bin/sh", {"sh", "-c", *config_.pre_hook}, ParentEnvironment(), -1});
-    if (ExitStatus status = hook.Wait(); !status.success()) {
+    if (ExitStatus status = WaitStoppingOnSignal(hook, options_.grace); !status.success()) {
       PDLOG_WARN("--elastic_pre_hook ended with {}", status.Describe());
     }
   }

@@ -264,6 +264,22 @@ class ElasticTest(ElasticTestCase):
         self.assertIn("exited with code 7", self.stderr("a"))
         self.assertEqual(self.job_keys(), {})
 
+    def test_a_signal_during_the_pre_hook_stops_the_hook_and_the_node(self):
+        # The hook runs outside the event loop: the signal, blocked there, must still stop it
+        # (it is in a group of its own, where no Ctrl-C of the terminal reaches) and the node.
+        hook_pid = self.dir / "hook.pid"
+        extra = ["--elastic_pre_hook", f"echo $$ > {hook_pid}; exec sleep 60"]
+        a = self.node("a", "1", *self.rank_args("--sleep", "60"), extra=extra)
+        self.wait_until(lambda: hook_pid.exists() and hook_pid.read_text().strip(), "the hook")
+        pid = int(hook_pid.read_text())
+        started = time.monotonic()
+        a.send_signal(signal.SIGTERM)
+        result = self.finish(a, 30)
+        self.assertEqual(result.code, 128 + signal.SIGTERM, result)
+        self.assertLess(time.monotonic() - started, 20, "the node waited for the hook's end")
+        self.assertFalse(pid_alive(pid), "the hook was left running")
+        self.assertIn("--elastic_pre_hook ended with signal 15", result.stderr)
+
     def test_job_survives_an_etcd_restart(self):
         a = self.node("a", "2", *self.rank_args("--ready", self.rec, "--sleep", "6"))
         b = self.node("b", "2", *self.rank_args("--ready", self.rec, "--sleep", "6"))

@@ -22,9 +22,21 @@ using testutil::WaitFor;
 
 class SupervisorTest : public ::testing::Test {
  protected:
-  SupervisorTest() { SetupLogging(); }
+  // As Main does before any thread exists: a test's sender thread must not take a signal meant
+  // for the loop. The mask is the test's again afterwards, with nothing left pending.
+  SupervisorTest() {
+    SetupLogging();
+    ::pthread_sigmask(SIG_BLOCK, nullptr, &saved_mask_);
+    BlockLauncherSignals();
+  }
   ~SupervisorTest() override {
     for (int fd : fds_) ::close(fd);
+    sigset_t blocked;
+    ::pthread_sigmask(SIG_BLOCK, nullptr, &blocked);
+    const timespec now{0, 0};
+    while (::sigtimedwait(&blocked, nullptr, &now) > 0) {
+    }
+    ::pthread_sigmask(SIG_SETMASK, &saved_mask_, nullptr);
   }
 
   /// A rank running `script` under /bin/sh with its output in log.<rank>.
@@ -61,6 +73,7 @@ class SupervisorTest : public ::testing::Test {
   ScopedTempDir dir_;
   std::vector<SupervisedProcess> processes_;
   std::vector<int> fds_;
+  sigset_t saved_mask_;
   std::vector<pid_t> pids_;
   std::vector<std::pair<int, ExitStatus>> first_failures_;
   Clock::duration elapsed_{};
@@ -121,6 +134,17 @@ TEST_F(SupervisorTest, ASignalCaughtAsTheLoopStopsIsNotLost) {
   const SupervisorResult result = Supervise(5.0, &events);
   EXPECT_EQ(result.signal, std::optional<int>(SIGTERM));
   EXPECT_EQ(result.exit_code, 143);
+}
+
+TEST_F(SupervisorTest, ASignalBetweenTwoLoopsIsTakenByTheNext) {
+  // Main blocks the signals from its start: a SIGINT before a loop runs (the rendezvous's
+  // set-up) waits for it, instead of ending the launcher by its default action.
+  ::raise(SIGINT);
+  PipeEvents events(/*tick_seconds=*/0.05);
+  const SupervisorResult result = Supervise(5.0, &events);
+  EXPECT_EQ(result.signal, std::optional<int>(SIGINT));
+  EXPECT_EQ(result.exit_code, 130);
+  EXPECT_FALSE(result.stopped);
 }
 
 TEST_F(SupervisorTest, AllSucceedGivesZero) {

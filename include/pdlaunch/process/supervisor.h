@@ -108,18 +108,28 @@ struct SupervisorResult {
 };
 
 /// Runs the processes to the end under one event loop (Boost.Asio, single-threaded): exits come
-/// from pidfds, signals from one signal_set, the grace period from one timer, the echo from
+/// from pidfds, signals from a signalfd, the grace period from one timer, the echo from
 /// dnotify's SIGIO on a signalfd. A Watchdog registered with every process group covers the
-/// launcher being SIGKILLed. Owns the launcher's signal handling while Run() executes and restores
-/// it after. Returns the launcher's exit code (see Supervision). Spawning errors throw; teardown of
-/// what was already started happens first.
+/// launcher being SIGKILLed. The signals it acts on are blocked (BlockLauncherSignals) and stay
+/// so after it returns: one that comes between two runs waits for the next. Returns the launcher's
+/// exit code (see Supervision). Spawning errors throw; teardown of what was already started happens
+/// first.
 int RunSupervised(std::vector<SupervisedProcess> processes, const SupervisorOptions& options);
 
-/// Blocks SIGIO in the calling thread, for good: the console echo reads it from a signalfd
-/// (dnotify), and its default action is termination. Main calls it first thing, so that every
-/// thread made later (Asio's resolver's) inherits the block; processes started get an empty
-/// mask. Idempotent.
-void BlockEchoSignal() noexcept;
+/// Blocks, in the calling thread and for good, the signals the supervisor reads from signalfds:
+/// SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGTSTP, SIGCONT, and SIGIO (the console
+/// echo's dnotify). Main calls it first thing, so that every thread made later (Asio's
+/// resolver's) inherits the block, and a Ctrl-C before the first loop runs, or between two
+/// (the planning, the rendezvous's start), is not met by its default action (the launcher gone
+/// without its last lines, exit -2): it waits for the next loop, which reads it. Processes
+/// started get an empty mask. Idempotent.
+void BlockLauncherSignals() noexcept;
+
+/// Waits for `process`, a helper the launcher runs outside a loop (--elastic_pre_hook). A
+/// termination signal meanwhile (SIGINT, SIGTERM, SIGHUP, SIGQUIT: blocked, see above) stops it,
+/// SIGTERM to its group and SIGKILL after `grace_seconds`, and stays pending for the next loop,
+/// which acts on it: the helper is not left running, nor the launcher deaf until it ends.
+ExitStatus WaitStoppingOnSignal(Process& process, double grace_seconds);
 
 /// RunSupervised, telling how the run ended.
 SupervisorResult Supervise(std::vector<SupervisedProcess> processes,
