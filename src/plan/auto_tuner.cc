@@ -125,16 +125,53 @@ int RecomputeLevel(const TrialConfig& c) {
   return g == "core_attn" ? 1 : g == "full_attn" ? 2 : 3;
 }
 
+// Python's str() of a custom_search_dim value (JSON text): how Paddle writes it into the
+// script's arguments and the log directory's name.
+std::string PyStr(const std::string& json_text) {
+  const Json v = Json::parse(json_text);
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_boolean()) return v.get<bool>() ? "True" : "False";
+  if (v.is_null()) return "None";
+  return v.dump();
+}
+
+// Python's "".join(part.capitalize() for part in key.split("_")).
+std::string CamelKey(const std::string& key) {
+  std::string out;
+  bool first = true;
+  for (char ch : key) {
+    if (ch == '_') {
+      first = true;
+      continue;
+    }
+    const auto c = static_cast<unsigned char>(ch);
+    out += static_cast<char>(first ? std::toupper(c) : std::tolower(c));
+    first = false;
+  }
+  return out;
+}
+
+// The custom dimensions equal, but those `ignore` names as "custom.<key>".
+bool SameCustom(const TrialConfig& a, const TrialConfig& b, const std::set<std::string>& ignore) {
+  if (a.custom.size() != b.custom.size()) return false;
+  for (size_t i = 0; i < a.custom.size(); ++i) {
+    if (a.custom[i].first != b.custom[i].first) return false;
+    if (!ignore.count("custom." + a.custom[i].first) && a.custom[i].second != b.custom[i].second) {
+      return false;
+    }
+  }
+  return true;
+}
+
 // Equal in every dimension but those `ignore` names.
 bool SameBeside(const TrialConfig& a, const TrialConfig& b, const std::set<std::string>& ignore) {
   const auto same = [&](const char* name, auto x, auto y) { return ignore.count(name) || x == y; };
   return same("dp", a.dp, b.dp) && same("mp", a.mp, b.mp) && same("pp", a.pp, b.pp) &&
          same("sharding_degree", a.sharding_degree, b.sharding_degree) &&
-         same("sharding_stage", a.sharding_stage, b.sharding_stage) &&
-         same("mbs", a.mbs, b.mbs) && same("vpp", a.vpp, b.vpp) &&
-         same("recompute", a.use_recompute, b.use_recompute) &&
+         same("sharding_stage", a.sharding_stage, b.sharding_stage) && same("mbs", a.mbs, b.mbs) &&
+         same("vpp", a.vpp, b.vpp) && same("recompute", a.use_recompute, b.use_recompute) &&
          same("recompute", a.recompute_granularity, b.recompute_granularity) &&
-         a.global_batch_size == b.global_batch_size;
+         a.global_batch_size == b.global_batch_size && SameCustom(a, b, ignore);
 }
 
 // invalid_strategy entries ("stage3_mp*", "dp2_pp1"): every part must match; "*" means > 1
@@ -174,17 +211,109 @@ bool MatchesStrategy(const TrialConfig& c, const std::string& strategy) {
   return true;
 }
 
-const std::set<std::string> kKnownKeys = {
-    "search_algo", "schedule_mode", "model_cfg", "dp_degree", "mp_degree", "pp_degree",
-    "sharding_degree", "sharding_stage", "vpp_degree", "micro_batch_size", "use_recompute",
-    "recompute_granularity", "metric_cfg", "run_cmd", "task_limit", "max_time_per_task",
-    "warmup_time", "max_search_time", "buffer", "max_mem_usage", "need_baseline",
-    "invalid_strategy", "schedule_prior", "enable_pp_prune", "enable_mp_prune",
-    "use_sequence_parallel", "resume_csv_file_path", "run_best", "best_cfg_dir", "mode",
-    "configs_csv"};
+const std::set<std::string> kKnownKeys = {"search_algo",
+                                          "schedule_mode",
+                                          "model_cfg",
+                                          "dp_degree",
+                                          "mp_degree",
+                                          "pp_degree",
+                                          "sharding_degree",
+                                          "sharding_stage",
+                                          "vpp_degree",
+                                          "micro_batch_size",
+                                          "use_recompute",
+                                          "recompute_granularity",
+                                          "metric_cfg",
+                                          "run_cmd",
+                                          "task_limit",
+                                          "max_time_per_task",
+                                          "warmup_time",
+                                          "max_search_time",
+                                          "buffer",
+                                          "max_mem_usage",
+                                          "need_baseline",
+                                          "invalid_strategy",
+                                          "schedule_prior",
+                                          "enable_pp_prune",
+                                          "enable_mp_prune",
+                                          "use_sequence_parallel",
+                                          "resume_csv_file_path",
+                                          "run_best",
+                                          "best_cfg_dir",
+                                          "mode",
+                                          "configs_csv",
+                                          "custom_search_dim"};
 // Paddle's keys not built yet: named in the error rather than ignored.
-const std::set<std::string> kNotYet = {"refined_recompute", "custom_search_dim",
-                                       "memory_estimation_tool"};
+const std::set<std::string> kNotYet = {"refined_recompute", "memory_estimation_tool"};
+
+// custom_search_dim {"key": {"value": [...], "prune": bool}}, in the file's order (Python's dict
+// keeps it; the product and the directory names follow it).
+std::vector<TunerConfig::CustomDim> ParseCustomDims(const nlohmann::ordered_json& dims) {
+  static const std::set<std::string> kBuiltIn = {"dp_degree",
+                                                 "mp_degree",
+                                                 "pp_degree",
+                                                 "vpp_degree",
+                                                 "micro_batch_size",
+                                                 "sharding_degree",
+                                                 "sharding_stage",
+                                                 "use_recompute",
+                                                 "recompute_granularity",
+                                                 "local_batch_size",
+                                                 "gradient_accumulation_steps",
+                                                 "global_batch_size",
+                                                 "sequence_parallel"};
+  if (!dims.is_object() || dims.empty()) {
+    Bad("custom_search_dim", "expected {\"<key>\": {\"value\": [...], \"prune\": false}}");
+  }
+  std::vector<TunerConfig::CustomDim> out;
+  for (const auto& [key, spec] : dims.items()) {
+    const std::string name = "custom_search_dim." + key;
+    if (key.empty() || key.size() > 64 || !std::all_of(key.begin(), key.end(), [](char ch) {
+          return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '.';
+        })) {
+      Bad(name, "a key is letters, digits, '_' and '.' (64 at most)");
+    }
+    if (kBuiltIn.count(key)) Bad(name, "a built-in dimension; set it at the top level");
+    if (!spec.is_object()) Bad(name, "expected {\"value\": [...], \"prune\": false}");
+    TunerConfig::CustomDim dim;
+    dim.key = key;
+    for (const auto& [field, v] : spec.items()) {
+      if (field == "value") {
+        if (!v.is_array() || v.empty()) Bad(name + ".value", "expected a non-empty list");
+        for (const auto& item : v) {
+          if (!item.is_primitive() || item.is_null()) {
+            Bad(name + ".value",
+                fmt::format("expected numbers, strings or booleans, got {}", OneLine(item.dump())));
+          }
+          // Written as Python's str() into the arguments, the directory and the history CSV:
+          // two values must not read the same there (2 and "2"), nor break the CSV's row.
+          const std::string text = item.dump();
+          const std::string py = PyStr(text);
+          if (py.empty() || py.find_first_of(",\"\r\n") != std::string::npos) {
+            Bad(name + ".value", fmt::format("{}: empty, or with a comma, a quote or a line break "
+                                             "(the history CSV holds it)",
+                                             OneLine(text)));
+          }
+          for (const std::string& other : dim.values) {
+            if (PyStr(other) == py) {
+              Bad(name + ".value",
+                  fmt::format("{} and {} read the same", OneLine(other), OneLine(text)));
+            }
+          }
+          dim.values.push_back(text);
+        }
+      } else if (field == "prune") {
+        if (!v.is_boolean()) Bad(name + ".prune", "expected true or false");
+        dim.prune = v.get<bool>();
+      } else {
+        Bad(name + "." + field, "unknown key (value and prune are)");
+      }
+    }
+    if (dim.values.empty()) Bad(name + ".value", "required");
+    out.push_back(std::move(dim));
+  }
+  return out;
+}
 
 double Seconds(const Json& value, const std::string& key) {
   if (!value.is_number() || value.get<double>() <= 0) Bad(key, "expected a positive number");
@@ -370,6 +499,12 @@ TunerConfig ParseTunerConfig(const std::string& text, const std::string& json_pa
     if (!d.is_string()) Bad("metric_cfg.OptimizationDirection", "expected Maximize or Minimize");
     c.maximize = d.get<std::string>() == "Maximize";
   }
+  if (root.contains("custom_search_dim")) {
+    if (c.search_algo == "customize") {
+      Bad("custom_search_dim", "search_algo customize runs the layouts of configs_csv only");
+    }
+    c.custom_dims = ParseCustomDims(nlohmann::ordered_json::parse(text)["custom_search_dim"]);
+  }
   // run_cmd.
   if (!root.contains("run_cmd") || !root["run_cmd"].is_object()) {
     Bad("run_cmd", "required: how each dimension reaches the script");
@@ -388,10 +523,20 @@ TunerConfig ParseTunerConfig(const std::string& text, const std::string& json_pa
       }
     } else if (key == "generate_launch_cfg") {
       Bool(value, "run_cmd.generate_launch_cfg");
-    } else if (kRunKeys.count(key)) {
+    } else if (kRunKeys.count(key) ||
+               std::any_of(c.custom_dims.begin(), c.custom_dims.end(),
+                           [&](const TunerConfig::CustomDim& d) { return d.key == key; })) {
       c.run_cmd[key] = ParseRunCmd(value, "run_cmd." + key);
     } else {
       Bad("run_cmd." + key, "unknown key");
+    }
+  }
+  for (const TunerConfig::CustomDim& dim : c.custom_dims) {
+    if (!c.run_cmd.count(dim.key)) {
+      Bad("custom_search_dim." + dim.key,
+          fmt::format("not in run_cmd: the script would never see it (add \"{}\": [\"--{}\", "
+                      "\"\"] or the like)",
+                      dim.key, dim.key));
     }
   }
   if (root.contains("task_limit")) c.task_limit = static_cast<int>(PositiveInt(root["task_limit"], "task_limit"));
@@ -424,11 +569,13 @@ TunerConfig ParseTunerConfig(const std::string& text, const std::string& json_pa
 }
 
 std::string Describe(const TrialConfig& c) {
-  return fmt::format("dp{} mp{} pp{} vpp{} sharding{} stage{} mbs{} recompute={}", c.dp, c.mp,
-                     c.pp, c.vpp, c.sharding_degree, c.sharding_stage, c.mbs,
-                     !c.use_recompute          ? std::string("-")
-                     : !*c.use_recompute       ? std::string("off")
-                                               : c.recompute_granularity.value_or("on"));
+  std::string out = fmt::format("dp{} mp{} pp{} vpp{} sharding{} stage{} mbs{} recompute={}", c.dp,
+                                c.mp, c.pp, c.vpp, c.sharding_degree, c.sharding_stage, c.mbs,
+                                !c.use_recompute    ? std::string("-")
+                                : !*c.use_recompute ? std::string("off")
+                                                    : c.recompute_granularity.value_or("on"));
+  for (const auto& [key, value] : c.custom) out += fmt::format(" {}={}", key, PyStr(value));
+  return out;
 }
 
 std::vector<std::pair<TrialConfig, std::optional<std::string>>> CustomizedLayouts(
@@ -525,6 +672,19 @@ std::vector<std::pair<TrialConfig, std::optional<std::string>>> SearchSpace(
       }
     }
   }
+  // custom_search_dim: itertools.product of the values, the last dimension varying fastest,
+  // innermost of all (after the recompute granularity).
+  std::vector<std::vector<std::pair<std::string, std::string>>> customs{{}};
+  for (const TunerConfig::CustomDim& dim : cfg.custom_dims) {
+    std::vector<std::vector<std::pair<std::string, std::string>>> next;
+    for (const auto& prefix : customs) {
+      for (const std::string& value : dim.values) {
+        next.push_back(prefix);
+        next.back().emplace_back(dim.key, value);
+      }
+    }
+    customs = std::move(next);
+  }
   std::vector<std::pair<TrialConfig, std::optional<std::string>>> all;
   std::vector<TrialConfig> kept;
   for (const auto& [mp, sd, pp, dp] : degrees) {
@@ -533,51 +693,66 @@ std::vector<std::pair<TrialConfig, std::optional<std::string>>> SearchSpace(
         for (long vpp : cfg.vpp) {
           for (const auto& recompute : cfg.use_recompute) {
             for (const auto& granularity : cfg.recompute_granularity) {
-              if (gbs % (mbs * sd * dp)) continue;
-              if (cfg.num_layers && *cfg.num_layers % (pp * vpp)) continue;
-              TrialConfig c{dp, mp, pp, sd, stage, mbs, vpp, recompute, granularity, gbs,
-                            gbs / dp / sd / mbs};
-              std::optional<std::string> why;
-              const long local = gbs / dp / sd;
-              // prune.py's static rules, in its order.
-              if (!in(cfg.mp, mp)) {
-                why = "mp_degree not a candidate";
-              } else if (cfg.num_layers && *cfg.num_layers % pp) {
-                why = fmt::format("num_layers {} not divisible by pp {}", *cfg.num_layers, pp);
-              } else if (vpp > 1 && (c.acc_steps % pp)) {
-                why = fmt::format("vpp {} needs acc_steps {} divisible by pp {}", vpp, c.acc_steps, pp);
-              } else if (pp <= 2 && vpp != 1) {
-                why = fmt::format("vpp {} needs pp > 2", vpp);
-              } else if (local == 0 || local % mbs) {
-                why = fmt::format("local batch {} not divisible by mbs {}", local, mbs);
-              } else if (local / mbs < pp) {
-                why = fmt::format("acc_steps {} below pp {}", local / mbs, pp);
-              } else if (pp != 1 && stage != 1 && sd != 1) {
-                why = fmt::format("sharding stage {} with pp {}", stage, pp);
-              } else if (sd == 1 && std::any_of(kept.begin(), kept.end(), [&](const TrialConfig& k) {
-                           return SameBeside(k, c, {"sharding_stage"});
-                         })) {
-                why = "sharding_degree 1: the stage makes no difference";
-              } else if (recompute && !*recompute && granularity && *granularity != "full") {
-                why = "recompute off: the granularity makes no difference";
-              } else if (recompute && std::any_of(kept.begin(), kept.end(), [&](const TrialConfig& k) {
-                           return RecomputeLevel(k) == RecomputeLevel(c) &&
-                                  SameBeside(k, c, {"recompute"});
-                         })) {
-                why = "the same recompute level as a kept candidate";
-              } else if (dp * mp * pp * sd != cfg.num_gpus) {
-                why = fmt::format("dp*mp*pp*sharding {} is not the {} devices", dp * mp * pp * sd,
-                                  cfg.num_gpus);
-              } else {
-                for (const std::string& s : cfg.invalid_strategy) {
-                  if (MatchesStrategy(c, s)) {
-                    why = fmt::format("invalid_strategy {}", s);
-                    break;
+              for (const auto& custom : customs) {
+                if (gbs % (mbs * sd * dp)) continue;
+                if (cfg.num_layers && *cfg.num_layers % (pp * vpp)) continue;
+                TrialConfig c{dp,
+                              mp,
+                              pp,
+                              sd,
+                              stage,
+                              mbs,
+                              vpp,
+                              recompute,
+                              granularity,
+                              gbs,
+                              gbs / dp / sd / mbs,
+                              custom};
+                std::optional<std::string> why;
+                const long local = gbs / dp / sd;
+                // prune.py's static rules, in its order.
+                if (!in(cfg.mp, mp)) {
+                  why = "mp_degree not a candidate";
+                } else if (cfg.num_layers && *cfg.num_layers % pp) {
+                  why = fmt::format("num_layers {} not divisible by pp {}", *cfg.num_layers, pp);
+                } else if (vpp > 1 && (c.acc_steps % pp)) {
+                  why = fmt::format("vpp {} needs acc_steps {} divisible by pp {}", vpp,
+                                    c.acc_steps, pp);
+                } else if (pp <= 2 && vpp != 1) {
+                  why = fmt::format("vpp {} needs pp > 2", vpp);
+                } else if (local == 0 || local % mbs) {
+                  why = fmt::format("local batch {} not divisible by mbs {}", local, mbs);
+                } else if (local / mbs < pp) {
+                  why = fmt::format("acc_steps {} below pp {}", local / mbs, pp);
+                } else if (pp != 1 && stage != 1 && sd != 1) {
+                  why = fmt::format("sharding stage {} with pp {}", stage, pp);
+                } else if (sd == 1 &&
+                           std::any_of(kept.begin(), kept.end(), [&](const TrialConfig& k) {
+                             return SameBeside(k, c, {"sharding_stage"});
+                           })) {
+                  why = "sharding_degree 1: the stage makes no difference";
+                } else if (recompute && !*recompute && granularity && *granularity != "full") {
+                  why = "recompute off: the granularity makes no difference";
+                } else if (recompute &&
+                           std::any_of(kept.begin(), kept.end(), [&](const TrialConfig& k) {
+                             return RecomputeLevel(k) == RecomputeLevel(c) &&
+                                    SameBeside(k, c, {"recompute"});
+                           })) {
+                  why = "the same recompute level as a kept candidate";
+                } else if (dp * mp * pp * sd != cfg.num_gpus) {
+                  why = fmt::format("dp*mp*pp*sharding {} is not the {} devices", dp * mp * pp * sd,
+                                    cfg.num_gpus);
+                } else {
+                  for (const std::string& s : cfg.invalid_strategy) {
+                    if (MatchesStrategy(c, s)) {
+                      why = fmt::format("invalid_strategy {}", s);
+                      break;
+                    }
                   }
                 }
+                if (!why) kept.push_back(c);
+                all.emplace_back(c, why);
               }
-              if (!why) kept.push_back(c);
-              all.emplace_back(c, why);
             }
           }
         }
@@ -642,13 +817,48 @@ std::optional<std::string> HistoryPrune(const TrialConfig& c,
   return std::nullopt;
 }
 
-size_t NewlyPruned(const std::vector<TrialConfig>& later, const std::vector<TrialOutcome>& history) {
+std::optional<std::string> HistoryPrune(const TrialConfig& c,
+                                        const std::vector<TrialOutcome>& history, bool& oom,
+                                        const TunerConfig& config) {
+  if (auto why = HistoryPrune(c, history, oom)) return why;
+  // custom_search_dim with prune: its values are the user's order of preference; once one ran,
+  // the later ones of the same layout are not tried (prune.py
+  // prune_by_custom_search_dim_history, which compares the other keys by a substring test of
+  // the dimension's name: a key contained in it, mp_degree in mp_degree_x, was not compared).
+  for (const TunerConfig::CustomDim& dim : config.custom_dims) {
+    if (!dim.prune) continue;
+    const auto index = [&](const TrialConfig& t) -> long {
+      for (const auto& [key, value] : t.custom) {
+        if (key != dim.key) continue;
+        const auto it = std::find(dim.values.begin(), dim.values.end(), value);
+        return it == dim.values.end() ? -1 : it - dim.values.begin();
+      }
+      return -1;
+    };
+    const long mine = index(c);
+    if (mine < 0) continue;
+    for (const TrialOutcome& h : history) {
+      const long theirs = index(h.cfg);
+      if (theirs >= 0 && theirs < mine && h.metric && !h.oom &&
+          SameBeside(h.cfg, c, {"custom." + dim.key})) {
+        return fmt::format("{} {} ran, a later value is not tried", dim.key,
+                           PyStr(dim.values[static_cast<size_t>(theirs)]));
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+size_t NewlyPruned(const std::vector<TrialConfig>& later, const std::vector<TrialOutcome>& history,
+                   const TunerConfig& config) {
   if (history.empty()) return 0;
   const std::vector<TrialOutcome> before(history.begin(), history.end() - 1);
   size_t count = 0;
   for (const TrialConfig& cfg : later) {
     bool oom = false;
-    if (HistoryPrune(cfg, history, oom) && !HistoryPrune(cfg, before, oom)) ++count;
+    if (HistoryPrune(cfg, history, oom, config) && !HistoryPrune(cfg, before, oom, config)) {
+      ++count;
+    }
   }
   return count;
 }
@@ -720,20 +930,26 @@ std::optional<size_t> BestTrial(const std::vector<TrialOutcome>& history,
 }
 
 std::string HistoryCsv(const std::vector<TrialOutcome>& history, const TunerConfig& config) {
+  std::string custom_columns;
+  for (const TunerConfig::CustomDim& dim : config.custom_dims) custom_columns += dim.key + ",";
   std::string out = fmt::format(
       "job_id,mp_degree,sharding_degree,pp_degree,dp_degree,sharding_stage,micro_batch_size,"
-      "vpp_degree,use_recompute,recompute_granularity,acc_steps,global_batch_size,exec_time,{},"
+      "vpp_degree,use_recompute,recompute_granularity,{}acc_steps,global_batch_size,exec_time,{},"
       "max_mem_usage,error_info\n",
-      config.metric_name);
+      custom_columns, config.metric_name);
   for (const TrialOutcome& h : history) {
     if (h.pruned) continue;
     const TrialConfig& c = h.cfg;
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", h.job_id, c.mp,
+    std::string custom_values;
+    for (const auto& [key, value] : c.custom) custom_values += PyStr(value) + ",";
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{}{},{},{},{},{},{}\n", h.job_id, c.mp,
                        c.sharding_degree, c.pp, c.dp, c.sharding_stage, c.mbs, c.vpp,
                        c.use_recompute ? PyBool(c.use_recompute) : "",
-                       c.recompute_granularity.value_or(""), c.acc_steps, c.global_batch_size,
-                       Fmt(h.exec_time), h.metric ? Fmt(*h.metric) : "",
-                       h.oom ? "OOM" : h.memory_mib ? Fmt(*h.memory_mib) : "",
+                       c.recompute_granularity.value_or(""), custom_values, c.acc_steps,
+                       c.global_batch_size, Fmt(h.exec_time), h.metric ? Fmt(*h.metric) : "",
+                       h.oom          ? "OOM"
+                       : h.memory_mib ? Fmt(*h.memory_mib)
+                                      : "",
                        h.error.empty() ? "" : fmt::format("['{}']", h.error));
   }
   return out;
@@ -745,17 +961,21 @@ std::vector<TrialOutcome> ParseHistoryCsv(const std::string& text, const TunerCo
   std::string line;
   if (!std::getline(in, line)) return out;
   const std::vector<std::string> header = SplitAndStrip(line, ',');
-  if (header.size() != 16 || header[13] != config.metric_name) return out;
+  const size_t n = config.custom_dims.size();  // Their columns follow recompute_granularity.
+  if (header.size() != 16 + n || header[13 + n] != config.metric_name) return out;
+  for (size_t k = 0; k < n; ++k) {
+    if (header[10 + k] != config.custom_dims[k].key) return out;
+  }
   while (std::getline(in, line)) {
-    // error_info is the last column and may hold commas: split the first 15 only.
+    // error_info is the last column and may hold commas: split the others only.
     std::vector<std::string> f;
     size_t at = 0;
-    for (int i = 0; i < 15 && at != std::string::npos; ++i) {
+    for (size_t i = 0; i < 15 + n && at != std::string::npos; ++i) {
       const size_t comma = line.find(',', at);
       f.push_back(line.substr(at, comma == std::string::npos ? comma : comma - at));
       at = comma == std::string::npos ? comma : comma + 1;
     }
-    if (f.size() != 15 || at == std::string::npos) continue;
+    if (f.size() != 15 + n || at == std::string::npos) continue;
     try {
       TrialOutcome o;
       o.job_id = std::stoi(f[0]);
@@ -769,12 +989,24 @@ std::vector<TrialOutcome> ParseHistoryCsv(const std::string& text, const TunerCo
       c.vpp = std::stol(f[7]);
       if (!f[8].empty()) c.use_recompute = f[8] == "True";
       if (!f[9].empty()) c.recompute_granularity = f[9];
-      c.acc_steps = std::stol(f[10]);
-      c.global_batch_size = std::stol(f[11]);
-      o.exec_time = std::stod(f[12]);
-      if (!f[13].empty()) o.metric = std::stod(f[13]);
-      o.oom = f[14] == "OOM";
-      if (!o.oom && !f[14].empty()) o.memory_mib = std::stod(f[14]);
+      bool known = true;  // A value no longer in the file's list: a row of another search.
+      for (size_t k = 0; k < n; ++k) {
+        const TunerConfig::CustomDim& dim = config.custom_dims[k];
+        const auto it = std::find_if(dim.values.begin(), dim.values.end(),
+                                     [&](const std::string& v) { return PyStr(v) == f[10 + k]; });
+        if (it == dim.values.end()) {
+          known = false;
+          break;
+        }
+        c.custom.emplace_back(dim.key, *it);
+      }
+      if (!known) continue;
+      c.acc_steps = std::stol(f[10 + n]);
+      c.global_batch_size = std::stol(f[11 + n]);
+      o.exec_time = std::stod(f[12 + n]);
+      if (!f[13 + n].empty()) o.metric = std::stod(f[13 + n]);
+      o.oom = f[14 + n] == "OOM";
+      if (!o.oom && !f[14 + n].empty()) o.memory_mib = std::stod(f[14 + n]);
       std::string error = line.substr(at);
       if (error.starts_with("['") && error.ends_with("']")) error = error.substr(2, error.size() - 4);
       o.error = error;
@@ -786,11 +1018,16 @@ std::vector<TrialOutcome> ParseHistoryCsv(const std::string& text, const TunerCo
 }
 
 std::string TrialDirName(int job_id, const TrialConfig& c) {
+  std::string custom;
+  for (const auto& [key, value] : c.custom) custom += "_" + CamelKey(key) + PyStr(value);
   return fmt::format(
-      "Job{}_GBS{}_DP{}_MP{}_PP{}_VPP{}_Sharding{}_Stage{}_MBS{}_Recompute_{}_Granularity_{}_"
-      "AccStep{}",
-      job_id, c.global_batch_size, c.dp, c.mp, c.pp, c.vpp, c.sharding_degree, c.sharding_stage,
-      c.mbs, PyBool(c.use_recompute), c.recompute_granularity.value_or("None"), c.acc_steps);
+             "Job{}_GBS{}_DP{}_MP{}_PP{}_VPP{}_Sharding{}_Stage{}_MBS{}_Recompute_{}_Granularity_{}"
+             "_"
+             "AccStep{}",
+             job_id, c.global_batch_size, c.dp, c.mp, c.pp, c.vpp, c.sharding_degree,
+             c.sharding_stage, c.mbs, PyBool(c.use_recompute),
+             c.recompute_granularity.value_or("None"), c.acc_steps) +
+         custom;
 }
 
 std::vector<std::string> TrialArguments(const std::vector<std::string>& raw,
@@ -835,6 +1072,7 @@ std::vector<std::string> TrialArguments(const std::vector<std::string>& raw,
   number("gradient_accumulation_steps", c.acc_steps);
   number("global_batch_size", c.global_batch_size);
   number("sequence_parallel", c.mp > 1 ? 1 : 0);
+  for (const auto& [key, value] : c.custom) apply(key, PyStr(value), value);
   for (const auto& [name, e] : best_run ? config.run_best_stage : config.search_stage) {
     if (e.kind == RunCmdEntry::Kind::kJsonFile) {
       const std::string literal = e.third.value_or("null");

@@ -222,7 +222,7 @@ int RunAutoTuner(const LaunchOptions& options,
     bool oom = false;
     // Paddle's customize search runs every layout of its CSV: no history prune.
     const bool prunes = config.search_algo != "customize";
-    if (const auto why = prunes ? HistoryPrune(cfg, history, oom) : std::nullopt) {
+    if (const auto why = prunes ? HistoryPrune(cfg, history, oom, config) : std::nullopt) {
       TrialOutcome pruned;
       pruned.cfg = cfg;
       pruned.pruned = true;
@@ -300,13 +300,14 @@ int RunAutoTuner(const LaunchOptions& options,
       const std::vector<TrialConfig> later(candidates.begin() + static_cast<long>(index) + 1,
                                            candidates.end());
       std::string more;
-      if (const size_t pruned = prunes && history.back().oom ? NewlyPruned(later, history) : 0) {
+      if (const size_t pruned =
+              prunes && history.back().oom ? NewlyPruned(later, history, config) : 0) {
         more = fmt::format(" (pruned {} more)", pruned);
       }
       size_t ahead = 0;  // The candidates the history does not prune yet.
       for (const TrialConfig& next : later) {
         bool oom_prune = false;
-        if (!prunes || !HistoryPrune(next, history, oom_prune)) ++ahead;
+        if (!prunes || !HistoryPrune(next, history, oom_prune, config)) ++ahead;
       }
       ahead =
           std::min<size_t>(ahead, static_cast<size_t>(std::max(0, config.task_limit - launched)));
@@ -353,6 +354,7 @@ int RunAutoTuner(const LaunchOptions& options,
                     {"acc_steps", winner.cfg.acc_steps},
                     {"job_id", winner.job_id},
                     {config.metric_name, *winner.metric}};
+  for (const auto& [key, value] : winner.cfg.custom) best_json[key] = Json::parse(value);
   fs::create_directories(config.best_cfg_dir, ec);
   WriteAtomically(fs::path(config.best_cfg_dir) / "best_cfg.json", best_json.dump(2) + "\n");
   PDLOG_INFO("AutoTuner ended in {:.1f}s.", std::chrono::duration<double>(Clock::now() - start).count());

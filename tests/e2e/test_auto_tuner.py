@@ -159,6 +159,37 @@ esac
             "interval_samples_per_second"])
         self.assertEqual(len(self.history()), 3)
 
+    def test_a_custom_search_dim_reaches_the_script_and_prunes_by_its_order(self):
+        # custom_search_dim (Paddle's utils.py, prune.py): --use_flash True, then False; with
+        # prune true, False of a layout where True ran is not tried. The best run gets it too.
+        cfg = tuner_json(dp_degree=4, mp_degree=[2], micro_batch_size=[1, 2],
+                         custom_search_dim={"use_flash": {"value": [True, False], "prune": True}})
+        cfg["run_cmd"]["use_flash"] = ["--use_flash", ""]
+        result = self.tune(cfg)
+        self.assertEqual(result.code, 0, result)
+        lines = [re.sub(r"; (about .* left|under 1 s left)$", "", l)
+                 for l in result.stdout.splitlines() if l.startswith("[")]
+        self.assertEqual(lines, [
+            "[1/4] dp4 mp2 pp1 vpp1 sharding1 stage1 mbs2 recompute=- use_flash=True → 1240 "
+            "interval_samples_per_second (best so far)",
+            "[2/4] dp4 mp2 pp1 vpp1 sharding1 stage1 mbs2 recompute=- use_flash=False → pruned: "
+            "use_flash True ran, a later value is not tried",
+            "[3/4] dp4 mp2 pp1 vpp1 sharding1 stage1 mbs1 recompute=- use_flash=True → pruned: "
+            "mbs 2 ran, a smaller one is slower",
+            # Runs: only a layout that ran prunes as slower (Paddle also passes "runnable" on
+            # from [2], which it never ran; docs/auto-tuner.md).
+            "[4/4] dp4 mp2 pp1 vpp1 sharding1 stage1 mbs1 recompute=- use_flash=False → 140 "
+            "interval_samples_per_second"])
+        self.assertEqual([(r["use_flash"], r["interval_samples_per_second"])
+                          for r in self.history()], [("True", "1240"), ("False", "140")])
+        trial = self.dir / ("Job1_GBS16_DP4_MP2_PP1_VPP1_Sharding1_Stage1_MBS2_Recompute_None_"
+                            "Granularity_None_AccStep2_UseFlashTrue")
+        self.assertIn("flash", (trial / "workerlog.0").read_text())
+        best = json.loads((self.dir / "best_cfg" / "best_cfg.json").read_text())
+        self.assertIs(best["use_flash"], True)
+        self.assertIn("layout dp4 mp2 pp1 mbs2 flash",
+                      (self.dir / "best_cfg" / "workerlog.0").read_text())
+
     def test_a_second_run_resumes_without_rerunning_finished_trials(self):
         first = self.tune(tuner_json(task_limit=2, run_best=False))
         self.assertEqual(first.code, 0, first)

@@ -2,13 +2,14 @@
 """A trainer for the auto tuner's tests (issue #28): no GPU, a known metric and memory model.
 
     fake_trainer.py [--dp N] [--mp N] [--pp N] [--sharding N] [--stage N] [PARAMS.json]
-                    [--hang] [--seconds S] [--mem-file PATH]
+                    [--hang] [--seconds S] [--mem-file PATH] [--use_flash True|False]
 
 micro_batch_size comes from PARAMS.json's "per_device_train_batch_size" (the tuner rewrites a
 copy per trial). Memory: 20 * mbs / mp "MiB", out of memory past 30 (it prints Paddle's text and
 exits 1). Metric: 100 * mbs + 10 * dp, printed as PaddleNLP does, 12 times; the tuner averages
 the last ones. --hang: sleep for ever when mp == 1 and mbs == 1 (a trial the deadline must stop).
 --mem-file: writes 1000 * mbs + 100 * dp there, the MiB a fake nvidia-smi reports in use.
+--use_flash True (a custom_search_dim): the metric is 1000 more.
 """
 import json
 import sys
@@ -17,7 +18,7 @@ import time
 
 def main(argv):
     cfg = {"dp": 1, "mp": 1, "pp": 1, "sharding": 1, "stage": 1}
-    params, hang, seconds, mem_file = None, False, 0.05, None
+    params, hang, seconds, mem_file, flash = None, False, 0.05, None, False
     i = 0
     while i < len(argv):
         arg = argv[i]
@@ -33,6 +34,9 @@ def main(argv):
         elif arg == "--mem-file":  # Where a fake nvidia-smi reads the memory this trial "uses".
             mem_file = argv[i + 1]
             i += 1
+        elif arg == "--use_flash":
+            flash = argv[i + 1] == "True"
+            i += 1
         elif arg.endswith(".json"):
             params = arg
         i += 1
@@ -40,7 +44,8 @@ def main(argv):
     if params:
         with open(params) as f:
             mbs = int(json.load(f).get("per_device_train_batch_size", 1))
-    print(f"layout dp{cfg['dp']} mp{cfg['mp']} pp{cfg['pp']} mbs{mbs}", flush=True)
+    print(f"layout dp{cfg['dp']} mp{cfg['mp']} pp{cfg['pp']} mbs{mbs}"
+          + (" flash" if flash else ""), flush=True)
     if mem_file:  # 1000 MiB per sample of the micro-batch, 100 per data-parallel replica.
         with open(mem_file, "w") as f:
             f.write(str(1000 * mbs + 100 * cfg["dp"]))
@@ -49,7 +54,7 @@ def main(argv):
     if 20 * mbs / cfg["mp"] > 30:
         print("Out of memory error on GPU 0: failed to allocate 2.00 GiB", flush=True)
         return 1
-    metric = 100 * mbs + 10 * cfg["dp"]
+    metric = 100 * mbs + 10 * cfg["dp"] + (1000 if flash else 0)
     for step in range(12):
         time.sleep(seconds / 12)
         print(f"global step {step}, loss: 1.0, interval_samples_per_second: {metric}", flush=True)

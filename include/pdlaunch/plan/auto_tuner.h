@@ -55,6 +55,14 @@ struct TunerConfig {
   /// search_algo "customize": the CSV of layouts to run, in its order (configs_csv; relative to
   /// the working directory, as Paddle opens it).
   std::string configs_csv;
+  /// custom_search_dim: a dimension of the user's own, reaching the script through run_cmd by its
+  /// key as the built-in ones do.
+  struct CustomDim {
+    std::string key;
+    std::vector<std::string> values;  ///< JSON scalars as JSON text, in the file's order.
+    bool prune = false;  ///< A value that ran prunes the values after it (the same layout).
+  };
+  std::vector<CustomDim> custom_dims;  ///< In the file's order.
 };
 
 /// Parses the file's `text` for a job of `nodes` nodes of `gpus_per_node` devices. UsageError
@@ -70,6 +78,8 @@ struct TrialConfig {
   std::optional<std::string> recompute_granularity;
   long global_batch_size = 0;
   long acc_steps = 0;  ///< gbs / dp / sharding / mbs.
+  /// custom_search_dim's values, (key, value as JSON text), in TunerConfig::custom_dims' order.
+  std::vector<std::pair<std::string, std::string>> custom;
   bool operator==(const TrialConfig&) const = default;
 };
 
@@ -81,7 +91,8 @@ struct TrialConfig {
 std::vector<std::pair<TrialConfig, std::optional<std::string>>> CustomizedLayouts(
     const std::string& text, const TunerConfig& config);
 
-/// "dp2 mp4 pp1 vpp1 sharding1 stage1 mbs2 recompute=off".
+/// "dp2 mp4 pp1 vpp1 sharding1 stage1 mbs2 recompute=off", then " <key>=<value>" for each
+/// custom_search_dim.
 std::string Describe(const TrialConfig& cfg);
 
 /// Every layout in Paddle's order (utils.py search_all), each with the reason a static prune
@@ -107,10 +118,16 @@ struct TrialOutcome {
 /// records it as OOM too, so that pruning chains).
 std::optional<std::string> HistoryPrune(const TrialConfig& cfg,
                                         const std::vector<TrialOutcome>& history, bool& oom);
+/// The same, with the rules that need the file: custom_search_dim's `prune` (a value that ran
+/// prunes the later values of that dimension in the same layout).
+std::optional<std::string> HistoryPrune(const TrialConfig& cfg,
+                                        const std::vector<TrialOutcome>& history, bool& oom,
+                                        const TunerConfig& config);
 
 /// How many of `later` (the candidates still ahead) the last outcome of `history` prunes that
 /// the history before it did not: the "(pruned N more)" of an OOM trial's line.
-size_t NewlyPruned(const std::vector<TrialConfig>& later, const std::vector<TrialOutcome>& history);
+size_t NewlyPruned(const std::vector<TrialConfig>& later, const std::vector<TrialOutcome>& history,
+                   const TunerConfig& config);
 
 /// The search's time left, estimated: `trials_ahead` more trials of the mean `seconds_per_trial`
 /// so far (later history prunes can shorten it, slower trials lengthen it), as "about 3 min
@@ -140,7 +157,8 @@ std::string HistoryCsv(const std::vector<TrialOutcome>& history, const TunerConf
 std::vector<TrialOutcome> ParseHistoryCsv(const std::string& text, const TunerConfig& config);
 
 /// Paddle's trial log directory name: Job<id>_GBS<gbs>_DP<dp>_MP<mp>_PP<pp>_VPP<vpp>_Sharding<sd>_
-/// Stage<st>_MBS<mbs>_Recompute_<True|False|None>_Granularity_<g|None>_AccStep<acc>.
+/// Stage<st>_MBS<mbs>_Recompute_<True|False|None>_Granularity_<g|None>_AccStep<acc>, then
+/// _<Key><value> for each custom_search_dim (use_flash_attn true: _UseFlashAttnTrue).
 std::string TrialDirName(int job_id, const TrialConfig& cfg);
 
 /// A JSON file key set for a trial.
@@ -153,7 +171,8 @@ struct FileEdit {
 /// The trial's script arguments (utils.py gen_new_args): `raw` with `--flag value` and `-o K=v`
 /// pairs appended per run_cmd, in Paddle's order (dp_degree, mp_degree, pp_degree, vpp_degree,
 /// micro_batch_size, sharding_degree, sharding_stage, use_recompute, recompute_granularity,
-/// local_batch_size, gradient_accumulation_steps, global_batch_size, sequence_parallel), then the
+/// local_batch_size, gradient_accumulation_steps, global_batch_size, sequence_parallel, then the
+/// custom_search_dim keys), then the
 /// stage's entries (search_stage, or run_best_stage for the best run); JSON file keys go to
 /// `edits` instead.
 std::vector<std::string> TrialArguments(const std::vector<std::string>& raw,

@@ -241,9 +241,11 @@ TEST(AutoTunerTest, TheTrialLineCountsWhatAnOomPrunesAndTheTimeLeft) {
   other.mp = 2;
   TrialOutcome failed = Ran(small, 1, std::nullopt);
   failed.oom = true;
-  EXPECT_EQ(NewlyPruned({mid, big, other}, {failed}), 2u);  // The larger batches of its layout.
-  EXPECT_EQ(NewlyPruned({mid, big}, {failed, Ran(other, 2, 5.0)}), 0u);  // Not the last one's.
-  EXPECT_EQ(NewlyPruned({mid}, {}), 0u);
+  EXPECT_EQ(NewlyPruned({mid, big, other}, {failed}, TunerConfig{}),
+            2u);  // The larger batches of its layout.
+  EXPECT_EQ(NewlyPruned({mid, big}, {failed, Ran(other, 2, 5.0)}, TunerConfig{}),
+            0u);  // Not the last one's.
+  EXPECT_EQ(NewlyPruned({mid}, {}, TunerConfig{}), 0u);
   EXPECT_EQ(TimeLeft(0, 12.0), "");
   EXPECT_EQ(TimeLeft(3, 12.4), "about 37 s left");
   EXPECT_EQ(TimeLeft(2, 0.3), "under 1 s left");
@@ -325,6 +327,123 @@ TEST(AutoTunerTest, CustomizeRunsTheLayoutsOfItsCsvInOrder) {
   EXPECT_EQ(error(csv.substr(0, csv.find('\n') + 1) + "3,2,1,1,2,1,1,false,,x\n"),
             "configs_csv 'layouts.csv' row 2: global_batch_size 16 is not a multiple of dp_degree "
             "3 x sharding_degree 1 x micro_batch_size 2");
+}
+
+// custom_search_dim (utils.py search_all, gen_new_args, the log_dir of tuner.py, prune.py
+// prune_by_custom_search_dim_history): the product of the values in the file's order (not the
+// keys' sorted order), innermost; each key reaches the script through run_cmd as a built-in one.
+const char* kCustom = R"({
+  "dp_degree": "auto", "micro_batch_size": [1, 2],
+  "model_cfg": {"global_batch_size": 4},
+  "metric_cfg": {"name": "tokens/s", "OptimizationDirection": "Maximize"},
+  "custom_search_dim": {"use_flash_attn": {"value": [true, false], "prune": true},
+                        "fuse_attention_qkv": {"value": [1, "off"], "prune": false}},
+  "run_cmd": {"dp_degree": ["--dp", ""], "use_flash_attn": ["--use_flash_attn", ""],
+              "fuse_attention_qkv": ["p.json", "model.fuse", "x"]}
+})";
+
+TEST(AutoTunerTest, CustomSearchDimsInTheFilesOrderInnermost) {
+  const TunerConfig config = ParseTunerConfig(kCustom, "/t/tuner.json", 1, 1);
+  ASSERT_EQ(config.custom_dims.size(), 2u);
+  EXPECT_EQ(config.custom_dims[0].key, "use_flash_attn");  // Not sorted: the file's order.
+  const std::vector<std::string> layouts = Layouts(config);
+  // One device: dp1 mp1; mbs 1, 2 x flash (true, false) x fuse (1, "off"), fuse fastest.
+  ASSERT_EQ(layouts.size(), 8u);
+  EXPECT_EQ(layouts[0],
+            "dp1 mp1 pp1 vpp1 sharding1 stage1 mbs1 recompute=- use_flash_attn=True "
+            "fuse_attention_qkv=1");
+  EXPECT_EQ(layouts[1],
+            "dp1 mp1 pp1 vpp1 sharding1 stage1 mbs1 recompute=- use_flash_attn=True "
+            "fuse_attention_qkv=off");
+  EXPECT_EQ(layouts[2],
+            "dp1 mp1 pp1 vpp1 sharding1 stage1 mbs1 recompute=- use_flash_attn=False "
+            "fuse_attention_qkv=1");
+  TrialConfig first = SearchSpace(config)[1].first;
+  EXPECT_EQ(TrialDirName(2, first),
+            "Job2_GBS4_DP1_MP1_PP1_VPP1_Sharding1_Stage1_MBS1_Recompute_None_Granularity_None_"
+            "AccStep4_UseFlashAttnTrue_FuseAttentionQkvoff");
+  std::vector<FileEdit> edits;
+  EXPECT_EQ(TrialArguments({"train.py"}, first, config, false, edits),
+            (std::vector<std::string>{"train.py", "--dp", "1", "--use_flash_attn", "True"}));
+  ASSERT_EQ(edits.size(), 1u);
+  EXPECT_EQ(edits[0].dotted_key, "model.fuse");
+  EXPECT_EQ(edits[0].value_json, "\"xoff\"");  // The prefix, then Python's str() of the value.
+  edits.clear();
+  TrialArguments({}, SearchSpace(config)[0].first, config, false, edits);
+  ASSERT_EQ(edits.size(), 1u);
+  EXPECT_EQ(edits[0].value_json, "\"x1\"");
+
+  // prune: true on use_flash_attn: True ran, so False of the same layout is not tried; the same
+  // layout with another fuse value, or another mbs, still is. fuse (prune false) prunes nothing.
+  const TrialConfig flash_on = SearchSpace(config)[0].first;
+  const TrialConfig flash_off = SearchSpace(config)[2].first;
+  const TrialConfig flash_off_fuse_off = SearchSpace(config)[3].first;
+  const TrialConfig fuse_off = SearchSpace(config)[1].first;
+  bool oom = false;
+  EXPECT_EQ(HistoryPrune(flash_off, {Ran(flash_on, 1, 5.0)}, oom, config),
+            "use_flash_attn True ran, a later value is not tried");
+  EXPECT_FALSE(oom);
+  EXPECT_EQ(HistoryPrune(flash_off_fuse_off, {Ran(flash_on, 1, 5.0)}, oom, config), std::nullopt);
+  EXPECT_EQ(HistoryPrune(fuse_off, {Ran(flash_on, 1, 5.0)}, oom, config), std::nullopt);
+  EXPECT_EQ(HistoryPrune(flash_on, {Ran(flash_off, 1, 5.0)}, oom, config), std::nullopt);
+  TrialOutcome failed = Ran(flash_on, 1, std::nullopt);
+  failed.error = "exit code 1";
+  EXPECT_EQ(HistoryPrune(flash_off, {failed}, oom, config), std::nullopt);  // It did not run.
+
+  // The history CSV holds the custom columns after recompute_granularity, and reads back.
+  std::vector<TrialOutcome> history = {Ran(flash_on, 1, 5.0), Ran(fuse_off, 2, 7.0)};
+  const std::string csv = HistoryCsv(history, config);
+  EXPECT_EQ(csv.substr(0, csv.find('\n')),
+            "job_id,mp_degree,sharding_degree,pp_degree,dp_degree,sharding_stage,"
+            "micro_batch_size,vpp_degree,use_recompute,recompute_granularity,use_flash_attn,"
+            "fuse_attention_qkv,acc_steps,global_batch_size,exec_time,tokens/s,max_mem_usage,"
+            "error_info");
+  EXPECT_NE(csv.find("\n2,1,1,1,1,1,1,1,,,True,off,4,4,0,7,,\n"), std::string::npos) << csv;
+  const std::vector<TrialOutcome> back = ParseHistoryCsv(csv, config);
+  ASSERT_EQ(back.size(), 2u);
+  EXPECT_EQ(back[1].cfg, fuse_off);
+  EXPECT_EQ(back[1].metric, 7.0);
+}
+
+TEST(AutoTunerTest, BadCustomSearchDimsNameTheKey) {
+  const auto error = [](const std::string& dims, const std::string& run = "") {
+    return ErrorOf<UsageError>([&] {
+      ParseTunerConfig(R"({"model_cfg": {"global_batch_size": 8}, "metric_cfg": {"name": "m"},
+        "custom_search_dim": )" +
+                           dims + R"(, "run_cmd": {"k": ["--k", ""])" + run + "}}",
+                       "t.json", 1, 8);
+    });
+  };
+  EXPECT_EQ(error(R"({"k": {"value": [], "prune": true}})"),
+            "--auto_tuner_json: custom_search_dim.k.value: expected a non-empty list");
+  EXPECT_EQ(error(R"({"k": {"value": [2, "2"]}})"),
+            "--auto_tuner_json: custom_search_dim.k.value: 2 and \"2\" read the same");
+  EXPECT_EQ(error(R"({"k": {"value": ["a,b"]}})"),
+            "--auto_tuner_json: custom_search_dim.k.value: \"a,b\": empty, or with a comma, a "
+            "quote or a line break (the history CSV holds it)");
+  EXPECT_EQ(error(R"({"k": {"value": [[1]]}})"),
+            "--auto_tuner_json: custom_search_dim.k.value: expected numbers, strings or "
+            "booleans, got [1]");
+  EXPECT_EQ(error(R"({"k": {"value": [1], "prune": "yes"}})"),
+            "--auto_tuner_json: custom_search_dim.k.prune: expected true or false");
+  EXPECT_EQ(error(R"({"k": {"values": [1]}})"),
+            "--auto_tuner_json: custom_search_dim.k.values: unknown key (value and prune are)");
+  EXPECT_EQ(error(R"({"mp_degree": {"value": [1]}})"),
+            "--auto_tuner_json: custom_search_dim.mp_degree: a built-in dimension; set it at the "
+            "top level");
+  EXPECT_EQ(error(R"({"k": {"value": [1]}, "j": {"value": [1]}})"),
+            "--auto_tuner_json: custom_search_dim.j: not in run_cmd: the script would never see "
+            "it (add \"j\": [\"--j\", \"\"] or the like)");
+  EXPECT_EQ(ErrorOf<UsageError>([] {
+              ParseTunerConfig(R"({"model_cfg": {"global_batch_size": 8}, "metric_cfg": {"name":
+                "m"}, "search_algo": {"name": "customize"}, "configs_csv": "c.csv",
+                "custom_search_dim": {"k": {"value": [1]}}, "run_cmd": {"k": ["--k", ""]}})",
+                               "t.json", 1, 8);
+            }),
+            "--auto_tuner_json: custom_search_dim: search_algo customize runs the layouts of "
+            "configs_csv only");
+  EXPECT_EQ(error(R"({"k": {"value": [1]}})", R"(, "z": ["--z", ""])"),
+            "--auto_tuner_json: run_cmd.z: unknown key");
 }
 
 TEST(AutoTunerTest, BadFilesAreOneLineNamingTheKey) {
