@@ -169,6 +169,17 @@ void SetLogStyle(LogStyle style) {
   Logger().set_formatter(std::make_unique<PaddleLineFormatter>(style));
 }
 
+ScopedQuietInfo::ScopedQuietInfo() {
+  if (Logger().level() == spdlog::level::info) {
+    Logger().set_level(spdlog::level::warn);
+    raised_ = true;
+  }
+}
+
+ScopedQuietInfo::~ScopedQuietInfo() {
+  if (raised_) Logger().set_level(spdlog::level::info);
+}
+
 void SetLogLevel(const std::string& level) {
   spdlog::level::level_enum value = spdlog::level::info;
   if (level == "DEBUG" || level == "NOTSET") value = spdlog::level::debug;

@@ -523,9 +523,10 @@ TunerConfig ParseTunerConfig(const std::string& text, const std::string& json_pa
       }
     } else if (key == "generate_launch_cfg") {
       Bool(value, "run_cmd.generate_launch_cfg");
-    } else if (kRunKeys.count(key) ||
-               std::any_of(c.custom_dims.begin(), c.custom_dims.end(),
-                           [&](const TunerConfig::CustomDim& d) { return d.key == key; })) {
+    } else if (kRunKeys.count(key) || std::any_of(c.custom_dims.begin(), c.custom_dims.end(),
+                                                  [&, name = key](const TunerConfig::CustomDim& d) {
+                                                    return d.key == name;
+                                                  })) {
       c.run_cmd[key] = ParseRunCmd(value, "run_cmd." + key);
     } else {
       Bad("run_cmd." + key, "unknown key");
@@ -861,6 +862,91 @@ size_t NewlyPruned(const std::vector<TrialConfig>& later, const std::vector<Tria
     }
   }
   return count;
+}
+
+std::string EncodeNodeOutcome(const NodeOutcome& n) {
+  const auto number = [](const std::optional<double>& v) { return v ? Json(*v) : Json(nullptr); };
+  return Json{{"rank0", n.rank0},
+              {"metric", number(n.metric)},
+              {"memory_mib", number(n.memory_mib)},
+              {"oom", n.oom},
+              {"timed_out", n.timed_out},
+              {"exit_code", n.exit_code},
+              {"exec_time", n.exec_time},
+              {"search_seconds", n.search_seconds}}
+      .dump();
+}
+
+std::optional<NodeOutcome> DecodeNodeOutcome(const std::string& text) {
+  if (text.size() > 4096) return std::nullopt;
+  const Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return std::nullopt;
+  const auto finite = [](const Json& v) {
+    return v.is_number() && std::isfinite(v.get<double>()) && v.get<double>() >= 0;
+  };
+  const auto optional_number = [&](const char* key, std::optional<double>& out) {
+    if (!j.contains(key)) return false;
+    if (j[key].is_null()) return true;
+    if (!finite(j[key])) return false;
+    out = j[key].get<double>();
+    return true;
+  };
+  const auto boolean = [&](const char* key, bool& out) {
+    if (!j.contains(key) || !j[key].is_boolean()) return false;
+    out = j[key].get<bool>();
+    return true;
+  };
+  const auto seconds = [&](const char* key, double& out) {
+    if (!j.contains(key) || !finite(j[key])) return false;
+    out = j[key].get<double>();
+    return true;
+  };
+  NodeOutcome n;
+  if (!boolean("rank0", n.rank0) || !optional_number("metric", n.metric) ||
+      !optional_number("memory_mib", n.memory_mib) || !boolean("oom", n.oom) ||
+      !boolean("timed_out", n.timed_out) || !seconds("exec_time", n.exec_time) ||
+      !seconds("search_seconds", n.search_seconds) || !j.contains("exit_code") ||
+      !j["exit_code"].is_number_integer() || j["exit_code"].get<long>() < 0 ||
+      j["exit_code"].get<long>() > 255) {
+    return std::nullopt;
+  }
+  n.exit_code = static_cast<int>(j["exit_code"].get<long>());
+  return n;
+}
+
+NodeOutcome MergeNodeOutcomes(const std::vector<NodeOutcome>& nodes) {
+  NodeOutcome merged;
+  for (const NodeOutcome& n : nodes) {
+    merged.oom = merged.oom || n.oom;
+    merged.timed_out = merged.timed_out || n.timed_out;
+    if (merged.exit_code == 0 && !n.timed_out) merged.exit_code = n.exit_code;
+    if (n.rank0) {
+      merged.rank0 = true;
+      merged.metric = n.metric;
+    }
+    if (n.memory_mib) merged.memory_mib = std::max(merged.memory_mib.value_or(0), *n.memory_mib);
+    merged.exec_time = std::max(merged.exec_time, n.exec_time);
+    merged.search_seconds = std::max(merged.search_seconds, n.search_seconds);
+  }
+  return merged;
+}
+
+void ClassifyOutcome(const NodeOutcome& n, TrialOutcome& o) {
+  o.metric = n.metric;
+  o.memory_mib = n.memory_mib;
+  o.oom = n.oom;
+  o.timed_out = n.timed_out;
+  o.exec_time = n.exec_time;
+  o.error.clear();
+  if (o.oom) {
+    o.error = "Out of memory";
+    o.metric.reset();
+  } else if (o.timed_out && !o.metric) {
+    o.error = "timeout";
+  } else if (n.exit_code != 0 && !o.timed_out) {
+    o.error = fmt::format("exit code {}", n.exit_code);
+    o.metric.reset();
+  }
 }
 
 std::string TimeLeft(size_t trials_ahead, double seconds_per_trial) {

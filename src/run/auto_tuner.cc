@@ -107,8 +107,9 @@ std::string Outcome(const TrialOutcome& o, const TunerConfig& config, bool best)
                      o.timed_out ? " (stopped at its deadline)" : "", best ? " (best so far)" : "");
 }
 
-// What the trial's logs say: the metric of workerlog.0, out of memory in any worker log.
-void ReadTrialLogs(const fs::path& dir, const TunerConfig& config, TrialOutcome& o) {
+// What the trial's logs say on this node: the metric of workerlog.0 (rank 0's on the node that
+// ran it, which `rank0` says), out of memory in any worker log, the peak of the GPU log.
+void ReadTrialLogs(const fs::path& dir, const TunerConfig& config, NodeOutcome& o) {
   o.metric = ReadMetric(ReadFile(dir / "workerlog.0"), config.metric_name);
   std::error_code ec;
   for (const fs::directory_entry& entry : fs::directory_iterator(dir, ec)) {
@@ -134,14 +135,18 @@ long NodesOf(const LaunchOptions& options) {
 
 }  // namespace
 
-static TunerConfig LoadConfig(const LaunchOptions& options) {
+const char* const kTunerNeedsAMaster =
+    "--auto_tuner_json with --nnodes > 1 needs --master host:port, the same on every node, "
+    "through which the nodes agree on every trial; --master etcd://, --ips and a Slurm step are "
+    "not supported yet (docs/auto-tuner.md)";
+
+static TunerConfig LoadConfig(const LaunchOptions& options, bool several_nodes) {
   const std::string json_path = *options.auto_tuner_json;
   if (!json_path.ends_with(".json")) {
     throw UsageError(fmt::format("--auto_tuner_json: '{}' must be a .json file", OneLine(json_path)));
   }
-  if (NodesOf(options) > 1) {
-    throw UsageError("--auto_tuner_json with --nnodes > 1: a search across several nodes is not "
-                     "supported yet (docs/auto-tuner.md)");
+  if (NodesOf(options) > 1 && !several_nodes) {
+    throw UsageError(kTunerNeedsAMaster);
   }
   std::error_code ec;
   if (!fs::is_regular_file(json_path, ec)) {
@@ -151,7 +156,8 @@ static TunerConfig LoadConfig(const LaunchOptions& options) {
   const DevicePlan devices = ResolveCollectiveDevices(options);
   long gpus = 0;
   for (const auto& ids : devices.devices_per_proc) gpus += static_cast<long>(std::max<size_t>(1, ids.size()));
-  return ParseTunerConfig(ReadFile(json_path, 1 << 20), json_path, 1, std::max(1L, gpus));
+  return ParseTunerConfig(ReadFile(json_path, 1 << 20), json_path, std::max(1L, NodesOf(options)),
+                          std::max(1L, gpus));
 }
 
 // The layouts of the search in its order, each with its static prune: the grid, or the CSV of
@@ -168,7 +174,7 @@ static std::vector<std::pair<TrialConfig, std::optional<std::string>>> Layouts(
 }
 
 int PrintAutoTunerPlan(const LaunchOptions& options) {
-  const TunerConfig config = LoadConfig(options);
+  const TunerConfig config = LoadConfig(options, /*several_nodes=*/true);
   Json layouts = Json::array();
   int job_id = 0;  // As the trials would be numbered if no history prune removed one.
   for (const auto& [cfg, why] : Layouts(config)) {
@@ -185,9 +191,11 @@ int PrintAutoTunerPlan(const LaunchOptions& options) {
 }
 
 int RunAutoTuner(const LaunchOptions& options,
-                 const std::function<int(const LaunchOptions&)>& run_job) {
+                 const std::function<int(const LaunchOptions&)>& run_job,
+                 const TunerExchange& exchange) {
   const std::string json_path = *options.auto_tuner_json;
-  const TunerConfig config = LoadConfig(options);
+  const TunerConfig config = LoadConfig(options, exchange != nullptr);
+  const bool several = NodesOf(options) > 1;
   std::error_code ec;
   const std::vector<std::pair<TrialConfig, std::optional<std::string>>> space = Layouts(config);
   std::vector<TrialConfig> candidates;
@@ -212,6 +220,36 @@ int RunAutoTuner(const LaunchOptions& options,
   }
   const Clock::time_point start = Clock::now();
   const fs::path base = fs::path(json_path).parent_path();
+  if (several) {
+    // Every node runs the same deterministic search: they agree first that it is the same (the
+    // layouts with their prunes, and the history they resume from), or none starts a trial.
+    std::string plan;
+    for (const auto& [cfg, why] : space) plan += Describe(cfg) + "|" + why.value_or("") + "\n";
+    if (fs::is_regular_file(config.resume_csv, ec)) plan += ReadFile(config.resume_csv);
+    const std::string mine =
+        fmt::format("{} layouts, {} candidates, {} trials resumed, plan {:016x}", space.size(),
+                    candidates.size(), resumed.size(), std::hash<std::string>{}(plan));
+    ExchangeResult agreed;
+    {
+      const ScopedQuietInfo quiet;
+      agreed = exchange("auto_tuner_plan", mine, /*first=*/true);
+    }
+    if (agreed.code != 0) {
+      PDLOG_ERROR("auto tuner: the {} nodes did not meet to agree on the search", NodesOf(options));
+      return agreed.code;
+    }
+    for (size_t node = 0; node < agreed.values.size(); ++node) {
+      if (agreed.values[node] != mine) {
+        throw LaunchError(fmt::format(
+            "auto tuner: the nodes do not search the same layouts (here: {}; node {} of the "
+            "exchange: {}): give every node the same --auto_tuner_json, devices and history CSV",
+            mine, node, OneLine(agreed.values[node])));
+      }
+    }
+    PDLOG_INFO("auto tuner: the {} nodes search the same {} layouts", agreed.values.size(),
+               space.size());
+  }
+  double search_seconds = 0;  // The longest any node has searched (max_search_time).
   int job_id = 0;
   int launched = 0;
   bool warned = false;
@@ -236,8 +274,10 @@ int RunAutoTuner(const LaunchOptions& options,
       PDLOG_INFO("auto tuner: task_limit {} reached", config.task_limit);
       break;
     }
-    if (config.max_search_time &&
-        std::chrono::duration<double>(Clock::now() - start).count() > *config.max_search_time) {
+    search_seconds =
+        std::max(search_seconds, std::chrono::duration<double>(Clock::now() - start).count());
+    // Across nodes, the longest search of the last exchange decides, the same on every node.
+    if (config.max_search_time && search_seconds > *config.max_search_time) {
       PDLOG_INFO("auto tuner: max_search_time {} s reached", *config.max_search_time);
       break;
     }
@@ -265,15 +305,26 @@ int RunAutoTuner(const LaunchOptions& options,
       ApplyEdits(edits, dir_name, trial.training_script_args, warned);
       trial.trial_deadline = launched == 1 ? config.warmup_time : config.max_time_per_task;
       trial.deadline_hit = std::make_shared<bool>(false);
+      trial.job_of_a_sequence = several;
       TheRunReport().device_usage.clear();
+      const size_t processes_before = TheRunReport().processes.size();
       const Clock::time_point t0 = Clock::now();
       const int code = run_job(trial);
       outcome.cfg = cfg;
       outcome.job_id = job_id;
-      outcome.exec_time = std::chrono::duration<double>(Clock::now() - t0).count();
-      outcome.timed_out = *trial.deadline_hit;
-      ReadTrialLogs(trial.log_dir, config, outcome);
+      NodeOutcome here;
+      here.exit_code = code;
+      here.exec_time = std::chrono::duration<double>(Clock::now() - t0).count();
+      here.timed_out = *trial.deadline_hit;
+      here.search_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+      ReadTrialLogs(trial.log_dir, config, here);
+      // Every node has a workerlog.0 (each names its logs by local index): the one that ran
+      // global rank 0 has the metric.
+      const auto& records = TheRunReport().processes;
+      here.rank0 = std::any_of(records.begin() + static_cast<long>(processes_before), records.end(),
+                               [](const ProcessRecord& r) { return r.rank == 0; });
       if (TheRunReport().signal) {
+        ClassifyOutcome(here, outcome);
         history.push_back(outcome);
         WriteAtomically(config.history_csv, HistoryCsv(history, config));
         fmt::print("auto tuner interrupted during trial {}: history in {}; run the same command "
@@ -281,15 +332,37 @@ int RunAutoTuner(const LaunchOptions& options,
                    job_id, config.history_csv);
         return code;
       }
-      if (outcome.oom) {
-        outcome.error = "Out of memory";
-        outcome.metric.reset();
-      } else if (outcome.timed_out && !outcome.metric) {
-        outcome.error = "timeout";
-      } else if (code != 0 && !outcome.timed_out) {
-        outcome.error = fmt::format("exit code {}", code);
-        outcome.metric.reset();
+      if (several) {
+        // What each node saw, merged the same way on every node: the history stays one.
+        ExchangeResult told;
+        {
+          const ScopedQuietInfo quiet;
+          told = exchange(fmt::format("auto_tuner_{}_outcome", job_id), EncodeNodeOutcome(here),
+                          /*first=*/false);
+        }
+        std::vector<NodeOutcome> nodes;
+        for (const std::string& value : told.values) {
+          const std::optional<NodeOutcome> node = DecodeNodeOutcome(value);
+          if (!node) {
+            throw LaunchError(fmt::format("auto tuner: a node's outcome of trial {} is not one: {}",
+                                          job_id, OneLine(value.substr(0, 200))));
+          }
+          nodes.push_back(*node);
+        }
+        if (told.code != 0 || nodes.empty()) {
+          ClassifyOutcome(here, outcome);
+          history.push_back(outcome);
+          WriteAtomically(config.history_csv, HistoryCsv(history, config));
+          PDLOG_ERROR(
+              "auto tuner: the nodes did not agree on the outcome of trial {} (a node "
+              "stopped or is unreachable); the search stops here, history in {}",
+              job_id, config.history_csv);
+          return told.code != 0 ? told.code : 1;
+        }
+        here = MergeNodeOutcomes(nodes);
+        search_seconds = std::max(search_seconds, here.search_seconds);
       }
+      ClassifyOutcome(here, outcome);
       history.push_back(outcome);
     }
     const std::optional<size_t> now_best = BestTrial(history, config);
@@ -365,6 +438,7 @@ int RunAutoTuner(const LaunchOptions& options,
   run.auto_tuner_json.reset();
   run.job_id = "best_cfg";
   run.log_dir = config.best_cfg_dir;
+  run.job_of_a_sequence = several;
   std::vector<FileEdit> edits;
   run.training_script_args = TrialArguments(options.training_script_args, winner.cfg, config, true, edits);
   ApplyEdits(edits, "best_cfg", run.training_script_args, warned);

@@ -4,17 +4,30 @@
 // launcher, one after another, then the best. Internal to src/run.
 
 #include <functional>
+#include <string>
 
 #include "pdlaunch/cli/options.h"
+#include "run/launch_support.h"
 
 namespace pdlaunch::internal {
 
+/// The usage error of a search across several nodes without an HTTP master.
+extern const char* const kTunerNeedsAMaster;
+
+/// The agreement between the nodes of a search across several nodes (ExchangeOverMaster through
+/// the job's master): publishes `value` as job `job_id` and returns every node's; `first` is the
+/// plan's, before any trial, when the nodes may still be starting.
+using TunerExchange =
+    std::function<ExchangeResult(const std::string& job_id, const std::string& value, bool first)>;
+
 /// Runs the search of options.auto_tuner_json; `run_job` runs one job (a trial, or the best) as
-/// `launch` would with those options and returns its exit code. Returns the launcher's exit
-/// code: the best run's, 0 when run_best is false and a best was found, 1 when no trial gave a
-/// metric, 130/143 when interrupted (the history is written; the same command resumes).
+/// `launch` would with those options and returns its exit code; `exchange` is given for a job of
+/// several nodes (--nnodes > 1 through an HTTP master), null otherwise. Returns the launcher's
+/// exit code: the best run's, 0 when run_best is false and a best was found, 1 when no trial
+/// gave a metric, 130/143 when interrupted (the history is written; the same command resumes).
 int RunAutoTuner(const LaunchOptions& options,
-                 const std::function<int(const LaunchOptions&)>& run_job);
+                 const std::function<int(const LaunchOptions&)>& run_job,
+                 const TunerExchange& exchange);
 
 /// --dry_run with --auto_tuner_json: the ordered layouts as JSON on stdout, each with the static
 /// prune that removed it (or null), and nothing started. Returns 0.

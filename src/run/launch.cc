@@ -145,36 +145,6 @@ CollectivePlan PlanCollective(const LaunchOptions& options, const EnvMap& env) {
 /// What a command line asks for, decided before anything is printed or started: every check
 /// that can end in a usage error (exit 2) happens here, before the configuration dump and before
 /// any check that gives exit 1 (a missing script must not hide a bad --gpus).
-/// The auto tuner's per-trial deadline (max_time_per_task): stops the job when it passes, as a
-/// SIGTERM to every group with the usual grace, and says so.
-class TrialDeadline : public ExternalEvents {
- public:
-  TrialDeadline(double seconds, std::shared_ptr<bool> hit)
-      : seconds_(seconds),
-        end_(std::chrono::steady_clock::now() +
-             std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                 std::chrono::duration<double>(seconds))),
-        hit_(std::move(hit)) {}
-  int fd() override { return -1; }
-  bool OnReadable() override { return false; }
-  double tick_seconds() const override { return std::min(1.0, std::max(0.05, seconds_ / 10)); }
-  bool OnTick() override {
-    if (std::chrono::steady_clock::now() < end_ || fired_) return false;
-    fired_ = true;
-    if (hit_) *hit_ = true;
-    PDLOG_WARN("auto tuner: the trial reached its deadline of {} s (max_time_per_task); "
-               "stopping it",
-               seconds_);
-    return true;
-  }
-
- private:
-  double seconds_;
-  std::chrono::steady_clock::time_point end_;
-  std::shared_ptr<bool> hit_;
-  bool fired_ = false;
-};
-
 struct JobDecision {
   LaunchOptions options;  ///< With `--master etcd://` mapped to the elastic flags.
   LaunchPath path;
@@ -534,11 +504,8 @@ int RunDecided(JobDecision decision, const EnvMap& env, const std::function<void
   supervisor.remove_if_killed = {gloo_dir.path()};
   supervisor.device_log = internal::DeviceLogOf(options, cluster, options.log_dir);
   internal::ApplyNumaBinding(options, cluster, processes);
-  std::optional<TrialDeadline> deadline;
-  if (options.trial_deadline) {
-    deadline.emplace(*options.trial_deadline, options.deadline_hit);
-    supervisor.external = &*deadline;
-  }
+  const std::unique_ptr<ExternalEvents> deadline = internal::MakeTrialDeadline(options);
+  supervisor.external = deadline.get();
   return RunSupervised(std::move(processes), supervisor);
 }
 
@@ -697,13 +664,42 @@ int Main(int argc, char** argv) {
         ReleaseHeldLines();
       };
     }
-    const int code =
-        options.auto_tuner_json
-            ? internal::RunAutoTuner(options,
-                                     [&](const LaunchOptions& trial) {
-                                       return RunDecided(Decide(trial, env), env, announce);
-                                     })
-            : RunDecided(std::move(decision), env, announce);
+    // A search across nodes agrees on each trial through the job's own HTTP master.
+    internal::TunerExchange exchange;
+    // Without --master, the first node would host each job on a port of its own, printing a
+    // new command for the others every time: a search across nodes needs the address given.
+    const bool several_nodes = decision.path.kind == LaunchPath::Kind::kEtcd || decision.slurm ||
+                               (decision.path.master && decision.path.master->nnodes > 1) ||
+                               SplitAndStrip(decision.options.ips, ',').size() > 1;
+    if (options.auto_tuner_json && decision.path.kind == LaunchPath::Kind::kMaster &&
+        decision.path.master && decision.path.master->nnodes > 1 &&
+        decision.path.master->master_given) {
+      exchange = [&, settings = *decision.path.master](const std::string& job_id,
+                                                       const std::string& value, bool first) {
+        LaunchOptions at = options;
+        at.auto_tuner_json.reset();
+        at.report.reset();
+        // No log of its own: the directory of the tuner's file, which exists.
+        const fs::path dir = fs::path(*options.auto_tuner_json).parent_path();
+        at.log_dir = dir.empty() ? "." : dir.string();
+        // The plan waits for the nodes to start, as a rendezvous does; an outcome, for nodes
+        // that ended the same trial: their jobs end within a heartbeat of each other.
+        const double timeout = first ? settings.rendezvous_timeout
+                                     : 3 * settings.heartbeat_timeout + options.grace + 10;
+        return internal::ExchangeOverMaster(at, settings, job_id, value, timeout);
+      };
+    }
+    if (options.auto_tuner_json && !exchange && several_nodes) {
+      throw UsageError(internal::kTunerNeedsAMaster);
+    }
+    const int code = options.auto_tuner_json
+                         ? internal::RunAutoTuner(
+                               options,
+                               [&](const LaunchOptions& trial) {
+                                 return RunDecided(Decide(trial, env), env, announce);
+                               },
+                               exchange)
+                         : RunDecided(std::move(decision), env, announce);
     ReleaseHeldLines();
     // Paddle's finalize line, once a pod was deployed (not after a failed rendezvous).
     // A run ended by a signal ends with "Exit with signal N" instead, as Paddle's.

@@ -602,6 +602,9 @@ void MasterNode::Contact() {
     // One master serves one job: a node of another job would wait on a host that leaves when
     // its own job is done (docs/master.md, "Several jobs on one master").
     if (auto error = ForeignJobError(MasterText(), reply.server, reply.job, settings_.job_id)) {
+      // In a sequence of jobs (the auto tuner's), the master of the previous one may still be
+      // answering its last reports: asked again until it is gone and the next is served.
+      if (settings_.sequential) return Retry([this] { Contact(); }, *error);
       rendezvous_error_ = std::move(*error);
       return Stop();
     }
@@ -1000,6 +1003,7 @@ void MasterNode::PublishDone() {
 }
 
 int MasterNode::RunRanks() {
+  if (!job_->RunsProcesses()) return Complete();  // An exchange: the world's records were all.
   const fs::path log_dir = PrepareLogDir(options_.log_dir);
   std::vector<std::string> peers;
   for (const auto& [key, value] : world_) peers.push_back(key == own_key_ ? value_ : value);
@@ -1022,6 +1026,8 @@ int MasterNode::RunRanks() {
   supervisor.io = &loop_.get();
   supervisor.stop_hook = &stop_;
   supervisor.grace_seconds = options_.grace;
+  const std::unique_ptr<ExternalEvents> deadline = MakeTrialDeadline(options_);
+  supervisor.external = deadline.get();
   supervisor.on_first_failure = [this](const SupervisedProcess& p, const ExitStatus& status) {
     if (failure_) return;  // Stopping for another node's failure: ours are consequences.
     failure_ = JobFailure{node_ip_, pod_,
@@ -1135,13 +1141,29 @@ int MasterNode::Finish(int code) {
 
 }  // namespace
 
-int RunMaster(const LaunchOptions& options, const MasterSettings& settings,
-              const TrainingCommand& command, bool ps, bool rpc) {
+int RunMaster(const LaunchOptions& options, MasterSettings settings, const TrainingCommand& command,
+              bool ps, bool rpc) {
   const MasterJobKind kind =
       ps ? MasterJobKind::kPs : rpc ? MasterJobKind::kRpc : MasterJobKind::kCollective;
+  settings.sequential = settings.sequential || options.job_of_a_sequence;
   MasterNode node(options, settings, MakeMasterJob(kind, options, command),
                   ps ? "ps" : rpc ? "rpc" : "collective");
   return node.Run();
+}
+
+ExchangeResult ExchangeOverMaster(const LaunchOptions& options, MasterSettings settings,
+                                  const std::string& job_id, const std::string& value,
+                                  double timeout) {
+  settings.job_id = job_id;
+  settings.rank = -1;  // The exchange's order is its own; no rank is asked for.
+  settings.rendezvous_timeout = timeout;
+  settings.sequential = true;
+  ExchangeResult result;
+  auto values = std::make_shared<std::vector<std::string>>();
+  MasterNode node(options, settings, MakeExchangeJob(value, values), "exchange");
+  result.code = node.Run();
+  if (result.code == 0) result.values = *values;
+  return result;
 }
 
 }  // namespace pdlaunch::internal

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <random>
 #include <string_view>
 #include <system_error>
@@ -21,14 +22,54 @@
 #include "pdlaunch/cli/echo_choice.h"
 #include "pdlaunch/cli/options.h"
 #include "pdlaunch/plan/messages.h"
-#include "pdlaunch/plan/ports.h"
 #include "pdlaunch/plan/numa.h"
+#include "pdlaunch/plan/ports.h"
 #include "pdlaunch/process/device_probe.h"
 #include "pdlaunch/process/numa_probe.h"
 
 extern char** environ;
 
 namespace pdlaunch::internal {
+
+namespace {
+
+/// The auto tuner's per-trial deadline (max_time_per_task): stops the job when it passes, as a
+/// SIGTERM to every group with the usual grace, and says so.
+class TrialDeadline : public ExternalEvents {
+ public:
+  TrialDeadline(double seconds, std::shared_ptr<bool> hit)
+      : seconds_(seconds),
+        end_(std::chrono::steady_clock::now() +
+             std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                 std::chrono::duration<double>(seconds))),
+        hit_(std::move(hit)) {}
+  int fd() override { return -1; }
+  bool OnReadable() override { return false; }
+  double tick_seconds() const override { return std::min(1.0, std::max(0.05, seconds_ / 10)); }
+  bool OnTick() override {
+    if (std::chrono::steady_clock::now() < end_ || fired_) return false;
+    fired_ = true;
+    if (hit_) *hit_ = true;
+    PDLOG_WARN(
+        "auto tuner: the trial reached its deadline of {} s (max_time_per_task); "
+        "stopping it",
+        seconds_);
+    return true;
+  }
+
+ private:
+  double seconds_;
+  std::chrono::steady_clock::time_point end_;
+  std::shared_ptr<bool> hit_;
+  bool fired_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<ExternalEvents> MakeTrialDeadline(const LaunchOptions& options) {
+  if (!options.trial_deadline) return nullptr;
+  return std::make_unique<TrialDeadline>(*options.trial_deadline, options.deadline_hit);
+}
 
 namespace fs = std::filesystem;
 

@@ -171,10 +171,30 @@ void WritePodLog(const std::filesystem::path& path, const std::string& topology,
 void WriteEndpointsFile(const std::filesystem::path& log_dir, const std::string& job_id,
                         const std::string& pod, const std::vector<Endpoint>& world, bool truncate);
 
+/// The auto tuner's per-trial deadline (options.trial_deadline, max_time_per_task) as the
+/// supervisor's external events: when it passes, the job is stopped as by a stop request and
+/// *options.deadline_hit says so. Null without a deadline.
+std::unique_ptr<ExternalEvents> MakeTrialDeadline(const LaunchOptions& options);
+
 /// Runs this node of a master-rendezvous job (launch_master.cc, docs/master.md); returns the
 /// launcher's exit code.
-int RunMaster(const LaunchOptions& options, const MasterSettings& settings,
-              const TrainingCommand& command, bool ps, bool rpc);
+int RunMaster(const LaunchOptions& options, MasterSettings settings, const TrainingCommand& command,
+              bool ps, bool rpc);
+
+/// What every node of a master-rendezvous job published: its exit code (0, or a failed
+/// rendezvous's, 128 + n for a signal) and, on 0, every node's value in the world's order.
+struct ExchangeResult {
+  int code = 0;
+  std::vector<std::string> values;
+};
+
+/// A job without processes through the master of `settings` (job id `job_id`): this node
+/// publishes `value` and gets every node's, within `timeout` seconds (the auto tuner's
+/// agreement between nodes, docs/auto-tuner.md). Its rendezvous's own lines are logged as a
+/// job's are; the caller may quiet them.
+ExchangeResult ExchangeOverMaster(const LaunchOptions& options, MasterSettings settings,
+                                  const std::string& job_id, const std::string& value,
+                                  double timeout);
 
 /// Runs a parameter-server job (launch_ps.cc); returns the launcher's exit code. `announce`
 /// (the configuration dump) is called once the plan has passed its checks.

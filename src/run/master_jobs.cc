@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <nlohmann/json.hpp>
+
 #include "pdlaunch/base/endpoint.h"
+#include "pdlaunch/base/errors.h"
 #include "pdlaunch/base/logging.h"
 #include "pdlaunch/coord/rendezvous.h"
 #include "pdlaunch/plan/messages.h"
@@ -222,6 +225,73 @@ class PsJob : public MasterJob {
 };
 
 }  // namespace
+
+/// The auto tuner's agreement between nodes: each node's record is {"name": pod, "node": ip,
+/// "value": ...}; the world is every record, the host's order (its keys' order) for everyone.
+class ExchangeJob : public MasterJob {
+ public:
+  ExchangeJob(std::string value, std::shared_ptr<std::vector<std::string>> values)
+      : value_(std::move(value)), values_(std::move(values)) {}
+
+  void Plan(const std::string& node_ip) override { node_ip_ = node_ip; }
+
+  std::string Value(const std::string& pod, int /*rank*/) const override {
+    return nlohmann::json{{"name", pod}, {"node", node_ip_}, {"value", value_}}.dump();
+  }
+
+  MasterWorld Form(const std::map<std::string, std::string>& info, const std::string& own_key,
+                   bool /*sort_ip*/) override {
+    return Adopt(WorldEntries(info.begin(), info.end()), own_key);
+  }
+
+  MasterWorld Take(const WorldEntries& world, const std::string& own_key) override {
+    return Adopt(world, own_key);
+  }
+
+  MasterLocal Build(const fs::path& /*log_dir*/, const std::string& /*pod*/) override { return {}; }
+
+  bool RunsProcesses() const override { return false; }
+
+ private:
+  // A peer's record comes from the network: bounded, and every field checked before use.
+  MasterWorld Adopt(const WorldEntries& entries, const std::string& own_key) {
+    MasterWorld world;
+    std::vector<std::string> values;
+    bool own = false;
+    for (const auto& [key, record] : entries) {
+      nlohmann::json parsed;
+      if (record.size() <= kMaxRecord) {
+        parsed = nlohmann::json::parse(record, nullptr, /*allow_exceptions=*/false);
+      }
+      if (!parsed.is_object() || !parsed["name"].is_string() || !parsed["node"].is_string() ||
+          !parsed["value"].is_string()) {
+        throw LaunchError(fmt::format("the record of {} in the exchange is not one", OneLine(key)));
+      }
+      world.keys.push_back(key);
+      world.members.push_back(parsed["name"].get<std::string>());
+      world.addresses.push_back(
+          Describe(OneLine(parsed["node"].get<std::string>()), OneLine(world.members.back())));
+      values.push_back(parsed["value"].get<std::string>());
+      if (key == own_key) {
+        own = true;
+        world.own_index = static_cast<int>(world.keys.size()) - 1;
+      }
+    }
+    if (!own) throw LaunchError("this node is not a member of the exchange's world");
+    *values_ = std::move(values);
+    return world;
+  }
+
+  static constexpr size_t kMaxRecord = 16 * 1024;
+  std::string value_;
+  std::shared_ptr<std::vector<std::string>> values_;
+  std::string node_ip_;
+};
+
+std::unique_ptr<MasterJob> MakeExchangeJob(std::string value,
+                                           std::shared_ptr<std::vector<std::string>> values) {
+  return std::make_unique<ExchangeJob>(std::move(value), std::move(values));
+}
 
 std::unique_ptr<MasterJob> MakeMasterJob(MasterJobKind kind, const LaunchOptions& options,
                                          const TrainingCommand& command) {

@@ -51,11 +51,18 @@ class MasterJob {
   virtual MasterWorld Take(const WorldEntries& world, const std::string& own_key) = 0;
   /// This node's processes, their logs in `log_dir`.
   virtual MasterLocal Build(const std::filesystem::path& log_dir, const std::string& pod) = 0;
+  /// False for an exchange: the job is complete once the world is formed.
+  virtual bool RunsProcesses() const { return true; }
 };
 
 enum class MasterJobKind { kCollective, kPs, kRpc };
 
 std::unique_ptr<MasterJob> MakeMasterJob(MasterJobKind kind, const LaunchOptions& options,
                                          const TrainingCommand& command);
+
+/// A job without processes in which every node publishes `value` (at most 16 KiB); once the
+/// world is formed, `values` holds every member's, in the world's order.
+std::unique_ptr<MasterJob> MakeExchangeJob(std::string value,
+                                           std::shared_ptr<std::vector<std::string>> values);
 
 }  // namespace pdlaunch::internal

@@ -16,6 +16,20 @@ from harness import LaunchTestCase
 TRAINER = harness.REPO / "tests" / "helpers" / "fake_trainer.py"
 
 
+def processes_in(directory):
+    """The pids of the processes whose working directory is under `directory`."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if os.readlink(entry / "cwd").startswith(str(directory)):
+                pids.append(int(entry.name))
+        except OSError:
+            pass
+    return pids
+
+
 def tuner_json(**extra):
     cfg = {
         "dp_degree": "auto", "mp_degree": [1, 2], "micro_batch_size": "auto",
@@ -253,3 +267,126 @@ esac
 if __name__ == "__main__":
     import unittest
     unittest.main()
+
+
+class AutoTunerTwoNodeTest(LaunchTestCase):
+    """Issue #28 item 5: two nodes (launchers on 127.0.0.2 and 127.0.0.3, each in a directory of
+    its own, as two hosts) search through the HTTP master of --master; one rank per node, 4
+    devices each: the same 8-device space as AutoTunerTest. Only rank 1 (node b) runs out of
+    memory, so node a sees a failed job with a metric and must still record OOM: the outcomes
+    are merged, not each node's own."""
+
+    def node_dir(self, name):
+        d = self.dir / name
+        d.mkdir(exist_ok=True)
+        (d / "tuner.json").write_text(json.dumps(tuner_json()))
+        (d / "params.json").write_text('{"per_device_train_batch_size": 1}\n')
+        return d
+
+    def test_two_nodes_agree_on_every_trial_and_run_the_best_together(self):
+        from etcd import PortReservation
+        reservation = PortReservation(1)
+        self.addCleanup(reservation.close)
+        master = f"127.0.0.2:{reservation.ports[0]}"
+        env = self.env(CUDA_VISIBLE_DEVICES="0,1,2,3")
+        procs = {}
+        for name, host in (("a", "127.0.0.2"), ("b", "127.0.0.3")):
+            procs[name] = self.start_launch(
+                ["--master", master, "--nnodes", 2, "--host", host, "--nproc_per_node", 1,
+                 "--auto_tuner_json", "tuner.json", TRAINER, "./params.json", "--oom-rank", 1],
+                env=env, cwd=self.node_dir(name), name=name)
+        results = {name: self.finish(proc, 180) for name, proc in procs.items()}
+        for name, result in results.items():
+            self.assertEqual(result.code, 0, f"node {name}: {result!r}")
+        lines = {name: [re.sub(r"; (about .* left|under 1 s left)$", "", l)
+                        for l in r.stdout.splitlines() if l.startswith("[")]
+                 for name, r in results.items()}
+        self.assertEqual(lines["a"], [
+            "[1/5] dp8 mp1 pp1 vpp1 sharding1 stage1 mbs2 recompute=- → OOM",
+            "[2/5] dp8 mp1 pp1 vpp1 sharding1 stage1 mbs1 recompute=- → 180 "
+            "interval_samples_per_second (best so far)",
+            "[3/5] dp4 mp2 pp1 vpp1 sharding1 stage1 mbs4 recompute=- → OOM",
+            "[4/5] dp4 mp2 pp1 vpp1 sharding1 stage1 mbs2 recompute=- → 240 "
+            "interval_samples_per_second (best so far)",
+            "[5/5] dp4 mp2 pp1 vpp1 sharding1 stage1 mbs1 recompute=- → pruned: mbs 2 ran, a "
+            "smaller one is slower"], results["a"])
+        self.assertEqual(lines["b"], lines["a"], results["b"])
+        # One history on both (the merged outcomes, the longest time of each trial).
+        history = {n: (self.dir / n / "tuner_history.csv").read_text() for n in ("a", "b")}
+        self.assertEqual(history["a"], history["b"])
+        # One node (rank 1's; whichever node it was) saw the out-of-memory text, the other only
+        # a failed job: yet both recorded OOM.
+        oom_trial = ("Job1_GBS16_DP8_MP1_PP1_VPP1_Sharding1_Stage1_MBS2_Recompute_None_"
+                     "Granularity_None_AccStep1")
+        saw = sorted("Out of memory" in (self.dir / n / oom_trial / "workerlog.0").read_text()
+                     for n in ("a", "b"))
+        self.assertEqual(saw, [False, True])
+        # The best ran on both nodes, one rank each (each node names its log by local index).
+        for n in ("a", "b"):
+            self.assertIn("layout dp4 mp2 pp1 mbs2",
+                          (self.dir / n / "best_cfg" / "workerlog.0").read_text())
+        # The exchanges' rendezvous lines are the launcher's bookkeeping: not on the console.
+        self.assertNotIn("auto_tuner_1_outcome", results["a"].stderr + results["b"].stderr)
+        self.assertIn("auto tuner: the 2 nodes search the same", results["a"].stderr)
+
+    def test_a_node_that_dies_stops_the_search_on_the_other(self):
+        # Node b's launcher is SIGKILLed during trial 2 (20 s long): node a's trial fails within
+        # the heartbeat timeout, then the exchange that follows waits 3 x 2 + 1 + 10 s for b and
+        # the search stops there, the history written, nothing left running.
+        from etcd import PortReservation
+        reservation = PortReservation(1)
+        self.addCleanup(reservation.close)
+        master = f"127.0.0.2:{reservation.ports[0]}"
+        procs = {}
+        for name, host in (("a", "127.0.0.2"), ("b", "127.0.0.3")):
+            procs[name] = self.start_launch(
+                ["--master", master, "--nnodes", 2, "--host", host, "--nproc_per_node", 1,
+                 "--heartbeat_timeout", 2, "--grace", 1, "--auto_tuner_json", "tuner.json",
+                 TRAINER, "./params.json", "--seconds", 20],
+                env=self.env(CUDA_VISIBLE_DEVICES="0,1,2,3"), cwd=self.node_dir(name), name=name)
+        b_out = self.dir / "b.stdout"
+        self.wait_until(lambda: "[1/5]" in b_out.read_text(), "trial 1 on node b", timeout=60)
+        time.sleep(1)  # Trial 2 has started.
+        procs["b"].kill()
+        procs["b"].wait()
+        killed = time.monotonic()
+        result = self.finish(procs["a"], 90)
+        self.assertNotEqual(result.code, 0, result)
+        # 2 s to notice, 17 s of the exchange: well within 45 s.
+        self.assertLess(time.monotonic() - killed, 45, "node a waited past its bounds")
+        self.assertIn("auto tuner: the nodes did not agree on the outcome of trial 2", result.stderr)
+        rows = list(csv.DictReader(open(self.dir / "a" / "tuner_history.csv")))
+        self.assertEqual([r["job_id"] for r in rows], ["1", "2"])
+        self.assertEqual(rows[0]["max_mem_usage"], "OOM")
+        self.wait_until(lambda: not processes_in(self.dir), "no process left in the test's "
+                        "directories (node b's ranks go with its watchdog)", timeout=20)
+
+    def test_nodes_with_different_searches_stop_before_any_trial(self):
+        from etcd import PortReservation
+        reservation = PortReservation(1)
+        self.addCleanup(reservation.close)
+        master = f"127.0.0.2:{reservation.ports[0]}"
+        procs = {}
+        for name, host, devices in (("a", "127.0.0.2", "0,1,2,3"), ("b", "127.0.0.3", "0,1")):
+            procs[name] = self.start_launch(
+                ["--master", master, "--nnodes", 2, "--host", host, "--nproc_per_node", 1,
+                 "--auto_tuner_json", "tuner.json", TRAINER, "./params.json"],
+                env=self.env(CUDA_VISIBLE_DEVICES=devices), cwd=self.node_dir(name), name=name)
+        for name, proc in procs.items():
+            result = self.finish(proc, 120)
+            self.assertEqual(result.code, 1, f"node {name}: {result!r}")
+            self.assertIn("auto tuner: the nodes do not search the same layouts", result.stderr)
+            self.assertFalse(list((self.dir / name).glob("Job*")), "a trial ran")
+
+    def test_several_nodes_without_an_http_master_is_a_usage_error(self):
+        (self.dir / "tuner.json").write_text(json.dumps(tuner_json()))
+        result = self.run_launch(["--ips", "127.0.0.2,127.0.0.3", "--auto_tuner_json", "tuner.json",
+                                  TRAINER])
+        self.assertEqual(result.code, 2, result)
+        self.assertIn("--auto_tuner_json with --nnodes > 1 needs --master host:port",
+                      result.stderr)
+        # Without --master the first node would host every job on a new port of its own.
+        result = self.run_launch(["--nnodes", 2, "--auto_tuner_json", "tuner.json", TRAINER])
+        self.assertEqual(result.code, 2, result)
+        self.assertEqual(result.stderr.count("\n"), 1, result)
+        self.assertIn("needs --master host:port, the same on every node", result.stderr)

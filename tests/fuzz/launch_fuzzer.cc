@@ -41,6 +41,7 @@
 #include "pdlaunch/coord/job_ledger.h"
 #include "pdlaunch/coord/kv_http.h"
 #include "pdlaunch/coord/rendezvous.h"
+#include "pdlaunch/plan/auto_tuner.h"
 #include "pdlaunch/plan/cloud.h"
 #include "pdlaunch/plan/devices.h"
 #include "pdlaunch/plan/messages.h"
@@ -513,6 +514,11 @@ void FuzzElastic(const LaunchOptions& options, const FuzzInput& input) {
       PDLAUNCH_FUZZ_CHECK(DecodeFailureRecord(EncodeFailureRecord(*failure)) == failure);
       (void)DescribeFailure(*failure, 7);
       kvs.push_back({keys.failure(failure->generation), token, revision, revision, 0});
+    }
+    // A peer's view of an auto tuner trial (the exchange between nodes).
+    if (auto outcome = DecodeNodeOutcome(token)) {
+      PDLAUNCH_FUZZ_CHECK(DecodeNodeOutcome(EncodeNodeOutcome(*outcome)) == outcome);
+      PDLAUNCH_FUZZ_CHECK(outcome->exit_code >= 0 && outcome->exit_code <= 255);
     }
     ++revision;
     (void)Try([&] { return etcd::ParseRangeResponse(token); });

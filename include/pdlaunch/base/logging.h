@@ -67,6 +67,20 @@ void SetupLogging();
 /// are logged at ERROR, so they stay at every level but CRITICAL.
 void SetLogLevel(const std::string& level);
 
+/// While it lives, INFO lines are not shown unless DEBUG ones are: for the launcher's own
+/// bookkeeping jobs (the auto tuner's exchanges between nodes), whose rendezvous lines would
+/// read as another job's. Warnings and errors still show.
+class ScopedQuietInfo {
+ public:
+  ScopedQuietInfo();
+  ~ScopedQuietInfo();
+  ScopedQuietInfo(const ScopedQuietInfo&) = delete;
+  ScopedQuietInfo& operator=(const ScopedQuietInfo&) = delete;
+
+ private:
+  bool raised_ = false;
+};
+
 }  // namespace pdlaunch
 
 #define PDLOG_AT_(level, ...)                                        \

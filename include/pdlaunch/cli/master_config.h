@@ -22,6 +22,9 @@ struct MasterSettings {
   std::optional<std::string> host;  ///< --host / POD_IP: this node's address.
   double rendezvous_timeout = 600;
   double heartbeat_timeout = 10;
+  /// One of a sequence of jobs on this master address (the auto tuner's trials and exchanges):
+  /// a master found serving another job is the previous one ending; it is waited for.
+  bool sequential = false;
 };
 
 /// The path a command takes.

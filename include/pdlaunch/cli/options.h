@@ -69,6 +69,9 @@ struct LaunchOptions {
   /// (max_time_per_task), and *deadline_hit says so afterwards.
   std::optional<double> trial_deadline;
   std::shared_ptr<bool> deadline_hit;
+  /// Set by the auto tuner for its jobs across nodes (no flag): one of a sequence of jobs on one
+  /// master address, so that a master still serving the previous one is waited for, not an error.
+  bool job_of_a_sequence = false;
 
   // pdlaunch's own additions.
   std::optional<int> start_port;  ///< First fixed port; beats FLAGS_START_PORT, PADDLE_START_PORT.

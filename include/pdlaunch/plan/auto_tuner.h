@@ -113,6 +113,38 @@ struct TrialOutcome {
   bool pruned = false;  ///< Pruned by history as OOM or slower: not run.
 };
 
+/// What one node saw of a trial: the facts the nodes of a search across several nodes exchange
+/// after each trial (docs/auto-tuner.md, "Several nodes"), and what a one-node search classifies.
+struct NodeOutcome {
+  bool rank0 = false;                ///< This node ran rank 0: the metric is its workerlog.0's.
+  std::optional<double> metric;      ///< From workerlog.0, where this node has it.
+  std::optional<double> memory_mib;  ///< Peak of this node's GPU log.
+  bool oom = false;           ///< Paddle's out-of-memory text in one of this node's worker logs.
+  bool timed_out = false;     ///< This node's deadline (max_time_per_task) stopped the trial.
+  int exit_code = 0;          ///< The trial job's, on this node.
+  double exec_time = 0;       ///< Seconds the trial took here.
+  double search_seconds = 0;  ///< Since this node's search began (max_search_time).
+
+  bool operator==(const NodeOutcome&) const = default;
+};
+
+/// {"rank0":true,"metric":240,...}: small, and every field of a peer's checked on the way back.
+std::string EncodeNodeOutcome(const NodeOutcome& outcome);
+/// nullopt when `text` is not such a record.
+std::optional<NodeOutcome> DecodeNodeOutcome(const std::string& text);
+
+/// The trial's outcome from every node's (Paddle's merge through etcd, made whole): out of
+/// memory if any node ran out; timed out if any node's deadline stopped it; the exit code of the
+/// first node (in the given order) that did not time out and failed; the metric of the node that
+/// ran rank 0; the highest peak memory; the longest time.
+NodeOutcome MergeNodeOutcomes(const std::vector<NodeOutcome>& nodes);
+
+/// Classifies `node` into `trial` (metric, memory, oom, timed_out, error, exec_time): out of
+/// memory → "Out of memory", no metric; stopped at the deadline without a metric → "timeout"
+/// (with one, the metric counts, as in Paddle); a failed job otherwise → "exit code N", no
+/// metric.
+void ClassifyOutcome(const NodeOutcome& node, TrialOutcome& trial);
+
 /// prune.py's history rules: the reason `cfg` need not run given `history`, or nullopt. Sets
 /// `oom` when the reason is that a smaller configuration already ran out of memory (Paddle
 /// records it as OOM too, so that pruning chains).

@@ -446,6 +446,83 @@ TEST(AutoTunerTest, BadCustomSearchDimsNameTheKey) {
             "--auto_tuner_json: run_cmd.z: unknown key");
 }
 
+// Several nodes (docs/auto-tuner.md, "Several nodes"): each node's view of a trial, merged the
+// same way on every node.
+TEST(AutoTunerTest, NodeOutcomesMergeAsOneTrial) {
+  NodeOutcome a;  // Ran rank 0: has the metric; its job failed because b's rank did.
+  a.rank0 = true;
+  a.metric = 240;
+  a.exit_code = 1;
+  a.memory_mib = 900;
+  a.exec_time = 3;
+  a.search_seconds = 10;
+  NodeOutcome b;  // Ran out of memory.
+  b.oom = true;
+  b.exit_code = 1;
+  b.memory_mib = 1200;
+  b.exec_time = 4;
+  b.search_seconds = 12;
+  const NodeOutcome merged = MergeNodeOutcomes({b, a});
+  EXPECT_TRUE(merged.oom);
+  EXPECT_EQ(merged.metric, 240);
+  EXPECT_EQ(merged.memory_mib, 1200);
+  EXPECT_EQ(merged.exec_time, 4);
+  EXPECT_EQ(merged.search_seconds, 12);
+  TrialOutcome trial;
+  ClassifyOutcome(merged, trial);
+  EXPECT_EQ(trial.error, "Out of memory");
+  EXPECT_FALSE(trial.metric);
+
+  // No OOM: the metric is rank 0's node's, whichever comes first; a node without rank 0 has
+  // no metric and that is not an error.
+  a.exit_code = 0;
+  b = NodeOutcome{};
+  ClassifyOutcome(MergeNodeOutcomes({b, a}), trial);
+  EXPECT_EQ(trial.error, "");
+  EXPECT_EQ(trial.metric, 240);
+  // A node whose job failed fails the trial, with its exit code.
+  b.exit_code = 7;
+  ClassifyOutcome(MergeNodeOutcomes({a, b}), trial);
+  EXPECT_EQ(trial.error, "exit code 7");
+  EXPECT_FALSE(trial.metric);
+  // A deadline anywhere: the failures it caused are not errors; with the metric, it counts.
+  b.timed_out = true;
+  a.exit_code = 1;
+  ClassifyOutcome(MergeNodeOutcomes({a, b}), trial);
+  EXPECT_TRUE(trial.timed_out);
+  EXPECT_EQ(trial.error, "");
+  EXPECT_EQ(trial.metric, 240);
+  a.metric.reset();
+  ClassifyOutcome(MergeNodeOutcomes({a, b}), trial);
+  EXPECT_EQ(trial.error, "timeout");
+}
+
+TEST(AutoTunerTest, NodeOutcomesRoundTripAndPeersAreChecked) {
+  NodeOutcome n;
+  n.rank0 = true;
+  n.metric = 1234.5;
+  n.exit_code = 3;
+  n.exec_time = 1.5;
+  EXPECT_EQ(DecodeNodeOutcome(EncodeNodeOutcome(n)), n);
+  n.memory_mib = 4096;
+  n.oom = n.timed_out = true;
+  EXPECT_EQ(DecodeNodeOutcome(EncodeNodeOutcome(n)), n);
+  const std::string good = EncodeNodeOutcome(n);
+  for (const std::string& bad :
+       {std::string("not json"), std::string("[]"), std::string("{}"),
+        std::string(R"({"rank0":1,"metric":null,"memory_mib":null,"oom":false,"timed_out":false,)"
+                    R"("exit_code":0,"exec_time":0,"search_seconds":0})"),
+        std::string(R"({"rank0":true,"metric":-1,"memory_mib":null,"oom":false,)"
+                    R"("timed_out":false,"exit_code":0,"exec_time":0,"search_seconds":0})"),
+        std::string(R"({"rank0":true,"metric":null,"memory_mib":null,"oom":false,)"
+                    R"("timed_out":false,"exit_code":300,"exec_time":0,"search_seconds":0})"),
+        std::string(R"({"rank0":true,"metric":null,"memory_mib":null,"oom":false,)"
+                    R"("timed_out":false,"exit_code":0,"exec_time":"1","search_seconds":0})"),
+        good + std::string(5000, ' ')}) {
+    EXPECT_EQ(DecodeNodeOutcome(bad), std::nullopt) << bad;
+  }
+}
+
 TEST(AutoTunerTest, BadFilesAreOneLineNamingTheKey) {
   const auto error = [](const std::string& text) {
     return ErrorOf<UsageError>([&] { ParseTunerConfig(text, "t.json", 1, 8); });
