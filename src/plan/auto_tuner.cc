@@ -169,9 +169,11 @@ bool SameBeside(const TrialConfig& a, const TrialConfig& b, const std::set<std::
   return same("dp", a.dp, b.dp) && same("mp", a.mp, b.mp) && same("pp", a.pp, b.pp) &&
          same("sharding_degree", a.sharding_degree, b.sharding_degree) &&
          same("sharding_stage", a.sharding_stage, b.sharding_stage) && same("mbs", a.mbs, b.mbs) &&
-         same("vpp", a.vpp, b.vpp) && same("recompute", a.use_recompute, b.use_recompute) &&
+         same("vpp", a.vpp, b.vpp) &&
+         (ignore.count("use_recompute") || same("recompute", a.use_recompute, b.use_recompute)) &&
          same("recompute", a.recompute_granularity, b.recompute_granularity) &&
-         a.global_batch_size == b.global_batch_size && SameCustom(a, b, ignore);
+         same("refined", a.refined, b.refined) && a.global_batch_size == b.global_batch_size &&
+         SameCustom(a, b, ignore);
 }
 
 // invalid_strategy entries ("stage3_mp*", "dp2_pp1"): every part must match; "*" means > 1
@@ -242,9 +244,10 @@ const std::set<std::string> kKnownKeys = {"search_algo",
                                           "best_cfg_dir",
                                           "mode",
                                           "configs_csv",
-                                          "custom_search_dim"};
+                                          "custom_search_dim",
+                                          "refined_recompute"};
 // Paddle's keys not built yet: named in the error rather than ignored.
-const std::set<std::string> kNotYet = {"refined_recompute", "memory_estimation_tool"};
+const std::set<std::string> kNotYet = {"memory_estimation_tool"};
 
 // custom_search_dim {"key": {"value": [...], "prune": bool}}, in the file's order (Python's dict
 // keeps it; the product and the directory names follow it).
@@ -505,15 +508,44 @@ TunerConfig ParseTunerConfig(const std::string& text, const std::string& json_pa
     }
     c.custom_dims = ParseCustomDims(nlohmann::ordered_json::parse(text)["custom_search_dim"]);
   }
+  if (root.contains("refined_recompute")) {
+    const std::string key = "refined_recompute";
+    if (c.search_algo == "customize") {
+      Bad(key, "search_algo customize runs the layouts of configs_csv only");
+    }
+    for (const std::string& op : Strings(root[key], key)) {
+      if (op.empty() || op.size() > 64 || !std::all_of(op.begin(), op.end(), [](char ch) {
+            return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_';
+          })) {
+        Bad(key,
+            fmt::format("'{}': an operator is letters, digits and '_' (64 at most)", OneLine(op)));
+      }
+      if (std::count(c.refined_recompute.begin(), c.refined_recompute.end(), op)) {
+        Bad(key, fmt::format("'{}' is there twice", op));
+      }
+      c.refined_recompute.push_back(op);
+    }
+    if (c.refined_recompute.empty()) Bad(key, "expected a list of operators");
+    if (!c.num_layers) Bad(key, "needs model_cfg.num_layers (its values go to num_layers / pp)");
+  }
   // run_cmd.
   if (!root.contains("run_cmd") || !root["run_cmd"].is_object()) {
     Bad("run_cmd", "required: how each dimension reaches the script");
   }
-  static const std::set<std::string> kRunKeys = {
-      "dp_degree", "mp_degree", "pp_degree", "vpp_degree", "micro_batch_size",
-      "sharding_degree", "sharding_stage", "use_recompute", "recompute_granularity",
-      "local_batch_size", "gradient_accumulation_steps", "global_batch_size",
-      "sequence_parallel"};
+  static const std::set<std::string> kRunKeys = {"dp_degree",
+                                                 "mp_degree",
+                                                 "pp_degree",
+                                                 "vpp_degree",
+                                                 "micro_batch_size",
+                                                 "sharding_degree",
+                                                 "sharding_stage",
+                                                 "use_recompute",
+                                                 "recompute_granularity",
+                                                 "local_batch_size",
+                                                 "gradient_accumulation_steps",
+                                                 "global_batch_size",
+                                                 "sequence_parallel",
+                                                 "refined_recompute"};
   for (const auto& [key, value] : root["run_cmd"].items()) {
     if (key == "search_stage" || key == "run_best_stage") {
       if (!value.is_object()) Bad("run_cmd." + key, "expected an object");
@@ -530,6 +562,19 @@ TunerConfig ParseTunerConfig(const std::string& text, const std::string& json_pa
       c.run_cmd[key] = ParseRunCmd(value, "run_cmd." + key);
     } else {
       Bad("run_cmd." + key, "unknown key");
+    }
+  }
+  if (!c.refined_recompute.empty()) {
+    const auto it = c.run_cmd.find("refined_recompute");
+    if (it == c.run_cmd.end()) {
+      Bad("refined_recompute",
+          "not in run_cmd: the script would never see it (add "
+          "\"refined_recompute\": [\"./params.json\", \"refined_recompute\"])");
+    }
+    if (it->second.kind != RunCmdEntry::Kind::kJsonFile || it->second.third) {
+      Bad("run_cmd.refined_recompute",
+          "expected [\"file.json\", \"key\"]: the operators' values "
+          "go there as one object (as in Paddle, no flag, no -o)");
     }
   }
   for (const TunerConfig::CustomDim& dim : c.custom_dims) {
@@ -575,6 +620,7 @@ std::string Describe(const TrialConfig& c) {
                                 !c.use_recompute    ? std::string("-")
                                 : !*c.use_recompute ? std::string("off")
                                                     : c.recompute_granularity.value_or("on"));
+  for (const auto& [op, value] : c.refined) out += fmt::format(" {}={}", op, value);
   for (const auto& [key, value] : c.custom) out += fmt::format(" {}={}", key, PyStr(value));
   return out;
 }
@@ -652,12 +698,111 @@ std::vector<std::pair<TrialConfig, std::optional<std::string>>> CustomizedLayout
   return out;
 }
 
+namespace {
+
+// refined_recompute's values for one layout (utils.py search_all): all 0 when it cannot apply
+// (pp 1, recompute off or not full); else the first operator from 0 to num_layers / pp with the
+// others 0, then each next operator from 0 up with those before it at the maximum; descending in
+// schedule_mode performance. One empty list without refined_recompute.
+std::vector<std::vector<long>> RefinedValues(const TunerConfig& cfg, long pp,
+                                             const std::optional<bool>& recompute,
+                                             const std::optional<std::string>& granularity) {
+  const size_t ops = cfg.refined_recompute.size();
+  if (ops == 0) return {{}};
+  if (pp == 1 || !recompute.value_or(false) || granularity.value_or("") != "full") {
+    return {std::vector<long>(ops, 0)};
+  }
+  const long max = *cfg.num_layers / pp;
+  std::vector<std::vector<long>> out;
+  for (size_t i = 0; i < ops; ++i) {
+    for (long v = 0; v <= max; ++v) {
+      std::vector<long> values(ops, 0);
+      for (size_t k = 0; k < i; ++k) values[k] = max;
+      values[i] = v;
+      if (std::find(out.begin(), out.end(), values) == out.end()) out.push_back(values);
+    }
+  }
+  if (cfg.performance_first) std::sort(out.rbegin(), out.rend());
+  return out;
+}
+
+// prune.py prune_by_refined_recompute, its last static rule.
+std::optional<std::string> RefinedPrune(const TrialConfig& c, const TunerConfig& cfg) {
+  if (c.refined.empty()) return std::nullopt;
+  const bool any = std::any_of(c.refined.begin(), c.refined.end(),
+                               [](const auto& op) { return op.second != 0; });
+  if (any && c.use_recompute.value_or(false) && c.recompute_granularity &&
+      *c.recompute_granularity != "full") {
+    return "refined_recompute needs recompute_granularity full";
+  }
+  if (any && c.pp == 1) return "refined_recompute needs pp > 1";
+  const long max = *cfg.num_layers / c.pp;
+  for (size_t i = 0; i < c.refined.size(); ++i) {
+    if (c.refined[i].second > max) {
+      return fmt::format("{} {} is past num_layers / pp {}", c.refined[i].first,
+                         c.refined[i].second, max);
+    }
+    if (i > 0 && c.refined[i - 1].second != max && c.refined[i].second != 0) {
+      return fmt::format("{} before {} is not at its maximum {}", c.refined[i - 1].first,
+                         c.refined[i].first, max);
+    }
+  }
+  return std::nullopt;
+}
+
+// prune.py's static rules, in its order, for `c` given the candidates `kept` before it: the
+// reason it is pruned, or nullopt.
+std::optional<std::string> StaticPrune(const TrialConfig& c, const TunerConfig& cfg,
+                                       const std::vector<TrialConfig>& kept) {
+  const long dp = c.dp, mp = c.mp, pp = c.pp, sd = c.sharding_degree, mbs = c.mbs, vpp = c.vpp;
+  const long local = c.global_batch_size / dp / sd;
+  const std::optional<bool>& recompute = c.use_recompute;
+  const std::optional<std::string>& granularity = c.recompute_granularity;
+  if (std::find(cfg.mp.begin(), cfg.mp.end(), mp) == cfg.mp.end()) {
+    return "mp_degree not a candidate";
+  }
+  if (cfg.num_layers && *cfg.num_layers % pp) {
+    return fmt::format("num_layers {} not divisible by pp {}", *cfg.num_layers, pp);
+  }
+  if (vpp > 1 && (c.acc_steps % pp)) {
+    return fmt::format("vpp {} needs acc_steps {} divisible by pp {}", vpp, c.acc_steps, pp);
+  }
+  if (pp <= 2 && vpp != 1) return fmt::format("vpp {} needs pp > 2", vpp);
+  if (local == 0 || local % mbs) {
+    return fmt::format("local batch {} not divisible by mbs {}", local, mbs);
+  }
+  if (local / mbs < pp) return fmt::format("acc_steps {} below pp {}", local / mbs, pp);
+  if (pp != 1 && c.sharding_stage != 1 && sd != 1) {
+    return fmt::format("sharding stage {} with pp {}", c.sharding_stage, pp);
+  }
+  if (sd == 1 && std::any_of(kept.begin(), kept.end(), [&](const TrialConfig& k) {
+        return SameBeside(k, c, {"sharding_stage"});
+      })) {
+    return "sharding_degree 1: the stage makes no difference";
+  }
+  if (recompute && !*recompute && granularity && *granularity != "full") {
+    return "recompute off: the granularity makes no difference";
+  }
+  if (recompute && std::any_of(kept.begin(), kept.end(), [&](const TrialConfig& k) {
+        return RecomputeLevel(k) == RecomputeLevel(c) && SameBeside(k, c, {"recompute"});
+      })) {
+    return "the same recompute level as a kept candidate";
+  }
+  if (dp * mp * pp * sd != cfg.num_gpus) {
+    return fmt::format("dp*mp*pp*sharding {} is not the {} devices", dp * mp * pp * sd,
+                       cfg.num_gpus);
+  }
+  for (const std::string& strategy : cfg.invalid_strategy) {
+    if (MatchesStrategy(c, strategy)) return fmt::format("invalid_strategy {}", strategy);
+  }
+  return RefinedPrune(c, cfg);
+}
+
+}  // namespace
+
 std::vector<std::pair<TrialConfig, std::optional<std::string>>> SearchSpace(
     const TunerConfig& cfg) {
   const long gbs = *cfg.global_batch_size;
-  const auto in = [](const std::vector<long>& list, long v) {
-    return std::find(list.begin(), list.end(), v) != list.end();
-  };
   // utils.py search_all: the degrees nested mp → sharding → pp → dp, their product the devices.
   std::vector<std::array<long, 4>> degrees;
   for (long mp : cfg.mp) {
@@ -697,62 +842,27 @@ std::vector<std::pair<TrialConfig, std::optional<std::string>>> SearchSpace(
               for (const auto& custom : customs) {
                 if (gbs % (mbs * sd * dp)) continue;
                 if (cfg.num_layers && *cfg.num_layers % (pp * vpp)) continue;
-                TrialConfig c{dp,
-                              mp,
-                              pp,
-                              sd,
-                              stage,
-                              mbs,
-                              vpp,
-                              recompute,
-                              granularity,
-                              gbs,
-                              gbs / dp / sd / mbs,
-                              custom};
-                std::optional<std::string> why;
-                const long local = gbs / dp / sd;
-                // prune.py's static rules, in its order.
-                if (!in(cfg.mp, mp)) {
-                  why = "mp_degree not a candidate";
-                } else if (cfg.num_layers && *cfg.num_layers % pp) {
-                  why = fmt::format("num_layers {} not divisible by pp {}", *cfg.num_layers, pp);
-                } else if (vpp > 1 && (c.acc_steps % pp)) {
-                  why = fmt::format("vpp {} needs acc_steps {} divisible by pp {}", vpp,
-                                    c.acc_steps, pp);
-                } else if (pp <= 2 && vpp != 1) {
-                  why = fmt::format("vpp {} needs pp > 2", vpp);
-                } else if (local == 0 || local % mbs) {
-                  why = fmt::format("local batch {} not divisible by mbs {}", local, mbs);
-                } else if (local / mbs < pp) {
-                  why = fmt::format("acc_steps {} below pp {}", local / mbs, pp);
-                } else if (pp != 1 && stage != 1 && sd != 1) {
-                  why = fmt::format("sharding stage {} with pp {}", stage, pp);
-                } else if (sd == 1 &&
-                           std::any_of(kept.begin(), kept.end(), [&](const TrialConfig& k) {
-                             return SameBeside(k, c, {"sharding_stage"});
-                           })) {
-                  why = "sharding_degree 1: the stage makes no difference";
-                } else if (recompute && !*recompute && granularity && *granularity != "full") {
-                  why = "recompute off: the granularity makes no difference";
-                } else if (recompute &&
-                           std::any_of(kept.begin(), kept.end(), [&](const TrialConfig& k) {
-                             return RecomputeLevel(k) == RecomputeLevel(c) &&
-                                    SameBeside(k, c, {"recompute"});
-                           })) {
-                  why = "the same recompute level as a kept candidate";
-                } else if (dp * mp * pp * sd != cfg.num_gpus) {
-                  why = fmt::format("dp*mp*pp*sharding {} is not the {} devices", dp * mp * pp * sd,
-                                    cfg.num_gpus);
-                } else {
-                  for (const std::string& s : cfg.invalid_strategy) {
-                    if (MatchesStrategy(c, s)) {
-                      why = fmt::format("invalid_strategy {}", s);
-                      break;
-                    }
+                for (const std::vector<long>& rr : RefinedValues(cfg, pp, recompute, granularity)) {
+                  TrialConfig c{dp,
+                                mp,
+                                pp,
+                                sd,
+                                stage,
+                                mbs,
+                                vpp,
+                                recompute,
+                                granularity,
+                                gbs,
+                                gbs / dp / sd / mbs,
+                                custom,
+                                {}};
+                  for (size_t k = 0; k < rr.size(); ++k) {
+                    c.refined.emplace_back(cfg.refined_recompute[k], rr[k]);
                   }
+                  const std::optional<std::string> why = StaticPrune(c, cfg, kept);
+                  if (!why) kept.push_back(c);
+                  all.emplace_back(c, why);
                 }
-                if (!why) kept.push_back(c);
-                all.emplace_back(c, why);
               }
             }
           }
@@ -822,6 +932,32 @@ std::optional<std::string> HistoryPrune(const TrialConfig& c,
                                         const std::vector<TrialOutcome>& history, bool& oom,
                                         const TunerConfig& config) {
   if (auto why = HistoryPrune(c, history, oom)) return why;
+  // refined_recompute (prune.py prune_by_refined_recompute_history), for layouts equal but in
+  // the operators' values and use_recompute: recompute off ran, so refining it is slower; an
+  // operator's larger value ran (less recompute), so a smaller one is slower; a smaller one ran
+  // out of memory, so would a larger one.
+  for (size_t i = 0; i < c.refined.size(); ++i) {
+    const auto& [op, value] = c.refined[i];
+    for (const TrialOutcome& h : history) {
+      if (h.cfg.refined.size() != c.refined.size() ||
+          !SameBeside(h.cfg, c, {"refined", "use_recompute"})) {
+        continue;
+      }
+      const bool ran = h.metric.has_value() && !h.oom;
+      const bool both = h.cfg.use_recompute.value_or(false) && c.use_recompute.value_or(false);
+      const long theirs = h.cfg.refined[i].second;
+      if (!h.cfg.use_recompute.value_or(false) && ran) {
+        return fmt::format("{} {}: recompute off ran, refining recompute is slower", op, value);
+      }
+      if (theirs > value && ran && both) {
+        return fmt::format("{} {} ran, a smaller one is slower", op, theirs);
+      }
+      if (theirs < value && h.oom && both) {
+        oom = true;
+        return fmt::format("{} {} ran out of memory", op, theirs);
+      }
+    }
+  }
   // custom_search_dim with prune: its values are the user's order of preference; once one ran,
   // the later ones of the same layout are not tried (prune.py
   // prune_by_custom_search_dim_history, which compares the other keys by a substring test of
@@ -1018,6 +1154,7 @@ std::optional<size_t> BestTrial(const std::vector<TrialOutcome>& history,
 std::string HistoryCsv(const std::vector<TrialOutcome>& history, const TunerConfig& config) {
   std::string custom_columns;
   for (const TunerConfig::CustomDim& dim : config.custom_dims) custom_columns += dim.key + ",";
+  for (const std::string& op : config.refined_recompute) custom_columns += op + ",";
   std::string out = fmt::format(
       "job_id,mp_degree,sharding_degree,pp_degree,dp_degree,sharding_stage,micro_batch_size,"
       "vpp_degree,use_recompute,recompute_granularity,{}acc_steps,global_batch_size,exec_time,{},"
@@ -1028,6 +1165,7 @@ std::string HistoryCsv(const std::vector<TrialOutcome>& history, const TunerConf
     const TrialConfig& c = h.cfg;
     std::string custom_values;
     for (const auto& [key, value] : c.custom) custom_values += PyStr(value) + ",";
+    for (const auto& [op, value] : c.refined) custom_values += std::to_string(value) + ",";
     out += fmt::format("{},{},{},{},{},{},{},{},{},{},{}{},{},{},{},{},{}\n", h.job_id, c.mp,
                        c.sharding_degree, c.pp, c.dp, c.sharding_stage, c.mbs, c.vpp,
                        c.use_recompute ? PyBool(c.use_recompute) : "",
@@ -1047,10 +1185,14 @@ std::vector<TrialOutcome> ParseHistoryCsv(const std::string& text, const TunerCo
   std::string line;
   if (!std::getline(in, line)) return out;
   const std::vector<std::string> header = SplitAndStrip(line, ',');
-  const size_t n = config.custom_dims.size();  // Their columns follow recompute_granularity.
+  // The custom dimensions' columns, then refined_recompute's, follow recompute_granularity.
+  const size_t custom = config.custom_dims.size();
+  const size_t n = custom + config.refined_recompute.size();
   if (header.size() != 16 + n || header[13 + n] != config.metric_name) return out;
   for (size_t k = 0; k < n; ++k) {
-    if (header[10 + k] != config.custom_dims[k].key) return out;
+    const std::string& name =
+        k < custom ? config.custom_dims[k].key : config.refined_recompute[k - custom];
+    if (header[10 + k] != name) return out;
   }
   while (std::getline(in, line)) {
     // error_info is the last column and may hold commas: split the others only.
@@ -1076,7 +1218,10 @@ std::vector<TrialOutcome> ParseHistoryCsv(const std::string& text, const TunerCo
       if (!f[8].empty()) c.use_recompute = f[8] == "True";
       if (!f[9].empty()) c.recompute_granularity = f[9];
       bool known = true;  // A value no longer in the file's list: a row of another search.
-      for (size_t k = 0; k < n; ++k) {
+      for (size_t k = custom; k < n; ++k) {
+        c.refined.emplace_back(config.refined_recompute[k - custom], std::stol(f[10 + k]));
+      }
+      for (size_t k = 0; k < custom; ++k) {
         const TunerConfig::CustomDim& dim = config.custom_dims[k];
         const auto it = std::find_if(dim.values.begin(), dim.values.end(),
                                      [&](const std::string& v) { return PyStr(v) == f[10 + k]; });
@@ -1105,6 +1250,7 @@ std::vector<TrialOutcome> ParseHistoryCsv(const std::string& text, const TunerCo
 
 std::string TrialDirName(int job_id, const TrialConfig& c) {
   std::string custom;
+  for (const auto& [op, value] : c.refined) custom += fmt::format("_{}{}", CamelKey(op), value);
   for (const auto& [key, value] : c.custom) custom += "_" + CamelKey(key) + PyStr(value);
   return fmt::format(
              "Job{}_GBS{}_DP{}_MP{}_PP{}_VPP{}_Sharding{}_Stage{}_MBS{}_Recompute_{}_Granularity_{}"
@@ -1158,6 +1304,11 @@ std::vector<std::string> TrialArguments(const std::vector<std::string>& raw,
   number("gradient_accumulation_steps", c.acc_steps);
   number("global_batch_size", c.global_batch_size);
   number("sequence_parallel", c.mp > 1 ? 1 : 0);
+  if (!c.refined.empty()) {
+    nlohmann::ordered_json ops = nlohmann::ordered_json::object();  // In the file's order.
+    for (const auto& [op, value] : c.refined) ops[op] = value;
+    apply("refined_recompute", ops.dump(), ops.dump());
+  }
   for (const auto& [key, value] : c.custom) apply(key, PyStr(value), value);
   for (const auto& [name, e] : best_run ? config.run_best_stage : config.search_stage) {
     if (e.kind == RunCmdEntry::Kind::kJsonFile) {

@@ -254,11 +254,11 @@ esac
         self.assertEqual(list(self.dir.glob("Job*")), [])
 
     def test_a_key_it_does_not_know_is_a_usage_error_naming_it(self):
-        result = self.tune(tuner_json(refined_recompute=["mlp"]))
+        result = self.tune(tuner_json(memory_estimation_tool="./estimate.py"))
         self.assertEqual(result.code, 2, result)
         self.assertEqual(result.stderr.strip().splitlines()[-1],
-                         "launch: error: --auto_tuner_json: refined_recompute: not supported yet "
-                         "by pdlaunch's tuner (docs/auto-tuner.md)")
+                         "launch: error: --auto_tuner_json: memory_estimation_tool: not supported "
+                         "yet by pdlaunch's tuner (docs/auto-tuner.md)")
         result = self.tune(tuner_json(dp_degre="auto"))
         self.assertEqual(result.code, 2, result)
         self.assertIn("--auto_tuner_json: dp_degre: unknown key", result.stderr)

@@ -63,6 +63,10 @@ struct TunerConfig {
     bool prune = false;  ///< A value that ran prunes the values after it (the same layout).
   };
   std::vector<CustomDim> custom_dims;  ///< In the file's order.
+  /// refined_recompute: the operators whose recompute is refined, each searched from 0 (every
+  /// layer's recomputed) to num_layers / pp; reaches the script as one JSON object
+  /// {"op": value, ...} at run_cmd.refined_recompute's key of a JSON file.
+  std::vector<std::string> refined_recompute;
 };
 
 /// Parses the file's `text` for a job of `nodes` nodes of `gpus_per_node` devices. UsageError
@@ -80,6 +84,8 @@ struct TrialConfig {
   long acc_steps = 0;  ///< gbs / dp / sharding / mbs.
   /// custom_search_dim's values, (key, value as JSON text), in TunerConfig::custom_dims' order.
   std::vector<std::pair<std::string, std::string>> custom;
+  /// refined_recompute's values, (operator, value), in TunerConfig::refined_recompute's order.
+  std::vector<std::pair<std::string, long>> refined;
   bool operator==(const TrialConfig&) const = default;
 };
 
@@ -91,8 +97,8 @@ struct TrialConfig {
 std::vector<std::pair<TrialConfig, std::optional<std::string>>> CustomizedLayouts(
     const std::string& text, const TunerConfig& config);
 
-/// "dp2 mp4 pp1 vpp1 sharding1 stage1 mbs2 recompute=off", then " <key>=<value>" for each
-/// custom_search_dim.
+/// "dp2 mp4 pp1 vpp1 sharding1 stage1 mbs2 recompute=off", then " <op>=<value>" for each
+/// refined_recompute operator and " <key>=<value>" for each custom_search_dim.
 std::string Describe(const TrialConfig& cfg);
 
 /// Every layout in Paddle's order (utils.py search_all), each with the reason a static prune
@@ -190,6 +196,7 @@ std::vector<TrialOutcome> ParseHistoryCsv(const std::string& text, const TunerCo
 
 /// Paddle's trial log directory name: Job<id>_GBS<gbs>_DP<dp>_MP<mp>_PP<pp>_VPP<vpp>_Sharding<sd>_
 /// Stage<st>_MBS<mbs>_Recompute_<True|False|None>_Granularity_<g|None>_AccStep<acc>, then
+/// _<Op><value> for each refined_recompute operator (mlp_row_ln 2: _MlpRowLn2), then
 /// _<Key><value> for each custom_search_dim (use_flash_attn true: _UseFlashAttnTrue).
 std::string TrialDirName(int job_id, const TrialConfig& cfg);
 

@@ -446,6 +446,88 @@ TEST(AutoTunerTest, BadCustomSearchDimsNameTheKey) {
             "--auto_tuner_json: run_cmd.z: unknown key");
 }
 
+// refined_recompute (utils.py search_all, prune.py prune_by_refined_recompute and its history
+// rule): 2 devices, pp 2, 4 layers: each operator from 0 to 4 / 2 = 2, the first operator first,
+// then the second with the first at 2: [0,0] [1,0] [2,0] [2,1] [2,2] (Paddle's dedup drops the
+// second [2,0]).
+const char* kRefined = R"({
+  "pp_degree": [2], "use_recompute": [true], "recompute_granularity": ["full"],
+  "model_cfg": {"global_batch_size": 4, "num_layers": 4},
+  "metric_cfg": {"name": "tokens/s", "OptimizationDirection": "Maximize"},
+  "refined_recompute": ["mlp_row_ln", "attn"],
+  "run_cmd": {"refined_recompute": ["./p.json", "model.refined_recompute"]}
+})";
+
+TEST(AutoTunerTest, RefinedRecomputeValuesPrunesAndArguments) {
+  TunerConfig config = ParseTunerConfig(kRefined, "/t/tuner.json", 1, 2);
+  const std::string head = "dp1 mp1 pp2 vpp1 sharding1 stage1 mbs1 recompute=full ";
+  EXPECT_EQ(Layouts(config),
+            (std::vector<std::string>{head + "mlp_row_ln=0 attn=0", head + "mlp_row_ln=1 attn=0",
+                                      head + "mlp_row_ln=2 attn=0", head + "mlp_row_ln=2 attn=1",
+                                      head + "mlp_row_ln=2 attn=2"}));
+  const std::vector<std::pair<TrialConfig, std::optional<std::string>>> space = SearchSpace(config);
+  const TrialConfig& zero = space[0].first;
+  const TrialConfig& one = space[1].first;
+  const TrialConfig& two = space[2].first;
+  EXPECT_EQ(TrialDirName(3, two),
+            "Job3_GBS4_DP1_MP1_PP2_VPP1_Sharding1_Stage1_MBS1_Recompute_True_Granularity_full_"
+            "AccStep4_MlpRowLn2_Attn0");
+  std::vector<FileEdit> edits;
+  EXPECT_EQ(TrialArguments({"x"}, two, config, false, edits), std::vector<std::string>{"x"});
+  ASSERT_EQ(edits.size(), 1u);
+  EXPECT_EQ(edits[0].dotted_key, "model.refined_recompute");
+  EXPECT_EQ(edits[0].value_json, R"({"mlp_row_ln":2,"attn":0})");  // The file's order.
+
+  // History: a larger value ran, a smaller one is slower; a smaller one ran out of memory, a
+  // larger one would too.
+  bool oom = false;
+  EXPECT_EQ(HistoryPrune(one, {Ran(two, 1, 5.0)}, oom, config),
+            "mlp_row_ln 2 ran, a smaller one is slower");
+  TrialOutcome out_of_memory = Ran(zero, 1, std::nullopt);
+  out_of_memory.oom = true;
+  EXPECT_EQ(HistoryPrune(one, {out_of_memory}, oom, config), "mlp_row_ln 0 ran out of memory");
+  EXPECT_TRUE(oom);
+  EXPECT_EQ(HistoryPrune(two, {Ran(one, 1, 5.0)}, oom, config), std::nullopt);
+
+  // The CSV has a column per operator after the custom ones, and reads back.
+  const std::string csv = HistoryCsv({Ran(two, 1, 5.0)}, config);
+  EXPECT_NE(csv.find(",recompute_granularity,mlp_row_ln,attn,acc_steps,"), std::string::npos);
+  const std::vector<TrialOutcome> back = ParseHistoryCsv(csv, config);
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(back[0].cfg, two);
+
+  // schedule_mode performance: descending; pp 1: only zeros (refining cannot apply).
+  std::string text = kRefined;
+  text.insert(1, R"("schedule_mode": "performance",)");
+  config = ParseTunerConfig(text, "/t/tuner.json", 1, 2);
+  EXPECT_EQ(Layouts(config).front(), head + "mlp_row_ln=2 attn=2");
+  text = kRefined;
+  text.replace(text.find(R"("pp_degree": [2])"), 16, R"("pp_degree": [1])");
+  config = ParseTunerConfig(text, "/t/tuner.json", 1, 1);
+  EXPECT_EQ(Layouts(config),
+            (std::vector<std::string>{"dp1 mp1 pp1 vpp1 sharding1 stage1 mbs1 recompute=full "
+                                      "mlp_row_ln=0 attn=0"}));
+}
+
+TEST(AutoTunerTest, BadRefinedRecomputeNamesTheKey) {
+  const auto error = [](std::string text, const std::string& from, const std::string& to) {
+    text.replace(text.find(from), from.size(), to);
+    return ErrorOf<UsageError>([&] { ParseTunerConfig(text, "t.json", 1, 2); });
+  };
+  EXPECT_EQ(error(kRefined, R"("num_layers": 4)", R"("hidden_size": 4)"),
+            "--auto_tuner_json: refined_recompute: needs model_cfg.num_layers (its values go to "
+            "num_layers / pp)");
+  EXPECT_EQ(error(kRefined, R"(["mlp_row_ln", "attn"])", R"(["a", "a"])"),
+            "--auto_tuner_json: refined_recompute: 'a' is there twice");
+  EXPECT_EQ(error(kRefined, R"(["./p.json", "model.refined_recompute"])", R"(["--rr", ""])"),
+            "--auto_tuner_json: run_cmd.refined_recompute: expected [\"file.json\", \"key\"]: the "
+            "operators' values go there as one object (as in Paddle, no flag, no -o)");
+  EXPECT_EQ(error(kRefined, R"("refined_recompute": ["./p.json", "model.refined_recompute"])",
+                  R"("dp_degree": ["--dp", ""])"),
+            "--auto_tuner_json: refined_recompute: not in run_cmd: the script would never see it "
+            "(add \"refined_recompute\": [\"./params.json\", \"refined_recompute\"])");
+}
+
 // Several nodes (docs/auto-tuner.md, "Several nodes"): each node's view of a trial, merged the
 // same way on every node.
 TEST(AutoTunerTest, NodeOutcomesMergeAsOneTrial) {
