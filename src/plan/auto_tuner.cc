@@ -245,9 +245,8 @@ const std::set<std::string> kKnownKeys = {"search_algo",
                                           "mode",
                                           "configs_csv",
                                           "custom_search_dim",
-                                          "refined_recompute"};
-// Paddle's keys not built yet: named in the error rather than ignored.
-const std::set<std::string> kNotYet = {"memory_estimation_tool"};
+                                          "refined_recompute",
+                                          "memory_estimation_tool"};
 
 // custom_search_dim {"key": {"value": [...], "prune": bool}}, in the file's order (Python's dict
 // keeps it; the product and the directory names follow it).
@@ -358,7 +357,6 @@ TunerConfig ParseTunerConfig(const std::string& text, const std::string& json_pa
   }
   if (!root.is_object()) Bad("(the file)", "expected a JSON object");
   for (const auto& [key, value] : root.items()) {
-    if (kNotYet.count(key)) Bad(key, "not supported yet by pdlaunch's tuner (docs/auto-tuner.md)");
     if (!kKnownKeys.count(key)) Bad(key, "unknown key");
   }
   TunerConfig c;
@@ -415,6 +413,8 @@ TunerConfig ParseTunerConfig(const std::string& text, const std::string& json_pa
   c.vocab_size = ModelInt(model, "vocab_size");
   c.num_attention_heads = ModelInt(model, "num_attention_heads");
   c.seq_length = ModelInt(model, "seq_length");
+  c.max_sequence_length = ModelInt(model, "max_sequence_length");
+  c.intermediate_size = ModelInt(model, "intermediate_size");
   if (!c.global_batch_size) Bad("model_cfg.global_batch_size", "required");
   if (root.contains("use_sequence_parallel")) {
     c.use_sequence_parallel = Bool(root["use_sequence_parallel"], "use_sequence_parallel");
@@ -593,6 +593,16 @@ TunerConfig ParseTunerConfig(const std::string& text, const std::string& json_pa
   if (root.contains("buffer")) c.buffer = Seconds(root["buffer"], "buffer");
   if (root.contains("max_mem_usage")) c.max_mem_usage = Seconds(root["max_mem_usage"], "max_mem_usage");
   if (c.buffer && !c.max_mem_usage) Bad("buffer", "needs max_mem_usage (MiB)");
+  if (root.contains("memory_estimation_tool")) {
+    const Json& tool = root["memory_estimation_tool"];
+    if (!tool.is_string() || tool.get<std::string>().empty()) {
+      Bad("memory_estimation_tool", "expected the path of a Python script");
+    }
+    c.memory_estimation_tool = tool.get<std::string>();
+    if (!c.max_mem_usage) {
+      Bad("memory_estimation_tool", "needs max_mem_usage (MiB), the estimates' limit");
+    }
+  }
   if (root.contains("need_baseline")) c.need_baseline = Bool(root["need_baseline"], "need_baseline");
   if (root.contains("invalid_strategy")) c.invalid_strategy = Strings(root["invalid_strategy"], "invalid_strategy");
   if (root.contains("schedule_prior")) c.schedule_prior = Strings(root["schedule_prior"], "schedule_prior");
@@ -753,7 +763,8 @@ std::optional<std::string> RefinedPrune(const TrialConfig& c, const TunerConfig&
 // prune.py's static rules, in its order, for `c` given the candidates `kept` before it: the
 // reason it is pruned, or nullopt.
 std::optional<std::string> StaticPrune(const TrialConfig& c, const TunerConfig& cfg,
-                                       const std::vector<TrialConfig>& kept) {
+                                       const std::vector<TrialConfig>& kept,
+                                       const MemoryEstimate& estimate) {
   const long dp = c.dp, mp = c.mp, pp = c.pp, sd = c.sharding_degree, mbs = c.mbs, vpp = c.vpp;
   const long local = c.global_batch_size / dp / sd;
   const std::optional<bool>& recompute = c.use_recompute;
@@ -792,6 +803,15 @@ std::optional<std::string> StaticPrune(const TrialConfig& c, const TunerConfig& 
     return fmt::format("dp*mp*pp*sharding {} is not the {} devices", dp * mp * pp * sd,
                        cfg.num_gpus);
   }
+  if (estimate) {
+    // Paddle compares the MB printed with max_mem_usage * 1024; recorder.py and PaddleNLP's
+    // files give max_mem_usage in MiB, as pdlaunch reads it everywhere.
+    const double mb = std::round(estimate(c));
+    if (mb > *cfg.max_mem_usage) {
+      return fmt::format("estimated {} MB, above max_mem_usage {}", Fmt(mb),
+                         Fmt(*cfg.max_mem_usage));
+    }
+  }
   for (const std::string& strategy : cfg.invalid_strategy) {
     if (MatchesStrategy(c, strategy)) return fmt::format("invalid_strategy {}", strategy);
   }
@@ -801,7 +821,7 @@ std::optional<std::string> StaticPrune(const TrialConfig& c, const TunerConfig& 
 }  // namespace
 
 std::vector<std::pair<TrialConfig, std::optional<std::string>>> SearchSpace(
-    const TunerConfig& cfg) {
+    const TunerConfig& cfg, const MemoryEstimate& estimate) {
   const long gbs = *cfg.global_batch_size;
   // utils.py search_all: the degrees nested mp → sharding → pp → dp, their product the devices.
   std::vector<std::array<long, 4>> degrees;
@@ -859,7 +879,7 @@ std::vector<std::pair<TrialConfig, std::optional<std::string>>> SearchSpace(
                   for (size_t k = 0; k < rr.size(); ++k) {
                     c.refined.emplace_back(cfg.refined_recompute[k], rr[k]);
                   }
-                  const std::optional<std::string> why = StaticPrune(c, cfg, kept);
+                  const std::optional<std::string> why = StaticPrune(c, cfg, kept, estimate);
                   if (!why) kept.push_back(c);
                   all.emplace_back(c, why);
                 }
@@ -998,6 +1018,38 @@ size_t NewlyPruned(const std::vector<TrialConfig>& later, const std::vector<Tria
     }
   }
   return count;
+}
+
+std::vector<std::string> MemoryEstimationArguments(const TrialConfig& c,
+                                                   const TunerConfig& config) {
+  std::vector<std::string> args = {"--dp_degree",
+                                   std::to_string(c.dp),
+                                   "--mp_degree",
+                                   std::to_string(c.mp),
+                                   "--pp_degree",
+                                   std::to_string(c.pp),
+                                   "--vpp_degree",
+                                   std::to_string(c.vpp),
+                                   "--sharding_degree",
+                                   std::to_string(c.sharding_degree),
+                                   "--sharding_stage",
+                                   std::to_string(c.sharding_stage),
+                                   "--use_recompute",
+                                   PyBool(c.use_recompute),
+                                   "--micro_batch_size",
+                                   std::to_string(c.mbs),
+                                   "--recompute_granularity",
+                                   c.recompute_granularity.value_or("None")};
+  const std::pair<const char*, std::optional<long>> model[] = {
+      {"--hidden_size", config.hidden_size}, {"--num_attention_heads", config.num_attention_heads},
+      {"--num_layers", config.num_layers},   {"--max_sequence_length", config.max_sequence_length},
+      {"--vocab_size", config.vocab_size},   {"--intermediate_size", config.intermediate_size}};
+  for (const auto& [flag, value] : model) {
+    if (!value) continue;
+    args.push_back(flag);
+    args.push_back(std::to_string(*value));
+  }
+  return args;
 }
 
 std::string EncodeNodeOutcome(const NodeOutcome& n) {

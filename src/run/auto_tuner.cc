@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -14,6 +15,8 @@
 #include "pdlaunch/base/errors.h"
 #include "pdlaunch/base/logging.h"
 #include "pdlaunch/plan/auto_tuner.h"
+#include "pdlaunch/plan/training_command.h"
+#include "pdlaunch/process/device_probe.h"
 #include "pdlaunch/process/run_recorder.h"
 #include "run/launch_support.h"
 
@@ -156,15 +159,56 @@ static TunerConfig LoadConfig(const LaunchOptions& options, bool several_nodes) 
   const DevicePlan devices = ResolveCollectiveDevices(options);
   long gpus = 0;
   for (const auto& ids : devices.devices_per_proc) gpus += static_cast<long>(std::max<size_t>(1, ids.size()));
-  return ParseTunerConfig(ReadFile(json_path, 1 << 20), json_path, std::max(1L, NodesOf(options)),
-                          std::max(1L, gpus));
+  TunerConfig config = ParseTunerConfig(ReadFile(json_path, 1 << 20), json_path,
+                                        std::max(1L, NodesOf(options)), std::max(1L, gpus));
+  // Opened as Paddle opens it: relative to the working directory.
+  if (!config.memory_estimation_tool.empty() &&
+      !fs::is_regular_file(config.memory_estimation_tool, ec)) {
+    throw UsageError(fmt::format("--auto_tuner_json: memory_estimation_tool: no such file: '{}'",
+                                 OneLine(config.memory_estimation_tool)));
+  }
+  return config;
 }
 
 // The layouts of the search in its order, each with its static prune: the grid, or the CSV of
 // search_algo customize.
 static std::vector<std::pair<TrialConfig, std::optional<std::string>>> Layouts(
     const TunerConfig& config) {
-  if (config.search_algo != "customize") return SearchSpace(config);
+  if (config.search_algo != "customize") {
+    if (config.memory_estimation_tool.empty()) return SearchSpace(config);
+    // memory_estimation_tool: run as Paddle runs it, once per layout the rules before it kept,
+    // with the training script's Python (PADDLE_LAUNCH_PYTHON, else python3).
+    const std::string& tool = config.memory_estimation_tool;
+    return SearchSpace(config, [&](const TrialConfig& cfg) {
+      TrainingCommand command = ResolveTrainingCommand(tool, MemoryEstimationArguments(cfg, config),
+                                                       GetEnv("PADDLE_LAUNCH_PYTHON"),
+                                                       GetEnv("PATH").value_or("/bin:/usr/bin"));
+      command.argv.front() = command.executable;
+      const std::optional<std::string> out = CaptureOutput(command.argv, 60 * 1000);
+      if (!out) {
+        throw LaunchError(fmt::format(
+            "auto tuner: memory_estimation_tool '{}' failed for {} (a non-zero exit, or no answer "
+            "within 60 s)",
+            OneLine(tool), Describe(cfg)));
+      }
+      const std::string text = OneLine(out->substr(0, 200));
+      double mb = 0;
+      try {
+        size_t used = 0;
+        mb = std::stod(*out, &used);
+        if (!std::isfinite(mb) || mb < 0 ||
+            out->find_first_not_of(" \t\r\n", used) != std::string::npos) {
+          throw std::invalid_argument("not one number");
+        }
+      } catch (const std::exception&) {
+        throw LaunchError(fmt::format(
+            "auto tuner: memory_estimation_tool '{}' printed '{}' for {}, not a number of MB",
+            OneLine(tool), text, Describe(cfg)));
+      }
+      PDLOG_DEBUG("auto tuner: {} is estimated at {} MB", Describe(cfg), mb);
+      return mb;
+    });
+  }
   std::error_code ec;
   if (!fs::is_regular_file(config.configs_csv, ec)) {
     throw UsageError(fmt::format("--auto_tuner_json: configs_csv '{}' is not a file",

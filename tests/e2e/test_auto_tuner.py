@@ -5,6 +5,7 @@ import csv
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import time
@@ -204,6 +205,54 @@ esac
         self.assertIn("layout dp4 mp2 pp1 mbs2 flash",
                       (self.dir / "best_cfg" / "workerlog.0").read_text())
 
+    def test_a_memory_estimation_tool_prunes_before_launching(self):
+        # memory_estimation_tool (prune.py prune_by_memory_estimation): the tool's MB above
+        # max_mem_usage (MiB, as everywhere in pdlaunch) prunes a layout before it runs: the
+        # two layouts that ran out of memory in the search above never start.
+        estimator = harness.REPO / "tests" / "helpers" / "fake_memory_estimator.py"
+        calls = self.dir / "estimates.log"
+        cfg = tuner_json(memory_estimation_tool=str(estimator), max_mem_usage=30000, run_best=False)
+        (self.dir / "tuner.json").write_text(json.dumps(cfg))
+        env = self.env(CUDA_VISIBLE_DEVICES="0,1,2,3,4,5,6,7", ESTIMATOR_LOG=str(calls))
+        result = self.run_launch(["--auto_tuner_json", "tuner.json", "--nproc_per_node", "1",
+                                  TRAINER, "./params.json"], env=env)
+        self.assertEqual(result.code, 0, result)
+        lines = [re.sub(r"; (about .* left|under 1 s left)$", "", l)
+                 for l in result.stdout.splitlines() if l.startswith("[")]
+        self.assertEqual(lines, [
+            "[1/3] dp8 mp1 pp1 vpp1 sharding1 stage1 mbs1 recompute=- → 180 "
+            "interval_samples_per_second (best so far)",
+            "[2/3] dp4 mp2 pp1 vpp1 sharding1 stage1 mbs2 recompute=- → 240 "
+            "interval_samples_per_second (best so far)",
+            "[3/3] dp4 mp2 pp1 vpp1 sharding1 stage1 mbs1 recompute=- → pruned: mbs 2 ran, a "
+            "smaller one is slower"])
+        self.assertIn("2 pruned before launching, 3 candidates", result.stderr)
+        # Paddle's arguments, once per layout the rules before it kept.
+        made = calls.read_text().splitlines()
+        self.assertEqual(len(made), 5)
+        self.assertTrue(made[0].startswith("--dp_degree 8 --mp_degree 1 --pp_degree 1 "
+                                           "--vpp_degree 1 --sharding_degree 1 --sharding_stage 1 "
+                                           "--use_recompute None --micro_batch_size 2 "
+                                           "--recompute_granularity None --hidden_size 64 "
+                                           "--num_attention_heads 4 --num_layers 4 "
+                                           "--vocab_size 128"), made[0])
+        # The dry run says why, and a broken tool is one line naming it, nothing started.
+        dry = self.run_launch(["--dry_run", "--auto_tuner_json", "tuner.json",
+                               "--nproc_per_node", "1", TRAINER], env=env)
+        pruned = {l["layout"]: l["pruned"] for l in json.loads(dry.stdout)["layouts"]}
+        self.assertEqual(pruned["dp8 mp1 pp1 vpp1 sharding1 stage1 mbs2 recompute=-"],
+                         "estimated 40000 MB, above max_mem_usage 30000")
+        env["ESTIMATOR_FAIL"] = "1"
+        shutil.rmtree(self.dir / ("Job1_GBS16_DP8_MP1_PP1_VPP1_Sharding1_Stage1_MBS1_Recompute_"
+                                  "None_Granularity_None_AccStep2"))
+        broken = self.run_launch(["--auto_tuner_json", "tuner.json", "--nproc_per_node", "1",
+                                  TRAINER, "./params.json"], env=env)
+        self.assertEqual(broken.code, 1, broken)
+        self.assertIn(f"auto tuner: memory_estimation_tool '{estimator}' failed for dp8 mp1 pp1 "
+                      "vpp1 sharding1 stage1 mbs2 recompute=- (a non-zero exit, or no answer "
+                      "within 60 s)", broken.stderr)
+        self.assertFalse(list(self.dir.glob("Job1*")))
+
     def test_a_second_run_resumes_without_rerunning_finished_trials(self):
         first = self.tune(tuner_json(task_limit=2, run_best=False))
         self.assertEqual(first.code, 0, first)
@@ -254,11 +303,11 @@ esac
         self.assertEqual(list(self.dir.glob("Job*")), [])
 
     def test_a_key_it_does_not_know_is_a_usage_error_naming_it(self):
-        result = self.tune(tuner_json(memory_estimation_tool="./estimate.py"))
+        result = self.tune(tuner_json(search_algo={"name": "gbs"}))
         self.assertEqual(result.code, 2, result)
         self.assertEqual(result.stderr.strip().splitlines()[-1],
-                         "launch: error: --auto_tuner_json: memory_estimation_tool: not supported "
-                         "yet by pdlaunch's tuner (docs/auto-tuner.md)")
+                         "launch: error: --auto_tuner_json: search_algo.name: 'gbs': grid and "
+                         "customize are built (dp_estimation and gbs are not yet)")
         result = self.tune(tuner_json(dp_degre="auto"))
         self.assertEqual(result.code, 2, result)
         self.assertIn("--auto_tuner_json: dp_degre: unknown key", result.stderr)

@@ -5,6 +5,7 @@
 // static prunes, the history prunes, the metric rule, the best trial and the history CSV. No I/O:
 // run/auto_tuner.cc runs the trials.
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -29,8 +30,8 @@ struct TunerConfig {
   std::string search_algo = "grid";
   bool performance_first = false;  ///< schedule_mode "performance"; else "memory".
   // model_cfg
-  std::optional<long> global_batch_size, num_layers, hidden_size, vocab_size,
-      num_attention_heads, seq_length;
+  std::optional<long> global_batch_size, num_layers, hidden_size, vocab_size, num_attention_heads,
+      seq_length, max_sequence_length, intermediate_size;
   bool use_sequence_parallel = false;
   /// Candidate values per dimension after the user's filter, in Paddle's order.
   std::vector<long> dp, mp, pp, sharding_degree, sharding_stage, vpp, mbs;
@@ -67,6 +68,9 @@ struct TunerConfig {
   /// layer's recomputed) to num_layers / pp; reaches the script as one JSON object
   /// {"op": value, ...} at run_cmd.refined_recompute's key of a JSON file.
   std::vector<std::string> refined_recompute;
+  /// memory_estimation_tool: a Python script that prints a layout's memory in MB; a layout it
+  /// puts above max_mem_usage is pruned before launching. Empty: none.
+  std::string memory_estimation_tool;
 };
 
 /// Parses the file's `text` for a job of `nodes` nodes of `gpus_per_node` devices. UsageError
@@ -101,10 +105,25 @@ std::vector<std::pair<TrialConfig, std::optional<std::string>>> CustomizedLayout
 /// refined_recompute operator and " <key>=<value>" for each custom_search_dim.
 std::string Describe(const TrialConfig& cfg);
 
+/// A layout's memory in MB as memory_estimation_tool says it; throws LaunchError when the tool
+/// fails (the run layer runs it: the core stays free of I/O).
+using MemoryEstimate = std::function<double(const TrialConfig&)>;
+
 /// Every layout in Paddle's order (utils.py search_all), each with the reason a static prune
-/// removed it (prune.py's registered rules), or nullopt when it stays a candidate.
+/// removed it (prune.py's registered rules), or nullopt when it stays a candidate. With
+/// `estimate` (memory_estimation_tool), a layout that passed the rules before it (prune.py's
+/// order: after the device count, before invalid_strategy) and is estimated above
+/// max_mem_usage is pruned.
 std::vector<std::pair<TrialConfig, std::optional<std::string>>> SearchSpace(
-    const TunerConfig& config);
+    const TunerConfig& config, const MemoryEstimate& estimate = nullptr);
+
+/// memory_estimation_tool's arguments for `cfg` (prune.py prune_by_memory_estimation): --dp_degree
+/// N --mp_degree N --pp_degree N --vpp_degree N --sharding_degree N --sharding_stage N
+/// --use_recompute True|False|None --micro_batch_size N --recompute_granularity g|None, then
+/// --hidden_size, --num_attention_heads, --num_layers, --max_sequence_length, --vocab_size and
+/// --intermediate_size where model_cfg has them.
+std::vector<std::string> MemoryEstimationArguments(const TrialConfig& cfg,
+                                                   const TunerConfig& config);
 
 /// What one trial gave.
 struct TrialOutcome {

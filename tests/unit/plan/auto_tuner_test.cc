@@ -528,6 +528,62 @@ TEST(AutoTunerTest, BadRefinedRecomputeNamesTheKey) {
             "(add \"refined_recompute\": [\"./params.json\", \"refined_recompute\"])");
 }
 
+// memory_estimation_tool (prune.py prune_by_memory_estimation): asked only for the layouts
+// the rules before it kept, in prune.py's order; above max_mem_usage (MiB) pruned.
+TEST(AutoTunerTest, MemoryEstimatesPruneAfterTheDeviceCount) {
+  std::string text = kSmall;
+  text.insert(1, R"("memory_estimation_tool": "est.py", "max_mem_usage": 30000,
+                    "invalid_strategy": ["mp4"],)");
+  const TunerConfig config = ParseTunerConfig(text, "/t/tuner.json", 1, 4);
+  std::vector<std::string> asked;
+  const auto layouts = SearchSpace(config, [&](const TrialConfig& c) {
+    asked.push_back(Describe(c));
+    return 20000.0 * static_cast<double>(c.mbs) / static_cast<double>(c.mp);
+  });
+  std::vector<std::string> kept;
+  for (const auto& [c, why] : layouts) {
+    kept.push_back(Describe(c) + (why ? " | " + *why : ""));
+  }
+  EXPECT_EQ(asked.size(), 6u);  // Before invalid_strategy: the mp4 ones are asked too.
+  EXPECT_EQ(kept, (std::vector<std::string>{
+                      "dp1 mp4 pp1 vpp1 sharding1 stage1 mbs1 recompute=- | invalid_strategy mp4",
+                      "dp1 mp4 pp1 vpp1 sharding1 stage1 mbs2 recompute=- | invalid_strategy mp4",
+                      "dp1 mp4 pp1 vpp1 sharding1 stage1 mbs4 recompute=- | invalid_strategy mp4",
+                      "dp2 mp2 pp1 vpp1 sharding1 stage1 mbs1 recompute=-",
+                      "dp2 mp2 pp1 vpp1 sharding1 stage1 mbs2 recompute=-",
+                      "dp4 mp1 pp1 vpp1 sharding1 stage1 mbs1 recompute=-"}));
+  TrialConfig c;
+  c.mbs = 2;
+  c.use_recompute = true;
+  c.recompute_granularity = "full";
+  EXPECT_EQ(MemoryEstimationArguments(c, config),
+            (std::vector<std::string>{
+                "--dp_degree", "1", "--mp_degree", "1", "--pp_degree", "1", "--vpp_degree", "1",
+                "--sharding_degree", "1", "--sharding_stage", "1", "--use_recompute", "True",
+                "--micro_batch_size", "2", "--recompute_granularity", "full"}));
+  text = kSmall;
+  text.insert(1, R"("memory_estimation_tool": "est.py",)");
+  EXPECT_EQ(ErrorOf<UsageError>([&] { ParseTunerConfig(text, "t.json", 1, 4); }),
+            "--auto_tuner_json: memory_estimation_tool: needs max_mem_usage (MiB), the estimates' "
+            "limit");
+}
+
+TEST(AutoTunerTest, MemoryEstimatesAboveTheLimitPrune) {
+  std::string text = kSmall;
+  text.insert(1, R"("memory_estimation_tool": "est.py", "max_mem_usage": 15000,)");
+  const TunerConfig config = ParseTunerConfig(text, "/t/tuner.json", 1, 4);
+  std::vector<std::optional<std::string>> why;
+  for (const auto& [c, reason] : SearchSpace(config, [](const TrialConfig& t) {
+         return 20000.0 * static_cast<double>(t.mbs) / static_cast<double>(t.mp);
+       })) {
+    why.push_back(reason);
+  }
+  const std::optional<std::string> none;
+  const std::optional<std::string> above = "estimated 20000 MB, above max_mem_usage 15000";
+  // mp4 mbs 1, 2, 4; mp2 mbs 1, 2; mp1 mbs 1: 5000, 10000, 20000, 10000, 20000, 20000 MB.
+  EXPECT_EQ(why, (std::vector<std::optional<std::string>>{none, none, above, none, above, above}));
+}
+
 // Several nodes (docs/auto-tuner.md, "Several nodes"): each node's view of a trial, merged the
 // same way on every node.
 TEST(AutoTunerTest, NodeOutcomesMergeAsOneTrial) {
