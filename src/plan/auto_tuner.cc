@@ -415,7 +415,11 @@ TunerConfig ParseTunerConfig(const std::string& text, const std::string& json_pa
   c.seq_length = ModelInt(model, "seq_length");
   c.max_sequence_length = ModelInt(model, "max_sequence_length");
   c.intermediate_size = ModelInt(model, "intermediate_size");
-  if (!c.global_batch_size) Bad("model_cfg.global_batch_size", "required");
+  if (!c.global_batch_size) {
+    Bad("model_cfg.global_batch_size",
+        "required (Paddle reads a missing one as \"auto\", the GBS pre-search, which is not "
+        "supported yet)");
+  }
   if (root.contains("use_sequence_parallel")) {
     c.use_sequence_parallel = Bool(root["use_sequence_parallel"], "use_sequence_parallel");
   }
