@@ -3,12 +3,17 @@
 first process of the next started, from the --report of a search of five layouts with
 tests/helpers/fake_trainer.py (no GPU; CUDA_VISIBLE_DEVICES names 8 devices).
 
-    python3 bench/tuner_gap.py [--launch build/launch] [--rounds 5]
+    python3 bench/tuner_gap.py [--launch build/launch] [--rounds 5] [--nodes 2]
+
+--nodes 2: two launchers on 127.0.0.2 and 127.0.0.3 (4 devices each) through --master
+127.0.0.2:<free port>; the gaps are node a's, so they include the exchange of each trial's
+outcome through the master and the next trial's rendezvous.
 """
 import argparse
 import datetime
 import json
 import os
+import socket
 import statistics
 import subprocess
 import tempfile
@@ -33,6 +38,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--launch", default="build/launch")
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--nodes", type=int, choices=(1, 2), default=1)
     args = parser.parse_args()
     launch = str(Path(args.launch).resolve())
     gaps = []
@@ -41,11 +47,32 @@ def main():
             work = Path(tmp)
             (work / "tuner.json").write_text(json.dumps(TUNER))
             (work / "params.json").write_text('{"per_device_train_batch_size": 1}')
-            env = dict(os.environ, CUDA_VISIBLE_DEVICES="0,1,2,3,4,5,6,7")
-            subprocess.run([launch, "--auto_tuner_json", "tuner.json", "--nproc_per_node", "1",
-                            "--report", "r.json", str(REPO / "tests/helpers/fake_trainer.py"),
-                            "./params.json"], cwd=work, env=env, check=True,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            trainer = [str(REPO / "tests/helpers/fake_trainer.py"), "./params.json"]
+            if args.nodes == 1:
+                env = dict(os.environ, CUDA_VISIBLE_DEVICES="0,1,2,3,4,5,6,7")
+                subprocess.run([launch, "--auto_tuner_json", "tuner.json", "--nproc_per_node",
+                                "1", "--report", "r.json", *trainer], cwd=work, env=env,
+                               check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            else:
+                with socket.socket() as s:
+                    s.bind(("127.0.0.2", 0))
+                    port = s.getsockname()[1]
+                env = dict(os.environ, CUDA_VISIBLE_DEVICES="0,1,2,3")
+                nodes = []
+                for name, host in (("a", "127.0.0.2"), ("b", "127.0.0.3")):
+                    node = work / name
+                    node.mkdir()
+                    for f in ("tuner.json", "params.json"):
+                        (node / f).write_text((work / f).read_text())
+                    nodes.append(subprocess.Popen(
+                        [launch, "--master", f"127.0.0.2:{port}", "--nnodes", "2", "--host", host,
+                         "--auto_tuner_json", "tuner.json", "--nproc_per_node", "1", "--report",
+                         "r.json", *trainer], cwd=node, env=env, stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL))
+                for node in nodes:
+                    if node.wait(timeout=300) != 0:
+                        raise SystemExit("a node of the two-node search failed")
+                work = work / "a"
             procs = json.loads((work / "r.json").read_text())["processes"]
             gaps += [(when(b["start_time"]) - when(a["end_time"])) * 1000
                      for a, b in zip(procs, procs[1:])]

@@ -219,7 +219,10 @@ class MasterNode {
   std::optional<JobFailure> failure_;  // The job's root cause, once known.
   bool lost_reported_ = false;
   int pending_puts_ = 0;
-  int last_put_status_ = 0;  // Of the Put whose callback runs: 0 when the master did not answer.
+  int last_put_status_ = 0;
+  bool last_put_elsewhere_ =
+      false;  // The last Put reached a master serving another job.  // Of the Put whose callback
+              // runs: 0 when the master did not answer.
   std::minstd_rand jitter_{std::random_device()()};  // Not the pid: 1 in every container.
   // Writes that matter (this node's done report, a failure record) are retried until the master
   // takes them or --heartbeat_timeout passes: how many are unsettled, what could not be
@@ -647,9 +650,17 @@ void MasterNode::Put(const std::string& key, const std::string& value, const std
                    [this, done = std::move(done)](const HttpReply& reply) {
                      --pending_puts_;
                      last_put_status_ = reply.status;
-                     const bool ok = reply.status == 200 || reply.status == 412;
+                     // A master that serves another job now is not this job's: its host left
+                     // (its job was over) and a job of a sequence, or another, took the port.
+                     // What is sent there is not delivered, nor does it count as contact.
+                     last_put_elsewhere_ =
+                         !foreign_ && !reply.job.empty() && reply.job != settings_.job_id;
+                     const bool ok =
+                         !last_put_elsewhere_ && (reply.status == 200 || reply.status == 412);
                      if (ok) {
                        last_contact_ = Clock::now();
+                     } else if (last_put_elsewhere_) {
+                       last_error_ = fmt::format("the master now serves job {}", reply.job);
                      } else {
                        last_error_ = reply.status == 0 ? reply.error
                                                        : fmt::format("HTTP {}", reply.status);
@@ -667,6 +678,12 @@ void MasterNode::PutConfirmed(const std::string& key, const std::string& value,
       --confirming_;
       return;
     }
+    if (last_put_elsewhere_) {
+      // The job's master is gone and another job serves its port: the job is over there.
+      --confirming_;
+      PDLOG_DEBUG("not delivering this node's {}: {}", what, last_error_);
+      return;
+    }
     // A master that answers and refuses (413: its store is full) is given --heartbeat_timeout;
     // one that does not answer (gone: its job ended or failed, or the network) the flush time.
     const double limit = last_put_status_ != 0 ? settings_.heartbeat_timeout : kFlushSeconds;
@@ -679,7 +696,9 @@ void MasterNode::PutConfirmed(const std::string& key, const std::string& value,
       return;
     }
     const auto it = write_retries_.insert(write_retries_.end(), nullptr);
-    *it = std::make_unique<LoopTimer>(loop_.get(), kConfirmRetrySeconds, [=, this] {
+    // In a sequence of jobs the next one takes the port within milliseconds: asked again soon.
+    const double pause = settings_.sequential ? 0.02 : kConfirmRetrySeconds;
+    *it = std::make_unique<LoopTimer>(loop_.get(), pause, [=, this] {
       const std::unique_ptr<LoopTimer> keep = std::move(*it);  // Destroyed after: no re-arm.
       write_retries_.erase(it);
       --confirming_;
@@ -775,8 +794,11 @@ void MasterNode::Retry(std::function<void()> call, const std::string& error) {
   // Before the world forms, a thousand nodes may be knocking at once: a short pause with jitter
   // (50 to 100 ms) spreads them without leaving a node idle for seconds; afterwards, back-off
   // doubling from 0.1 s to 1 s.
+  // In a sequence of jobs (the auto tuner's), the master is away only between two jobs, for
+  // milliseconds: 10 to 20 ms, so that the gap between trials stays that short.
+  const double pause = settings_.sequential ? 0.01 : 0.05;
   const double delay = phase_ == Phase::kRendezvous
-                           ? 0.05 + 0.05 * std::uniform_real_distribution<double>()(jitter_)
+                           ? pause + pause * std::uniform_real_distribution<double>()(jitter_)
                            : backoff_;
   backoff_ = std::min(kMaxBackoff, backoff_ * 2);
   retry_ = std::make_unique<LoopTimer>(loop_.get(), delay, [this, call = std::move(call)] {
