@@ -248,22 +248,25 @@ const std::set<std::string> kKnownKeys = {"search_algo",
                                           "refined_recompute",
                                           "memory_estimation_tool"};
 
+// What run_cmd may pass to the script besides refined_recompute and the custom dimensions
+// (utils.py gen_new_args); a custom dimension may not take one of these names.
+const std::set<std::string> kScriptKeys = {"dp_degree",
+                                           "mp_degree",
+                                           "pp_degree",
+                                           "vpp_degree",
+                                           "micro_batch_size",
+                                           "sharding_degree",
+                                           "sharding_stage",
+                                           "use_recompute",
+                                           "recompute_granularity",
+                                           "local_batch_size",
+                                           "gradient_accumulation_steps",
+                                           "global_batch_size",
+                                           "sequence_parallel"};
+
 // custom_search_dim {"key": {"value": [...], "prune": bool}}, in the file's order (Python's dict
 // keeps it; the product and the directory names follow it).
 std::vector<TunerConfig::CustomDim> ParseCustomDims(const nlohmann::ordered_json& dims) {
-  static const std::set<std::string> kBuiltIn = {"dp_degree",
-                                                 "mp_degree",
-                                                 "pp_degree",
-                                                 "vpp_degree",
-                                                 "micro_batch_size",
-                                                 "sharding_degree",
-                                                 "sharding_stage",
-                                                 "use_recompute",
-                                                 "recompute_granularity",
-                                                 "local_batch_size",
-                                                 "gradient_accumulation_steps",
-                                                 "global_batch_size",
-                                                 "sequence_parallel"};
   if (!dims.is_object() || dims.empty()) {
     Bad("custom_search_dim", "expected {\"<key>\": {\"value\": [...], \"prune\": false}}");
   }
@@ -275,7 +278,7 @@ std::vector<TunerConfig::CustomDim> ParseCustomDims(const nlohmann::ordered_json
         })) {
       Bad(name, "a key is letters, digits, '_' and '.' (64 at most)");
     }
-    if (kBuiltIn.count(key)) Bad(name, "a built-in dimension; set it at the top level");
+    if (kScriptKeys.count(key)) Bad(name, "a built-in dimension; set it at the top level");
     if (!spec.is_object()) Bad(name, "expected {\"value\": [...], \"prune\": false}");
     TunerConfig::CustomDim dim;
     dim.key = key;
@@ -536,20 +539,6 @@ TunerConfig ParseTunerConfig(const std::string& text, const std::string& json_pa
   if (!root.contains("run_cmd") || !root["run_cmd"].is_object()) {
     Bad("run_cmd", "required: how each dimension reaches the script");
   }
-  static const std::set<std::string> kRunKeys = {"dp_degree",
-                                                 "mp_degree",
-                                                 "pp_degree",
-                                                 "vpp_degree",
-                                                 "micro_batch_size",
-                                                 "sharding_degree",
-                                                 "sharding_stage",
-                                                 "use_recompute",
-                                                 "recompute_granularity",
-                                                 "local_batch_size",
-                                                 "gradient_accumulation_steps",
-                                                 "global_batch_size",
-                                                 "sequence_parallel",
-                                                 "refined_recompute"};
   for (const auto& [key, value] : root["run_cmd"].items()) {
     if (key == "search_stage" || key == "run_best_stage") {
       if (!value.is_object()) Bad("run_cmd." + key, "expected an object");
@@ -559,10 +548,10 @@ TunerConfig ParseTunerConfig(const std::string& text, const std::string& json_pa
       }
     } else if (key == "generate_launch_cfg") {
       Bool(value, "run_cmd.generate_launch_cfg");
-    } else if (kRunKeys.count(key) || std::any_of(c.custom_dims.begin(), c.custom_dims.end(),
-                                                  [&, name = key](const TunerConfig::CustomDim& d) {
-                                                    return d.key == name;
-                                                  })) {
+    } else if (kScriptKeys.count(key) || key == "refined_recompute" ||
+               std::any_of(
+                   c.custom_dims.begin(), c.custom_dims.end(),
+                   [&, name = key](const TunerConfig::CustomDim& d) { return d.key == name; })) {
       c.run_cmd[key] = ParseRunCmd(value, "run_cmd." + key);
     } else {
       Bad("run_cmd." + key, "unknown key");

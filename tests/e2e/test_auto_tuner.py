@@ -31,6 +31,12 @@ def processes_in(directory):
     return pids
 
 
+def trial_lines(result):
+    """The search's trial lines on stdout, without their time-left estimate."""
+    return [re.sub(r"; (about .* left|under 1 s left)$", "", line)
+            for line in result.stdout.splitlines() if line.startswith("[")]
+
+
 def tuner_json(**extra):
     cfg = {
         "dp_degree": "auto", "mp_degree": [1, 2], "micro_batch_size": "auto",
@@ -163,8 +169,7 @@ esac
         result = self.tune(tuner_json(search_algo={"name": "customize"},
                                       configs_csv="layouts.csv", run_best=False))
         self.assertEqual(result.code, 0, result)
-        lines = [re.sub(r"; (about .* left|under 1 s left)$", "", l)
-                 for l in result.stdout.splitlines() if l.startswith("[")]
+        lines = trial_lines(result)
         self.assertEqual(lines, [
             "[1/3] dp4 mp2 pp1 vpp1 sharding1 stage1 mbs2 recompute=off → 240 "
             "interval_samples_per_second (best so far)",
@@ -182,8 +187,7 @@ esac
         cfg["run_cmd"]["use_flash"] = ["--use_flash", ""]
         result = self.tune(cfg)
         self.assertEqual(result.code, 0, result)
-        lines = [re.sub(r"; (about .* left|under 1 s left)$", "", l)
-                 for l in result.stdout.splitlines() if l.startswith("[")]
+        lines = trial_lines(result)
         self.assertEqual(lines, [
             "[1/4] dp4 mp2 pp1 vpp1 sharding1 stage1 mbs2 recompute=- use_flash=True → 1240 "
             "interval_samples_per_second (best so far)",
@@ -217,8 +221,7 @@ esac
         result = self.run_launch(["--auto_tuner_json", "tuner.json", "--nproc_per_node", "1",
                                   TRAINER, "./params.json"], env=env)
         self.assertEqual(result.code, 0, result)
-        lines = [re.sub(r"; (about .* left|under 1 s left)$", "", l)
-                 for l in result.stdout.splitlines() if l.startswith("[")]
+        lines = trial_lines(result)
         self.assertEqual(lines, [
             "[1/3] dp8 mp1 pp1 vpp1 sharding1 stage1 mbs1 recompute=- → 180 "
             "interval_samples_per_second (best so far)",
@@ -347,9 +350,7 @@ class AutoTunerTwoNodeTest(LaunchTestCase):
         results = {name: self.finish(proc, 180) for name, proc in procs.items()}
         for name, result in results.items():
             self.assertEqual(result.code, 0, f"node {name}: {result!r}")
-        lines = {name: [re.sub(r"; (about .* left|under 1 s left)$", "", l)
-                        for l in r.stdout.splitlines() if l.startswith("[")]
-                 for name, r in results.items()}
+        lines = {name: trial_lines(r) for name, r in results.items()}
         self.assertEqual(lines["a"], [
             "[1/5] dp8 mp1 pp1 vpp1 sharding1 stage1 mbs2 recompute=- → OOM",
             "[2/5] dp8 mp1 pp1 vpp1 sharding1 stage1 mbs1 recompute=- → 180 "
