@@ -1015,24 +1015,21 @@ size_t NewlyPruned(const std::vector<TrialConfig>& later, const std::vector<Tria
 
 std::vector<std::string> MemoryEstimationArguments(const TrialConfig& c,
                                                    const TunerConfig& config) {
-  std::vector<std::string> args = {"--dp_degree",
-                                   std::to_string(c.dp),
-                                   "--mp_degree",
-                                   std::to_string(c.mp),
-                                   "--pp_degree",
-                                   std::to_string(c.pp),
-                                   "--vpp_degree",
-                                   std::to_string(c.vpp),
-                                   "--sharding_degree",
-                                   std::to_string(c.sharding_degree),
-                                   "--sharding_stage",
-                                   std::to_string(c.sharding_stage),
-                                   "--use_recompute",
-                                   PyBool(c.use_recompute),
-                                   "--micro_batch_size",
-                                   std::to_string(c.mbs),
-                                   "--recompute_granularity",
-                                   c.recompute_granularity.value_or("None")};
+  const std::pair<const char*, std::string> layout[] = {
+      {"--dp_degree", std::to_string(c.dp)},
+      {"--mp_degree", std::to_string(c.mp)},
+      {"--pp_degree", std::to_string(c.pp)},
+      {"--vpp_degree", std::to_string(c.vpp)},
+      {"--sharding_degree", std::to_string(c.sharding_degree)},
+      {"--sharding_stage", std::to_string(c.sharding_stage)},
+      {"--use_recompute", PyBool(c.use_recompute)},
+      {"--micro_batch_size", std::to_string(c.mbs)},
+      {"--recompute_granularity", c.recompute_granularity.value_or("None")}};
+  std::vector<std::string> args;
+  for (const auto& [flag, value] : layout) {
+    args.push_back(flag);
+    args.push_back(value);
+  }
   const std::pair<const char*, std::optional<long>> model[] = {
       {"--hidden_size", config.hidden_size}, {"--num_attention_heads", config.num_attention_heads},
       {"--num_layers", config.num_layers},   {"--max_sequence_length", config.max_sequence_length},

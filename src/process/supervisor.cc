@@ -104,6 +104,14 @@ sigset_t SupervisedSignalSet() {
   return set;
 }
 
+/// SIGINT, SIGTERM, SIGHUP, SIGQUIT: the signals that stop a job.
+sigset_t TerminationSignalSet() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int signal : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaddset(&set, signal);
+  return set;
+}
+
 /// A non-blocking signalfd for `set` (blocked first), or a thrown system error.
 int OpenSignalFd(const sigset_t& set) {
   ::pthread_sigmask(SIG_BLOCK, &set, nullptr);
@@ -473,6 +481,18 @@ class EventLoop {
   }
 
   SupervisorResult Run() {
+    // A termination signal that came while no loop ran (a Ctrl-C between two auto-tuner trials,
+    // during --elastic_pre_hook) stops the job before any process of it starts.
+    if (!pending_.empty()) {
+      if (const int signal = TakeTerminationSignal(); signal != 0) {
+        if (!options_.pod_name.empty()) PDLOG_INFO("Terminating with signal {}", signal);
+        PDLOG_WARN("received {} before the {} processes started: none is started",
+                   SignalName(signal), pending_.size());
+        if (!TheRunReport().signal) TheRunReport().signal = signal;
+        if (!options_.pod_name.empty()) PDLOG_INFO("Exit with signal {}", signal);
+        return SupervisorResult{128 + signal, signal, false, false};
+      }
+    }
     WaitForSignal();
     StartAll();
     if (options_.device_log && !policy_.all_exited()) {
@@ -719,11 +739,13 @@ class EventLoop {
     MaybeFinish();
   }
 
-  // A signal that came as the loop was finishing is still pending on the signalfd: a SIGTERM to
-  // an elastic agent whose generation was stopping for another reason (a node had left) was
-  // lost so once, and the agent went on waiting for nodes. Taken here, without blocking.
+  // A termination signal that came as the loop was finishing is still pending: a SIGTERM to an
+  // elastic agent whose generation was stopping for another reason (a node had left) was lost
+  // so once, and the agent went on waiting for nodes. Taken here, without blocking, and
+  // recorded; job control and SIGUSR1/2 stay pending for the next loop, which forwards them.
   void CollectLateSignals() {
-    if (finished_) TakeSignals();
+    if (!finished_) return;
+    while (const int signal = TakeTerminationSignal()) OnSignal(signal);
   }
 
   void OnSignal(int signal) {
@@ -1025,10 +1047,15 @@ void BlockLauncherSignals() noexcept {
   ::pthread_sigmask(SIG_BLOCK, &set, nullptr);
 }
 
+int TakeTerminationSignal() noexcept {
+  const sigset_t termination = TerminationSignalSet();
+  const timespec now{0, 0};
+  const int signal = ::sigtimedwait(&termination, nullptr, &now);
+  return signal > 0 ? signal : 0;
+}
+
 ExitStatus WaitStoppingOnSignal(Process& process, double grace_seconds) {
-  sigset_t termination;
-  sigemptyset(&termination);
-  for (int signal : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaddset(&termination, signal);
+  const sigset_t termination = TerminationSignalSet();
   // Polled, never read: the signal stays pending for the next loop.
   const UniqueFd signals(OpenSignalFd(termination));
   pollfd fds[2] = {{process.pidfd(), POLLIN, 0}, {signals.get(), POLLIN, 0}};

@@ -180,6 +180,13 @@ static std::vector<std::pair<TrialConfig, std::optional<std::string>>> Layouts(
     // with the training script's Python (PADDLE_LAUNCH_PYTHON, else python3).
     const std::string& tool = config.memory_estimation_tool;
     return SearchSpace(config, [&](const TrialConfig& cfg) {
+      // The signals wait while no loop runs: asked between two calls of the tool.
+      if (const int signal = TakeTerminationSignal()) {
+        TheRunReport().signal = signal;
+        throw LaunchError(fmt::format("auto tuner: stopped by {} while memory_estimation_tool ran",
+                                      SignalName(signal)),
+                          128 + signal);
+      }
       TrainingCommand command = ResolveTrainingCommand(tool, MemoryEstimationArguments(cfg, config),
                                                        GetEnv("PADDLE_LAUNCH_PYTHON"),
                                                        GetEnv("PATH").value_or("/bin:/usr/bin"));
@@ -267,7 +274,9 @@ int RunAutoTuner(const LaunchOptions& options,
   if (several) {
     // Every node runs the same deterministic search: they agree first that it is the same (the
     // layouts with their prunes, and the history they resume from), or none starts a trial.
-    std::string plan;
+    // The whole file (canonical: key order and spacing aside) decides too: the limits, the
+    // metric's direction, run_best, the stages' arguments.
+    std::string plan = Json::parse(ReadFile(json_path, 1 << 20)).dump() + "\n";
     for (const auto& [cfg, why] : space) plan += Describe(cfg) + "|" + why.value_or("") + "\n";
     if (fs::is_regular_file(config.resume_csv, ec)) plan += ReadFile(config.resume_csv);
     const std::string mine =
@@ -294,6 +303,7 @@ int RunAutoTuner(const LaunchOptions& options,
                space.size());
   }
   double search_seconds = 0;  // The longest any node has searched (max_search_time).
+  const Clock::time_point search_start = Clock::now();  // After the nodes met: their time.
   int job_id = 0;
   int launched = 0;
   bool warned = false;
@@ -318,8 +328,10 @@ int RunAutoTuner(const LaunchOptions& options,
       PDLOG_INFO("auto tuner: task_limit {} reached", config.task_limit);
       break;
     }
-    search_seconds =
-        std::max(search_seconds, std::chrono::duration<double>(Clock::now() - start).count());
+    // Across nodes, only the exchanged time decides: a node's own clock (which counted its wait
+    // for the others to start) would end the search on it alone.
+    if (!several)
+      search_seconds = std::chrono::duration<double>(Clock::now() - search_start).count();
     // Across nodes, the longest search of the last exchange decides, the same on every node.
     if (config.max_search_time && search_seconds > *config.max_search_time) {
       PDLOG_INFO("auto tuner: max_search_time {} s reached", *config.max_search_time);
@@ -360,7 +372,7 @@ int RunAutoTuner(const LaunchOptions& options,
       here.exit_code = code;
       here.exec_time = std::chrono::duration<double>(Clock::now() - t0).count();
       here.timed_out = *trial.deadline_hit;
-      here.search_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+      here.search_seconds = std::chrono::duration<double>(Clock::now() - search_start).count();
       ReadTrialLogs(trial.log_dir, config, here);
       // Every node has a workerlog.0 (each names its logs by local index): the one that ran
       // global rank 0 has the metric.
@@ -368,8 +380,12 @@ int RunAutoTuner(const LaunchOptions& options,
       here.rank0 = std::any_of(records.begin() + static_cast<long>(processes_before), records.end(),
                                [](const ProcessRecord& r) { return r.rank == 0; });
       if (TheRunReport().signal) {
-        ClassifyOutcome(here, outcome);
-        history.push_back(outcome);
+        // Across nodes, this node's own view of the trial is not the merged one the others
+        // would write: left out, so that the histories stay one and the search resumes.
+        if (!several) {
+          ClassifyOutcome(here, outcome);
+          history.push_back(outcome);
+        }
         WriteAtomically(config.history_csv, HistoryCsv(history, config));
         fmt::print("auto tuner interrupted during trial {}: history in {}; run the same command "
                    "again to resume\n",
@@ -394,8 +410,7 @@ int RunAutoTuner(const LaunchOptions& options,
           nodes.push_back(*node);
         }
         if (told.code != 0 || nodes.empty()) {
-          ClassifyOutcome(here, outcome);
-          history.push_back(outcome);
+          // Not merged: left out of the history (see above), to be run again on resume.
           WriteAtomically(config.history_csv, HistoryCsv(history, config));
           PDLOG_ERROR(
               "auto tuner: the nodes did not agree on the outcome of trial {} (a node "
@@ -404,7 +419,7 @@ int RunAutoTuner(const LaunchOptions& options,
           return told.code != 0 ? told.code : 1;
         }
         here = MergeNodeOutcomes(nodes);
-        search_seconds = std::max(search_seconds, here.search_seconds);
+        search_seconds = here.search_seconds;
       }
       ClassifyOutcome(here, outcome);
       history.push_back(outcome);
@@ -471,6 +486,7 @@ int RunAutoTuner(const LaunchOptions& options,
                     {"acc_steps", winner.cfg.acc_steps},
                     {"job_id", winner.job_id},
                     {config.metric_name, *winner.metric}};
+  for (const auto& [op, value] : winner.cfg.refined) best_json[op] = value;
   for (const auto& [key, value] : winner.cfg.custom) best_json[key] = Json::parse(value);
   fs::create_directories(config.best_cfg_dir, ec);
   WriteAtomically(fs::path(config.best_cfg_dir) / "best_cfg.json", best_json.dump(2) + "\n");

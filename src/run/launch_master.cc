@@ -518,8 +518,10 @@ bool MasterNode::Adopt(const std::function<MasterWorld()>& form) {
     member_addresses_ = world.addresses;
     peer_keys_ = world.keys;
     own_index_ = world.own_index;
-    TheRunReport().node_rank = own_index_;
-    TheRunReport().nodes = static_cast<int>(member_addresses_.size());
+    if (job_->RunsProcesses()) {  // An exchange's order is its own: the report keeps the job's.
+      TheRunReport().node_rank = own_index_;
+      TheRunReport().nodes = static_cast<int>(member_addresses_.size());
+    }
   } catch (const LaunchError& e) {
     rendezvous_error_ = e.what();
     Stop();

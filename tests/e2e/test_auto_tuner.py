@@ -31,6 +31,20 @@ def processes_in(directory):
     return pids
 
 
+# The search of tuner_json() over 8 devices: schedule_mode performance, so mp ascending and mbs
+# descending (Paddle's dist_degree); the fake trainer's memory model makes two layouts OOM.
+KNOWN_SEARCH = [
+    "[1/5] dp8 mp1 pp1 vpp1 sharding1 stage1 mbs2 recompute=- → OOM",
+    "[2/5] dp8 mp1 pp1 vpp1 sharding1 stage1 mbs1 recompute=- → 180 "
+    "interval_samples_per_second (best so far)",
+    "[3/5] dp4 mp2 pp1 vpp1 sharding1 stage1 mbs4 recompute=- → OOM",
+    "[4/5] dp4 mp2 pp1 vpp1 sharding1 stage1 mbs2 recompute=- → 240 "
+    "interval_samples_per_second (best so far)",
+    "[5/5] dp4 mp2 pp1 vpp1 sharding1 stage1 mbs1 recompute=- → pruned: mbs 2 ran, a "
+    "smaller one is slower"
+]
+
+
 def trial_lines(result):
     """The search's trial lines on stdout, without their time-left estimate."""
     return [re.sub(r"; (about .* left|under 1 s left)$", "", line)
@@ -81,15 +95,7 @@ class AutoTunerTest(LaunchTestCase):
         self.assertNotIn(" left", lines[3])
         lines = [re.sub(r"; (about .* left|under 1 s left)$", "", l) for l in lines]
         # schedule_mode performance: mp ascending, mbs descending (Paddle's dist_degree).
-        self.assertEqual(lines, [
-            "[1/5] dp8 mp1 pp1 vpp1 sharding1 stage1 mbs2 recompute=- → OOM",
-            "[2/5] dp8 mp1 pp1 vpp1 sharding1 stage1 mbs1 recompute=- → 180 "
-            "interval_samples_per_second (best so far)",
-            "[3/5] dp4 mp2 pp1 vpp1 sharding1 stage1 mbs4 recompute=- → OOM",
-            "[4/5] dp4 mp2 pp1 vpp1 sharding1 stage1 mbs2 recompute=- → 240 "
-            "interval_samples_per_second (best so far)",
-            "[5/5] dp4 mp2 pp1 vpp1 sharding1 stage1 mbs1 recompute=- → pruned: mbs 2 ran, a "
-            "smaller one is slower"])
+        self.assertEqual(lines, KNOWN_SEARCH)
         rows = self.history()
         self.assertEqual([(r["dp_degree"], r["mp_degree"], r["micro_batch_size"],
                            r["interval_samples_per_second"], r["max_mem_usage"]) for r in rows],
@@ -351,15 +357,7 @@ class AutoTunerTwoNodeTest(LaunchTestCase):
         for name, result in results.items():
             self.assertEqual(result.code, 0, f"node {name}: {result!r}")
         lines = {name: trial_lines(r) for name, r in results.items()}
-        self.assertEqual(lines["a"], [
-            "[1/5] dp8 mp1 pp1 vpp1 sharding1 stage1 mbs2 recompute=- → OOM",
-            "[2/5] dp8 mp1 pp1 vpp1 sharding1 stage1 mbs1 recompute=- → 180 "
-            "interval_samples_per_second (best so far)",
-            "[3/5] dp4 mp2 pp1 vpp1 sharding1 stage1 mbs4 recompute=- → OOM",
-            "[4/5] dp4 mp2 pp1 vpp1 sharding1 stage1 mbs2 recompute=- → 240 "
-            "interval_samples_per_second (best so far)",
-            "[5/5] dp4 mp2 pp1 vpp1 sharding1 stage1 mbs1 recompute=- → pruned: mbs 2 ran, a "
-            "smaller one is slower"], results["a"])
+        self.assertEqual(lines["a"], KNOWN_SEARCH, results["a"])
         self.assertEqual(lines["b"], lines["a"], results["b"])
         # One history on both (the merged outcomes, the longest time of each trial).
         history = {n: (self.dir / n / "tuner_history.csv").read_text() for n in ("a", "b")}
@@ -382,7 +380,7 @@ class AutoTunerTwoNodeTest(LaunchTestCase):
     def test_a_node_that_dies_stops_the_search_on_the_other(self):
         # Node b's launcher is SIGKILLed during trial 2 (20 s long): node a's trial fails within
         # the heartbeat timeout, then the exchange that follows waits 3 x 2 + 1 + 10 s for b and
-        # the search stops there, the history written, nothing left running.
+        # the search stops there, the history written (without trial 2), nothing left running.
         from etcd import PortReservation
         reservation = PortReservation(1)
         self.addCleanup(reservation.close)
@@ -406,7 +404,8 @@ class AutoTunerTwoNodeTest(LaunchTestCase):
         self.assertLess(time.monotonic() - killed, 45, "node a waited past its bounds")
         self.assertIn("auto tuner: the nodes did not agree on the outcome of trial 2", result.stderr)
         rows = list(csv.DictReader(open(self.dir / "a" / "tuner_history.csv")))
-        self.assertEqual([r["job_id"] for r in rows], ["1", "2"])
+        # Trial 2's outcome was never merged: left out, to be run again when the search resumes.
+        self.assertEqual([r["job_id"] for r in rows], ["1"])
         self.assertEqual(rows[0]["max_mem_usage"], "OOM")
         self.wait_until(lambda: not processes_in(self.dir), "no process left in the test's "
                         "directories (node b's ranks go with its watchdog)", timeout=20)

@@ -147,6 +147,18 @@ TEST_F(SupervisorTest, ASignalBetweenTwoLoopsIsTakenByTheNext) {
   EXPECT_FALSE(result.stopped);
 }
 
+TEST_F(SupervisorTest, ATerminationSignalBeforeTheStartStartsNothing) {
+  // A Ctrl-C between two auto-tuner trials: the next job is not started and then killed.
+  const std::string marker = dir_.File("started");
+  AddRank("touch " + marker);
+  ::raise(SIGTERM);
+  const SupervisorResult result = Supervise();
+  EXPECT_EQ(result.signal, std::optional<int>(SIGTERM));
+  EXPECT_EQ(result.exit_code, 143);
+  EXPECT_TRUE(pids_.empty());
+  EXPECT_FALSE(std::filesystem::exists(marker));
+}
+
 TEST_F(SupervisorTest, AllSucceedGivesZero) {
   for (int i = 0; i < 4; ++i) AddRank("exit 0");
   EXPECT_EQ(Run(), 0);

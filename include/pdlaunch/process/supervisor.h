@@ -125,6 +125,11 @@ int RunSupervised(std::vector<SupervisedProcess> processes, const SupervisorOpti
 /// started get an empty mask. Idempotent.
 void BlockLauncherSignals() noexcept;
 
+/// A pending SIGINT, SIGTERM, SIGHUP or SIGQUIT (blocked, see above), taken without blocking; 0
+/// when none. For work done outside a loop that must stop when asked (the auto tuner's memory
+/// estimates, one tool call at a time).
+int TakeTerminationSignal() noexcept;
+
 /// Waits for `process`, a helper the launcher runs outside a loop (--elastic_pre_hook). A
 /// termination signal meanwhile (SIGINT, SIGTERM, SIGHUP, SIGQUIT: blocked, see above) stops it,
 /// SIGTERM to its group and SIGKILL after `grace_seconds`, and stays pending for the next loop,
