@@ -143,13 +143,10 @@ const char* const kTunerNeedsAMaster =
     "through which the nodes agree on every trial; --master etcd://, --ips and a Slurm step are "
     "not supported yet (docs/auto-tuner.md)";
 
-static TunerConfig LoadConfig(const LaunchOptions& options, bool several_nodes) {
+static TunerConfig LoadConfig(const LaunchOptions& options) {
   const std::string json_path = *options.auto_tuner_json;
   if (!json_path.ends_with(".json")) {
     throw UsageError(fmt::format("--auto_tuner_json: '{}' must be a .json file", OneLine(json_path)));
-  }
-  if (NodesOf(options) > 1 && !several_nodes) {
-    throw UsageError(kTunerNeedsAMaster);
   }
   std::error_code ec;
   if (!fs::is_regular_file(json_path, ec)) {
@@ -225,7 +222,7 @@ static std::vector<std::pair<TrialConfig, std::optional<std::string>>> Layouts(
 }
 
 int PrintAutoTunerPlan(const LaunchOptions& options) {
-  const TunerConfig config = LoadConfig(options, /*several_nodes=*/true);
+  const TunerConfig config = LoadConfig(options);
   Json layouts = Json::array();
   int job_id = 0;  // As the trials would be numbered if no history prune removed one.
   for (const auto& [cfg, why] : Layouts(config)) {
@@ -245,8 +242,8 @@ int RunAutoTuner(const LaunchOptions& options,
                  const std::function<int(const LaunchOptions&)>& run_job,
                  const TunerExchange& exchange) {
   const std::string json_path = *options.auto_tuner_json;
-  const TunerConfig config = LoadConfig(options, exchange != nullptr);
-  const bool several = NodesOf(options) > 1;
+  const TunerConfig config = LoadConfig(options);
+  const bool several = exchange != nullptr;  // Given for a search of several nodes only.
   std::error_code ec;
   const std::vector<std::pair<TrialConfig, std::optional<std::string>>> space = Layouts(config);
   std::vector<TrialConfig> candidates;

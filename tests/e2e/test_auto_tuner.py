@@ -341,18 +341,24 @@ class AutoTunerTwoNodeTest(LaunchTestCase):
         (d / "params.json").write_text('{"per_device_train_batch_size": 1}\n')
         return d
 
-    def test_two_nodes_agree_on_every_trial_and_run_the_best_together(self):
+    def start_nodes(self, launcher_args=(), trainer_args=(), devices=("0,1,2,3", "0,1,2,3")):
+        """Nodes a (127.0.0.2, which the master's address names) and b (127.0.0.3), each in its
+        own directory, searching through --master on a reserved port: {name: process}."""
         from etcd import PortReservation
         reservation = PortReservation(1)
         self.addCleanup(reservation.close)
         master = f"127.0.0.2:{reservation.ports[0]}"
-        env = self.env(CUDA_VISIBLE_DEVICES="0,1,2,3")
         procs = {}
-        for name, host in (("a", "127.0.0.2"), ("b", "127.0.0.3")):
+        for (name, host), visible in zip((("a", "127.0.0.2"), ("b", "127.0.0.3")), devices):
             procs[name] = self.start_launch(
                 ["--master", master, "--nnodes", 2, "--host", host, "--nproc_per_node", 1,
-                 "--auto_tuner_json", "tuner.json", TRAINER, "./params.json", "--oom-rank", 1],
-                env=env, cwd=self.node_dir(name), name=name)
+                 *launcher_args, "--auto_tuner_json", "tuner.json", TRAINER, "./params.json",
+                 *trainer_args],
+                env=self.env(CUDA_VISIBLE_DEVICES=visible), cwd=self.node_dir(name), name=name)
+        return procs
+
+    def test_two_nodes_agree_on_every_trial_and_run_the_best_together(self):
+        procs = self.start_nodes(trainer_args=("--oom-rank", 1))
         results = {name: self.finish(proc, 180) for name, proc in procs.items()}
         for name, result in results.items():
             self.assertEqual(result.code, 0, f"node {name}: {result!r}")
@@ -381,17 +387,8 @@ class AutoTunerTwoNodeTest(LaunchTestCase):
         # Node b's launcher is SIGKILLed during trial 2 (20 s long): node a's trial fails within
         # the heartbeat timeout, then the exchange that follows waits 3 x 2 + 1 + 10 s for b and
         # the search stops there, the history written (without trial 2), nothing left running.
-        from etcd import PortReservation
-        reservation = PortReservation(1)
-        self.addCleanup(reservation.close)
-        master = f"127.0.0.2:{reservation.ports[0]}"
-        procs = {}
-        for name, host in (("a", "127.0.0.2"), ("b", "127.0.0.3")):
-            procs[name] = self.start_launch(
-                ["--master", master, "--nnodes", 2, "--host", host, "--nproc_per_node", 1,
-                 "--heartbeat_timeout", 2, "--grace", 1, "--auto_tuner_json", "tuner.json",
-                 TRAINER, "./params.json", "--seconds", 20],
-                env=self.env(CUDA_VISIBLE_DEVICES="0,1,2,3"), cwd=self.node_dir(name), name=name)
+        procs = self.start_nodes(launcher_args=("--heartbeat_timeout", 2, "--grace", 1),
+                                 trainer_args=("--seconds", 20))
         b_out = self.dir / "b.stdout"
         self.wait_until(lambda: "[1/5]" in b_out.read_text(), "trial 1 on node b", timeout=60)
         time.sleep(1)  # Trial 2 has started.
@@ -411,16 +408,7 @@ class AutoTunerTwoNodeTest(LaunchTestCase):
                         "directories (node b's ranks go with its watchdog)", timeout=20)
 
     def test_nodes_with_different_searches_stop_before_any_trial(self):
-        from etcd import PortReservation
-        reservation = PortReservation(1)
-        self.addCleanup(reservation.close)
-        master = f"127.0.0.2:{reservation.ports[0]}"
-        procs = {}
-        for name, host, devices in (("a", "127.0.0.2", "0,1,2,3"), ("b", "127.0.0.3", "0,1")):
-            procs[name] = self.start_launch(
-                ["--master", master, "--nnodes", 2, "--host", host, "--nproc_per_node", 1,
-                 "--auto_tuner_json", "tuner.json", TRAINER, "./params.json"],
-                env=self.env(CUDA_VISIBLE_DEVICES=devices), cwd=self.node_dir(name), name=name)
+        procs = self.start_nodes(devices=("0,1,2,3", "0,1"))
         for name, proc in procs.items():
             result = self.finish(proc, 120)
             self.assertEqual(result.code, 1, f"node {name}: {result!r}")
