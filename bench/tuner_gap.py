@@ -3,23 +3,26 @@
 first process of the next started, from the --report of a search of five layouts with
 tests/helpers/fake_trainer.py (no GPU; CUDA_VISIBLE_DEVICES names 8 devices).
 
-    python3 bench/tuner_gap.py [--launch build/launch] [--rounds 5] [--nodes 2]
+    python3 bench/tuner_gap.py [--launch build/launch] [--rounds 5] [--nodes 2 [--etcd]]
 
 --nodes 2: two launchers on 127.0.0.2 and 127.0.0.3 (4 devices each) through --master
 127.0.0.2:<free port>; the gaps are node a's, so they include the exchange of each trial's
-outcome through the master and the next trial's rendezvous.
+outcome through the master and the next trial's rendezvous. --etcd: through --master
+etcd://<Debian's etcd on a free loopback port> instead (tests/e2e/etcd.py starts it).
 """
 import argparse
 import datetime
 import json
 import os
-import socket
 import statistics
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests" / "e2e"))
+from etcd import EtcdServer, PortReservation  # noqa: E402
 TUNER = {
     "dp_degree": "auto", "mp_degree": [1, 2], "micro_batch_size": "auto",
     "model_cfg": {"global_batch_size": 16, "num_layers": 4},
@@ -39,9 +42,15 @@ def main():
     parser.add_argument("--launch", default="build/launch")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--nodes", type=int, choices=(1, 2), default=1)
+    parser.add_argument("--etcd", action="store_true")
     args = parser.parse_args()
     launch = str(Path(args.launch).resolve())
     gaps = []
+    etcd = None
+    if args.etcd:
+        etcd_dir = tempfile.TemporaryDirectory(prefix="pdlaunch-tuner-etcd-")
+        etcd = EtcdServer(Path(etcd_dir.name) / "etcd.log")
+        etcd.start()
     for _ in range(args.rounds):
         with tempfile.TemporaryDirectory(prefix="pdlaunch-tuner-") as tmp:
             work = Path(tmp)
@@ -54,9 +63,11 @@ def main():
                                 "1", "--report", "r.json", *trainer], cwd=work, env=env,
                                check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             else:
-                with socket.socket() as s:
-                    s.bind(("127.0.0.2", 0))
-                    port = s.getsockname()[1]
+                # A port below the ephemeral range, locked as the launcher locks its own: one
+                # from bind(0) may be handed to an outgoing connection before the master binds.
+                reservation = PortReservation(1)
+                master = (f"etcd://{etcd.endpoint}" if etcd
+                          else f"127.0.0.2:{reservation.ports[0]}")
                 env = dict(os.environ, CUDA_VISIBLE_DEVICES="0,1,2,3")
                 nodes = []
                 for name, host in (("a", "127.0.0.2"), ("b", "127.0.0.3")):
@@ -65,17 +76,20 @@ def main():
                     for f in ("tuner.json", "params.json"):
                         (node / f).write_text((work / f).read_text())
                     nodes.append(subprocess.Popen(
-                        [launch, "--master", f"127.0.0.2:{port}", "--nnodes", "2", "--host", host,
+                        [launch, "--master", master, "--nnodes", "2", "--host", host,
                          "--auto_tuner_json", "tuner.json", "--nproc_per_node", "1", "--report",
                          "r.json", *trainer], cwd=node, env=env, stdout=subprocess.DEVNULL,
                         stderr=subprocess.DEVNULL))
                 for node in nodes:
                     if node.wait(timeout=300) != 0:
                         raise SystemExit("a node of the two-node search failed")
+                reservation.close()
                 work = work / "a"
             procs = json.loads((work / "r.json").read_text())["processes"]
             gaps += [(when(b["start_time"]) - when(a["end_time"])) * 1000
                      for a, b in zip(procs, procs[1:])]
+    if etcd:
+        etcd.close()
     print(f"| trials' gaps | median | max |\n|---|---|---|\n| {len(gaps)} | "
           f"{statistics.median(gaps):.1f} ms | {max(gaps):.1f} ms |")
     print("(the report's times have millisecond resolution)")

@@ -139,9 +139,9 @@ long NodesOf(const LaunchOptions& options) {
 }  // namespace
 
 const char* const kTunerNeedsAMaster =
-    "--auto_tuner_json with --nnodes > 1 needs --master host:port, the same on every node, "
-    "through which the nodes agree on every trial; --master etcd://, --ips and a Slurm step are "
-    "not supported yet (docs/auto-tuner.md)";
+    "--auto_tuner_json with --nnodes > 1 needs --master host:port or --master "
+    "etcd://host:port, the same on every node, through which the nodes agree on every trial; "
+    "--ips and a Slurm step are not supported yet (docs/auto-tuner.md)";
 
 static TunerConfig LoadConfig(const LaunchOptions& options) {
   const std::string json_path = *options.auto_tuner_json;

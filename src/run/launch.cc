@@ -664,11 +664,12 @@ int Main(int argc, char** argv) {
         ReleaseHeldLines();
       };
     }
-    // A search across nodes agrees on each trial through the job's own HTTP master.
+    // A search across nodes agrees on each trial through the job's own master (HTTP or etcd).
     internal::TunerExchange exchange;
     // Without --master, the first node would host each job on a port of its own, printing a
     // new command for the others every time: a search across nodes needs the address given.
-    const bool several_nodes = decision.path.kind == LaunchPath::Kind::kEtcd || decision.slurm ||
+    const bool several_nodes = (decision.elastic.config && decision.elastic.config->np_max > 1) ||
+                               decision.slurm ||
                                (decision.path.master && decision.path.master->nnodes > 1) ||
                                SplitAndStrip(decision.options.ips, ',').size() > 1;
     if (options.auto_tuner_json && decision.path.kind == LaunchPath::Kind::kMaster &&
@@ -687,6 +688,52 @@ int Main(int argc, char** argv) {
         const double timeout = first ? settings.rendezvous_timeout
                                      : 3 * settings.heartbeat_timeout + options.grace + 10;
         return internal::ExchangeOverMaster(at, settings, job_id, value, timeout);
+      };
+    }
+    if (options.auto_tuner_json && decision.elastic.config) {
+      // Through etcd (Paddle's way): each trial an etcd job of all the nodes, run once.
+      const ElasticConfig& elastic = *decision.elastic.config;
+      if (elastic.elastic_level()) {
+        throw UsageError(fmt::format(
+            "--auto_tuner_json through etcd needs a fixed --nnodes, not {}:{}: every trial "
+            "runs on the same nodes",
+            elastic.np_min, elastic.np_max));
+      }
+      if (elastic.level != -1) {
+        throw UsageError(fmt::format(
+            "--auto_tuner_json runs each trial once: --elastic_level {} would restart or shrink "
+            "it (leave it at -1, the default through --master etcd://)",
+            elastic.level));
+      }
+    }
+    if (options.auto_tuner_json && decision.path.kind == LaunchPath::Kind::kEtcd &&
+        decision.elastic.config && decision.elastic.config->np_min > 1) {
+      // Across nodes, the agreement goes through etcd too.
+      const ElasticConfig& elastic = *decision.elastic.config;
+      auto call = internal::MakeStoreExchange(
+          MakeEtcdStore(elastic.server, std::chrono::milliseconds(3000)),
+          options.job_id.value_or("default"), elastic.np_min, elastic.timeout_seconds);
+      std::shared_ptr<KvStore> store =
+          MakeEtcdStore(elastic.server, std::chrono::milliseconds(3000));
+      exchange = [call, store, rendezvous = options.rendezvous_timeout,
+                  outcome = elastic.ttl_seconds + options.grace + 10](
+                     const std::string& job_id, const std::string& value, bool first) {
+        // The plan waits for the nodes to start, as a rendezvous does; an outcome, for nodes
+        // that ended the same trial: a node's departure ends it on the others within its TTL.
+        internal::ExchangeResult result = call(job_id, value, first ? rendezvous : outcome);
+        constexpr std::string_view kOutcome = "_outcome";
+        if (result.code == 0 && job_id.ends_with(kOutcome)) {
+          // Every node is past the trial's job: its keys go (a failed etcd job keeps its
+          // failure record for nodes that come late; none of a trial's does).
+          const ElasticKeys trial(job_id.substr(0, job_id.size() - kOutcome.size()));
+          try {
+            store->DeletePrefix(trial.prefix());
+            store->Delete(trial.status());
+          } catch (const KvUnavailable& e) {
+            PDLOG_WARN("auto tuner: cannot remove the keys of {}: {}", trial.job, e.what());
+          }
+        }
+        return result;
       };
     }
     if (options.auto_tuner_json && !exchange && several_nodes) {

@@ -127,7 +127,6 @@ class ElasticNodeAgent : public ExternalEvents {
   DevicePlan devices_;
   std::unique_ptr<PortReservation> ports_;
   int64_t lease_ = 0;
-  int64_t revision_ = 0;  // Of the last snapshot: a new watch starts after it.
   JobState state_;
   Clock::time_point wait_start_ = Clock::now();
   Clock::time_point last_keepalive_ = Clock::now();
@@ -139,6 +138,9 @@ class ElasticNodeAgent : public ExternalEvents {
   std::optional<WorldRecord> running_;
   std::optional<std::string> stop_reason_;
   std::optional<ElasticStep> next_;
+  // The auto tuner's trial deadline (max_time_per_task), while the ranks run; fired once.
+  std::unique_ptr<ExternalEvents> deadline_;
+  bool deadline_fired_ = false;
   fs::path log_dir_;
   bool first_launch_ = true;
   bool announced_wait_ = false;  // "Waiting peer ready..." said for the coming rendezvous.
@@ -251,7 +253,6 @@ void ElasticNodeAgent::Register() {
 
 void ElasticNodeAgent::Refresh() {
   KvStore::Range range = store_->GetPrefix(keys_.status());
-  revision_ = range.revision;
   state_ = ParseJobState(keys_, range.kvs);
 }
 
@@ -268,8 +269,12 @@ void ElasticNodeAgent::PutNodeKey() {
 
 void ElasticNodeAgent::Rewatch() {
   try {
+    // The watch from now on, then the snapshot: what changed before the watch, the snapshot
+    // has. A watch from the snapshot's revision would do too, but etcd serves a watch that
+    // starts behind its head from a loop that runs every 100 ms: a change made between the two
+    // would come up to 100 ms late (a world formed late, a failure seen late).
+    watch_ = store_->Watch(keys_.prefix(), 0);
     Refresh();
-    watch_ = store_->Watch(keys_.prefix(), revision_ + 1);
     if (etcd_lost_) PDLOG_INFO("reconnected to etcd at {}", config_.server);
     etcd_lost_ = false;
   } catch (const KvUnavailable& e) {
@@ -305,6 +310,10 @@ bool ElasticNodeAgent::OnReadable() {
 
 bool ElasticNodeAgent::OnTick() {
   KeepAlive();
+  if (running_ && deadline_ && deadline_->OnTick()) {
+    deadline_fired_ = true;
+    return true;
+  }
   if (!watch_) {
     Rewatch();
     if (!watch_) return false;
@@ -454,10 +463,15 @@ int ElasticNodeAgent::RunWorld(const WorldRecord& world) {
       PublishFailure(p, s);
     };
   }
+  deadline_ = MakeTrialDeadline(options_);
   const SupervisorResult result = Supervise(std::move(processes), loop);
+  deadline_.reset();
   running_.reset();
   ran_generation_ = world.generation;
   if (result.signal) return result.exit_code;
+  // The trial is over on every node: each has the same deadline, and a node that leaves
+  // ends the others' (a trial runs at --elastic_level -1).
+  if (deadline_fired_) return result.exit_code != 0 ? result.exit_code : 1;
   if (config_.level == 0 && result.failed) {
     PDLOG_ERROR(
         "a rank of this node failed: leaving the job (--elastic_level 0), the other "

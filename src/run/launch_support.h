@@ -15,6 +15,7 @@
 #include "pdlaunch/cli/master_config.h"
 #include "pdlaunch/cli/options.h"
 #include "pdlaunch/coord/elastic.h"
+#include "pdlaunch/coord/kv_store.h"
 #include "pdlaunch/plan/cloud.h"
 #include "pdlaunch/plan/devices.h"
 #include "pdlaunch/plan/node.h"
@@ -195,6 +196,17 @@ struct ExchangeResult {
 ExchangeResult ExchangeOverMaster(const LaunchOptions& options, MasterSettings settings,
                                   const std::string& job_id, const std::string& value,
                                   double timeout);
+
+/// The auto tuner's agreement between nodes through etcd (etcd_exchange.cc, --master etcd://):
+/// made once per search, for `nodes` nodes of job `scope`. Each call publishes `value` in
+/// exchange `name` and gets every node's, in one order on every node, within `timeout` seconds
+/// (code 1, logged, past it, or once etcd was unreachable for `unavailable_limit` seconds in a
+/// row; 128 + n for a signal meanwhile); the first call's nodes make the session of the later
+/// ones. A value over its bound throws LaunchError.
+using StoreExchangeCall = std::function<ExchangeResult(const std::string& name,
+                                                       const std::string& value, double timeout)>;
+StoreExchangeCall MakeStoreExchange(std::unique_ptr<KvStore> store, std::string scope, int nodes,
+                                    double unavailable_limit);
 
 /// Runs a parameter-server job (launch_ps.cc); returns the launcher's exit code. `announce`
 /// (the configuration dump) is called once the plan has passed its checks.

@@ -334,27 +334,35 @@ class AutoTunerTwoNodeTest(LaunchTestCase):
     memory, so node a sees a failed job with a metric and must still record OOM: the outcomes
     are merged, not each node's own."""
 
-    def node_dir(self, name):
+    def node_dir(self, name, cfg=None):
         d = self.dir / name
         d.mkdir(exist_ok=True)
-        (d / "tuner.json").write_text(json.dumps(tuner_json()))
+        (d / "tuner.json").write_text(json.dumps(cfg or tuner_json()))
         (d / "params.json").write_text('{"per_device_train_batch_size": 1}\n')
         return d
 
-    def start_nodes(self, launcher_args=(), trainer_args=(), devices=("0,1,2,3", "0,1,2,3")):
-        """Nodes a (127.0.0.2, which the master's address names) and b (127.0.0.3), each in its
-        own directory, searching through --master on a reserved port: {name: process}."""
+    def master(self):
+        """The --master of the nodes: the HTTP master on a reserved port of node a's address."""
         from etcd import PortReservation
         reservation = PortReservation(1)
         self.addCleanup(reservation.close)
-        master = f"127.0.0.2:{reservation.ports[0]}"
+        return f"127.0.0.2:{reservation.ports[0]}"
+
+    def node_env(self, visible):
+        return self.env(CUDA_VISIBLE_DEVICES=visible)
+
+    def start_nodes(self, launcher_args=(), trainer_args=(), devices=("0,1,2,3", "0,1,2,3"),
+                    cfg=None):
+        """Nodes a (127.0.0.2, which an HTTP master's address names) and b (127.0.0.3), each in
+        its own directory, searching through self.master(): {name: process}."""
+        master = self.master()
         procs = {}
         for (name, host), visible in zip((("a", "127.0.0.2"), ("b", "127.0.0.3")), devices):
             procs[name] = self.start_launch(
                 ["--master", master, "--nnodes", 2, "--host", host, "--nproc_per_node", 1,
                  *launcher_args, "--auto_tuner_json", "tuner.json", TRAINER, "./params.json",
                  *trainer_args],
-                env=self.env(CUDA_VISIBLE_DEVICES=visible), cwd=self.node_dir(name), name=name)
+                env=self.node_env(visible), cwd=self.node_dir(name, cfg), name=name)
         return procs
 
     def test_two_nodes_agree_on_every_trial_and_run_the_best_together(self):
@@ -400,12 +408,43 @@ class AutoTunerTwoNodeTest(LaunchTestCase):
         # 2 s to notice, 17 s of the exchange: well within 45 s.
         self.assertLess(time.monotonic() - killed, 45, "node a waited past its bounds")
         self.assertIn("auto tuner: the nodes did not agree on the outcome of trial 2", result.stderr)
-        rows = list(csv.DictReader(open(self.dir / "a" / "tuner_history.csv")))
+        with open(self.dir / "a" / "tuner_history.csv") as f:
+            rows = list(csv.DictReader(f))
         # Trial 2's outcome was never merged: left out, to be run again when the search resumes.
         self.assertEqual([r["job_id"] for r in rows], ["1"])
         self.assertEqual(rows[0]["max_mem_usage"], "OOM")
         self.wait_until(lambda: not processes_in(self.dir), "no process left in the test's "
                         "directories (node b's ranks go with its watchdog)", timeout=20)
+        # The same command on both nodes resumes: trial 1 from the history (node b wrote the
+        # same one before it was killed), trial 2 run again, the search as it would have been.
+        self.assertEqual((self.dir / "b" / "tuner_history.csv").read_text(),
+                         (self.dir / "a" / "tuner_history.csv").read_text())
+        procs = self.start_nodes(launcher_args=("--heartbeat_timeout", 2, "--grace", 1))
+        results = {name: self.finish(proc, 120) for name, proc in procs.items()}
+        for name, result in results.items():
+            self.assertEqual(result.code, 0, f"node {name}: {result!r}")
+            self.assertEqual(trial_lines(result),
+                             [KNOWN_SEARCH[0] + " (from tuner_history.csv)"] + KNOWN_SEARCH[1:],
+                             result)
+
+    def test_a_hung_trial_is_stopped_on_every_node_at_its_deadline(self):
+        start = time.monotonic()
+        procs = self.start_nodes(trainer_args=("--hang",),
+                                 cfg=tuner_json(max_time_per_task=2, run_best=False))
+        results = {name: self.finish(proc, 90) for name, proc in procs.items()}
+        self.assertLess(time.monotonic() - start, 60)
+        for name, result in results.items():
+            self.assertEqual(result.code, 0, f"node {name}: {result!r}")
+            self.assertIn("[2/5] dp8 mp1 pp1 vpp1 sharding1 stage1 mbs1 recompute=- → timeout",
+                          result.stdout)
+        # The node whose deadline passes first stops its rank, which ends the trial on the
+        # other, maybe before its own deadline: a deadline anywhere makes it a timeout.
+        self.assertTrue(any("reached its deadline of 2 s" in r.stderr for r in results.values()),
+                        results)
+        self.assertEqual(trial_lines(results["a"]), trial_lines(results["b"]))
+        history = {n: (self.dir / n / "tuner_history.csv").read_text() for n in ("a", "b")}
+        self.assertEqual(history["a"], history["b"])
+        self.assertFalse(processes_in(self.dir), "a hung rank was left running")
 
     def test_nodes_with_different_searches_stop_before_any_trial(self):
         procs = self.start_nodes(devices=("0,1,2,3", "0,1"))
@@ -426,4 +465,44 @@ class AutoTunerTwoNodeTest(LaunchTestCase):
         result = self.run_launch(["--nnodes", 2, "--auto_tuner_json", "tuner.json", TRAINER])
         self.assertEqual(result.code, 2, result)
         self.assertEqual(result.stderr.count("\n"), 1, result)
-        self.assertIn("needs --master host:port, the same on every node", result.stderr)
+        self.assertIn("needs --master host:port or --master etcd://host:port, the same on every node",
+                      result.stderr)
+
+
+class AutoTunerEtcdTwoNodeTest(AutoTunerTwoNodeTest):
+    """The same two-node search through etcd (--master etcd://, Paddle's way), Debian's etcd on a
+    free loopback port: every trial an etcd job of both nodes, the agreement through etcd keys
+    (docs/auto-tuner.md). PADDLE_ELASTIC_TTL 3: a dead node's lease goes within 3 s, and the
+    exchange after the trial waits 3 + --grace 1 + 10 s for it."""
+
+    def setUp(self):
+        super().setUp()
+        from etcd import EtcdServer
+        self.etcd = EtcdServer(self.dir / "etcd.log")
+        self.addCleanup(self.etcd.close)
+        self.etcd.start()
+
+    def master(self):
+        return f"etcd://{self.etcd.endpoint}"
+
+    def node_env(self, visible):
+        return self.env(CUDA_VISIBLE_DEVICES=visible, PADDLE_ELASTIC_TTL="3")
+
+    def test_the_search_leaves_no_key_behind_but_its_exchanges_for_seconds(self):
+        procs = self.start_nodes()
+        for name, proc in procs.items():
+            self.assertEqual(self.finish(proc, 180).code, 0, name)
+        # Each trial's job removed its keys when it completed; the exchanges' go with their
+        # 10 s lease.
+        self.wait_until(lambda: not self.etcd.keys("/"), "etcd to hold no key", timeout=20)
+
+    def test_an_elastic_range_or_level_is_a_usage_error(self):
+        (self.dir / "tuner.json").write_text(json.dumps(tuner_json()))
+        for args, text in ((["--nnodes", "2:3"], "needs a fixed --nnodes, not 2:3"),
+                           (["--nnodes", "2", "--elastic_level", "1"],
+                            "--elastic_level 1 would restart or shrink it")):
+            result = self.run_launch(["--master", self.master(), *args, "--auto_tuner_json",
+                                      "tuner.json", TRAINER])
+            self.assertEqual(result.code, 2, result)
+            self.assertIn(text, result.stderr)
+            self.assertEqual(result.stderr.count("\n"), 1, result)

@@ -1,0 +1,167 @@
+// The auto tuner's exchange through a KV store (src/run/etcd_exchange.cc) on the in-memory fake
+// with etcd's semantics: the waits run the supervisor's real loop (the watch's fd, the tick,
+// signals). Two real nodes through a real etcd: tests/e2e/test_auto_tuner.py.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "pdlaunch/coord/kv_store.h"
+#include "pdlaunch/coord/store_exchange.h"
+#include "pdlaunch/process/supervisor.h"
+#include "run/launch_support.h"
+#include "support/test_util.h"
+
+namespace pdlaunch {
+namespace {
+
+using internal::MakeStoreExchange;
+using testutil::ErrorOf;
+
+/// One client of a fake store the test shares.
+class Client : public KvStore {
+ public:
+  explicit Client(FakeKvStore* store) : store_(store) {}
+  int64_t Put(const std::string& k, const std::string& v, int64_t lease) override {
+    return store_->Put(k, v, lease);
+  }
+  bool PutIf(const std::string& k, int64_t rev, const std::string& v, int64_t lease) override {
+    return store_->PutIf(k, rev, v, lease);
+  }
+  Range Get(const std::string& k) override { return store_->Get(k); }
+  Range GetPrefix(const std::string& p) override { return store_->GetPrefix(p); }
+  int64_t Delete(const std::string& k) override { return store_->Delete(k); }
+  int64_t DeletePrefix(const std::string& p) override { return store_->DeletePrefix(p); }
+  int64_t GrantLease(int ttl) override { return store_->GrantLease(ttl); }
+  int64_t KeepAlive(int64_t lease) override { return store_->KeepAlive(lease); }
+  void RevokeLease(int64_t lease) override { store_->RevokeLease(lease); }
+  std::unique_ptr<KvWatch> Watch(const std::string& p, int64_t rev) override {
+    return store_->Watch(p, rev);
+  }
+
+ private:
+  FakeKvStore* store_;
+};
+
+class EtcdExchangeTest : public ::testing::Test {
+ protected:
+  void SetUp() override { BlockLauncherSignals(); }
+  internal::StoreExchangeCall Node(int nodes) {
+    return MakeStoreExchange(std::make_unique<Client>(&store_), "job", nodes,
+                             /*unavailable_limit=*/30);
+  }
+  std::vector<std::string> Keys(const std::string& prefix) {
+    std::vector<std::string> keys;
+    for (const KeyValue& kv : store_.GetPrefix(prefix).kvs) keys.push_back(kv.key);
+    return keys;
+  }
+  FakeKvStore store_;
+};
+
+TEST_F(EtcdExchangeTest, AllNodesThereGivesTheirValuesInKeyOrderAndASessionAfter) {
+  const std::string plan = ExchangePrefix("job", "", "auto_tuner_plan");
+  store_.Put(plan + "zzzz", "peer's plan");  // The other node came first.
+  auto exchange = Node(2);
+  internal::ExchangeResult result = exchange("auto_tuner_plan", "my plan", 5);
+  ASSERT_EQ(result.code, 0);
+  // This node's id is 16 hex digits: before "zzzz".
+  EXPECT_EQ(result.values, (std::vector<std::string>{"my plan", "peer's plan"}));
+  // The next exchange is under the session of the two nodes' keys: a key of another search
+  // of the same job (under no session or another one) is never met.
+  const std::string session = ExchangeSession(store_.GetPrefix(plan).kvs);
+  store_.Put(ExchangePrefix("job", "", "auto_tuner_1_outcome") + "old", "stale");
+  store_.Put(ExchangePrefix("job", session, "auto_tuner_1_outcome") + "0000", "peer's outcome");
+  result = exchange("auto_tuner_1_outcome", "my outcome", 5);
+  ASSERT_EQ(result.code, 0);
+  EXPECT_EQ(result.values, (std::vector<std::string>{"peer's outcome", "my outcome"}));
+  // An exchange that is over leaves its key to its lease, for the nodes that still read it.
+  EXPECT_EQ(Keys(ExchangePrefix("job", session, "auto_tuner_1_outcome")).size(), 2u);
+}
+
+TEST_F(EtcdExchangeTest, ANodeThatNeverComesEndsTheWaitAtItsDeadlineAndItsKeyGoes) {
+  auto exchange = Node(2);
+  const auto start = std::chrono::steady_clock::now();
+  const internal::ExchangeResult result = exchange("auto_tuner_plan", "my plan", 0.6);
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(result.code, 1);
+  EXPECT_TRUE(result.values.empty());
+  EXPECT_GE(took, 0.6);
+  EXPECT_LT(took, 10);
+  EXPECT_TRUE(Keys("/pdlaunch/").empty());  // Given up: its lease revoked.
+}
+
+TEST_F(EtcdExchangeTest, KeysOfAnEarlierSearchAreWaitedOutNotTakenForNodes) {
+  // A search of the same job that stopped a moment ago left its two nodes' plan keys: this node
+  // and one of them would make two. It waits until their lease goes and its peer comes.
+  const std::string plan = ExchangePrefix("job", "", "auto_tuner_plan");
+  const int64_t stale = store_.GrantLease(10);
+  store_.Put(plan + "0old", "earlier plan", stale);
+  store_.Put(plan + "1old", "earlier plan", stale);
+  std::thread later([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    store_.ExpireLease(stale);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    store_.Put(plan + "zzzz", "peer's plan");
+  });
+  auto exchange = Node(2);
+  const internal::ExchangeResult result = exchange("auto_tuner_plan", "my plan", 10);
+  later.join();
+  ASSERT_EQ(result.code, 0);
+  EXPECT_EQ(result.values, (std::vector<std::string>{"my plan", "peer's plan"}));
+}
+
+TEST_F(EtcdExchangeTest, ANodeTooManyIsNamedAtTheDeadline) {
+  const std::string plan = ExchangePrefix("job", "", "auto_tuner_plan");
+  store_.Put(plan + "peer1", "a");
+  store_.Put(plan + "peer2", "b");
+  auto exchange = Node(2);
+  EXPECT_EQ(exchange("auto_tuner_plan", "c", 0.6).code, 1);
+  EXPECT_EQ(Keys(plan), (std::vector<std::string>{plan + "peer1", plan + "peer2"}));
+}
+
+TEST_F(EtcdExchangeTest, AnExchangesKeyGoesWhenTheNextIsOver) {
+  // Every node wrote the next exchange's key, so every node has read this one's.
+  auto exchange = Node(1);
+  ASSERT_EQ(exchange("auto_tuner_plan", "plan", 5).code, 0);
+  EXPECT_EQ(Keys("/pdlaunch/").size(), 1u);
+  ASSERT_EQ(exchange("auto_tuner_1_outcome", "one", 5).code, 0);
+  const std::vector<std::string> keys = Keys("/pdlaunch/");
+  ASSERT_EQ(keys.size(), 1u);
+  EXPECT_NE(keys[0].find("/auto_tuner_1_outcome/"), std::string::npos) << keys[0];
+  ASSERT_EQ(exchange("auto_tuner_2_outcome", "two", 5).code, 0);
+  EXPECT_EQ(Keys("/pdlaunch/").size(), 1u);
+}
+
+TEST_F(EtcdExchangeTest, ATerminationSignalEndsTheWait) {
+  auto exchange = Node(2);
+  ::raise(SIGTERM);  // Pending (blocked, as Main blocks it): the wait's loop takes it.
+  const internal::ExchangeResult result = exchange("auto_tuner_plan", "my plan", 30);
+  EXPECT_EQ(result.code, 143);
+  EXPECT_TRUE(Keys("/pdlaunch/").empty());
+}
+
+TEST_F(EtcdExchangeTest, AnUnavailableStoreIsTriedAgainUntilTheDeadline) {
+  store_.SetAvailable(false);
+  auto exchange = Node(1);
+  const internal::ExchangeResult result = exchange("auto_tuner_plan", "my plan", 0.6);
+  EXPECT_EQ(result.code, 1);
+  // Unreachable past its own limit: the wait ends then, whatever the exchange's deadline.
+  auto patient = MakeStoreExchange(std::make_unique<Client>(&store_), "job", 1,
+                                   /*unavailable_limit=*/0.3);
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(patient("auto_tuner_plan", "my plan", 600).code, 1);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  store_.SetAvailable(true);
+  // Once it is back, the same search's next exchange goes through (one node: no wait).
+  const internal::ExchangeResult again = exchange("auto_tuner_plan", "my plan", 5);
+  EXPECT_EQ(again.code, 0);
+  EXPECT_EQ(again.values, (std::vector<std::string>{"my plan"}));
+}
+
+}  // namespace
+}  // namespace pdlaunch
