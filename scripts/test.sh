@@ -15,7 +15,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 readonly PACKAGES=(build-essential cmake ninja-build libspdlog-dev libfmt-dev
                    libboost1.81-dev nlohmann-json3-dev libgtest-dev googletest python3
-                   python3-torch iproute2 procps clang libclang-rt-14-dev
+                   python3-torch python3-yaml iproute2 procps clang libclang-rt-14-dev
                    etcd-server slurmctld slurmd slurm-client munge python3-jsonschema
                    help2man zsh bash-completion man-db lintian)
 readonly TEST_TIMEOUT=600  # seconds, for a test without its own TIMEOUT property

@@ -87,7 +87,9 @@ std::optional<long> ModelInt(const Json& model, const std::string& key) {
 
 RunCmdEntry ParseRunCmd(const Json& value, const std::string& key) {
   if (!value.is_array() || value.size() < 2 || value.size() > 3) {
-    Bad(key, "expected [\"--flag\", \"prefix\"], [\"-o\", \"Key\"] or [\"file.json\", \"key\"]");
+    Bad(key,
+        "expected [\"--flag\", \"prefix\"], [\"-o\", \"Key\"] or [\"file.json\", \"key\"] "
+        "(or a .yaml file)");
   }
   std::vector<std::string> parts;
   for (const Json& part : value) {
@@ -103,16 +105,16 @@ RunCmdEntry ParseRunCmd(const Json& value, const std::string& key) {
   entry.first = parts[0];
   entry.second = parts[1];
   if (parts.size() == 3) entry.third = parts[2];
-  if (entry.first.ends_with(".json")) {
-    entry.kind = RunCmdEntry::Kind::kJsonFile;
-  } else if (entry.first.ends_with(".yaml") || entry.first.ends_with(".yml")) {
-    Bad(key, "rewriting a YAML file is not supported yet (a JSON file is)");
+  if (entry.first.ends_with(".json") || entry.first.ends_with(".yaml") ||
+      entry.first.ends_with(".yml")) {
+    entry.kind = RunCmdEntry::Kind::kFile;
   } else if (entry.first.find("-o") != std::string::npos && !entry.first.starts_with("--")) {
     entry.kind = RunCmdEntry::Kind::kOption;
   } else if (entry.first.find("--") != std::string::npos) {
     entry.kind = RunCmdEntry::Kind::kFlag;
   } else {
-    Bad(key, fmt::format("'{}' is neither a --flag, -o nor a .json file", OneLine(entry.first)));
+    Bad(key, fmt::format("'{}' is neither a --flag, -o nor a .json or .yaml file",
+                         OneLine(entry.first)));
   }
   return entry;
 }
@@ -564,7 +566,7 @@ TunerConfig ParseTunerConfig(const std::string& text, const std::string& json_pa
           "not in run_cmd: the script would never see it (add "
           "\"refined_recompute\": [\"./params.json\", \"refined_recompute\"])");
     }
-    if (it->second.kind != RunCmdEntry::Kind::kJsonFile || it->second.third) {
+    if (it->second.kind != RunCmdEntry::Kind::kFile || it->second.third) {
       Bad("run_cmd.refined_recompute",
           "expected [\"file.json\", \"key\"]: the operators' values "
           "go there as one object (as in Paddle, no flag, no -o)");
@@ -1322,7 +1324,7 @@ std::vector<std::string> TrialArguments(const std::vector<std::string>& raw,
         args.push_back(e.first);
         args.push_back(e.second + "=" + text);
         break;
-      case RunCmdEntry::Kind::kJsonFile:
+      case RunCmdEntry::Kind::kFile:
         edits.push_back({e.first, e.second,
                          e.third ? Json(*e.third + text).dump() : json});
         break;
@@ -1353,7 +1355,7 @@ std::vector<std::string> TrialArguments(const std::vector<std::string>& raw,
   }
   for (const auto& [key, value] : c.custom) apply(key, PyStr(value), value);
   for (const auto& [name, e] : best_run ? config.run_best_stage : config.search_stage) {
-    if (e.kind == RunCmdEntry::Kind::kJsonFile) {
+    if (e.kind == RunCmdEntry::Kind::kFile) {
       const std::string literal = e.third.value_or("null");
       // A literal that is JSON (0, true) stays as it is; anything else becomes a string.
       std::string value;

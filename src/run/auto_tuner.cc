@@ -16,6 +16,7 @@
 #include "pdlaunch/base/logging.h"
 #include "pdlaunch/plan/auto_tuner.h"
 #include "pdlaunch/plan/training_command.h"
+#include "pdlaunch/plan/yaml_edit.h"
 #include "pdlaunch/process/device_probe.h"
 #include "pdlaunch/process/run_recorder.h"
 #include "run/launch_support.h"
@@ -63,25 +64,40 @@ void SetDotted(Json& doc, const std::string& dotted, const Json& value) {
   (*at)[keys.back()] = value;
 }
 
-// The trial's JSON files: a copy per trial (<stem>_<trial dir>.json beside the file) that the
-// script's arguments point at instead of the file; a file the arguments do not name is
-// rewritten in place, as Paddle does (said once).
+// The trial's JSON and YAML files: a copy per trial (<stem>_<trial dir>.json or .yaml beside
+// the file) that the script's arguments point at instead of the file; a file the arguments do
+// not name is rewritten in place, as Paddle does (said once). A JSON file is written anew; in
+// a YAML file only the lines of the keys change (plan/yaml_edit.h).
 void ApplyEdits(const std::vector<FileEdit>& edits, const std::string& trial,
                 std::vector<std::string>& args, bool& warned) {
   std::map<std::string, std::vector<const FileEdit*>> by_file;
   for (const FileEdit& edit : edits) by_file[edit.file].push_back(&edit);
   for (const auto& [file, file_edits] : by_file) {
-    Json doc;
-    try {
-      doc = Json::parse(ReadFile(file));
-    } catch (const std::exception& e) {
-      throw LaunchError(fmt::format("auto tuner: cannot read the JSON file {} of run_cmd: {}",
-                                    OneLine(file), OneLine(e.what())));
-    }
-    for (const FileEdit* edit : file_edits) SetDotted(doc, edit->dotted_key, Json::parse(edit->value_json));
     const fs::path path(file);
-    const std::string stem = path.filename().string().substr(0, path.filename().string().rfind('.'));
-    const fs::path copy = path.parent_path() / fmt::format("{}_{}.json", stem, trial);
+    const std::string extension = path.extension().string();
+    const bool yaml = extension != ".json";
+    std::string text;
+    try {
+      std::error_code ec;
+      if (!fs::is_regular_file(path, ec)) throw LaunchError("no such file");
+      text = ReadFile(path);
+      if (yaml) {
+        for (const FileEdit* edit : file_edits) {
+          text = SetYamlValue(text, edit->dotted_key, edit->value_json);
+        }
+      } else {
+        Json doc = Json::parse(text);
+        for (const FileEdit* edit : file_edits) {
+          SetDotted(doc, edit->dotted_key, Json::parse(edit->value_json));
+        }
+        text = doc.dump(2) + "\n";
+      }
+    } catch (const std::exception& e) {
+      throw LaunchError(fmt::format("auto tuner: the {} file {} of run_cmd: {}",
+                                    yaml ? "YAML" : "JSON", OneLine(file), OneLine(e.what())));
+    }
+    const std::string stem = path.stem().string();
+    const fs::path copy = path.parent_path() / fmt::format("{}_{}{}", stem, trial, extension);
     bool named = false;
     for (std::string& arg : args) {
       if (arg == file) {
@@ -96,9 +112,9 @@ void ApplyEdits(const std::vector<FileEdit>& edits, const std::string& trial,
                    OneLine(file));
         warned = true;
       }
-      WriteAtomically(path, doc.dump(2) + "\n");
+      WriteAtomically(path, text);
     } else {
-      WriteAtomically(copy, doc.dump(2) + "\n");
+      WriteAtomically(copy, text);
     }
   }
 }

@@ -112,6 +112,32 @@ class AutoTunerTest(LaunchTestCase):
                             "Granularity_None_AccStep2")
         self.assertTrue((trial / "workerlog.0").is_file())
 
+    def test_a_yaml_config_is_rewritten_per_trial_keeping_its_comments(self):
+        # A config in PaddleMIX's shape: only the key's line changes in each trial's copy
+        # (Paddle's PyYAML dump drops the comments and sorts the keys); the search is the same.
+        config = ("# PaddleMIX-style trainer config\n"
+                  "Global:\n"
+                  "  seed: 42\n"
+                  "  micro_batch_size: 1   # per device\n"
+                  "Model:\n"
+                  "  name: llama\n")
+        (self.dir / "config.yaml").write_text(config)
+        cfg = tuner_json()
+        cfg["run_cmd"]["micro_batch_size"] = ["./config.yaml", "Global.micro_batch_size"]
+        (self.dir / "tuner.json").write_text(json.dumps(cfg))
+        result = self.run_launch(["--auto_tuner_json", "tuner.json", "--nproc_per_node", "1",
+                                  TRAINER, "./config.yaml"],
+                                 env=self.env(CUDA_VISIBLE_DEVICES="0,1,2,3,4,5,6,7"))
+        self.assertEqual(result.code, 0, result)
+        self.assertEqual(trial_lines(result), KNOWN_SEARCH)
+        self.assertEqual((self.dir / "config.yaml").read_text(), config)  # The user's file.
+        trial = ("Job4_GBS16_DP4_MP2_PP1_VPP1_Sharding1_Stage1_MBS2_Recompute_None_"
+                 "Granularity_None_AccStep2")
+        self.assertEqual((self.dir / f"config_{trial}.yaml").read_text(),
+                         config.replace("micro_batch_size: 1 ", "micro_batch_size: 2 "))
+        self.assertIn("layout dp4 mp2 pp1 mbs2",
+                      (self.dir / "best_cfg" / "workerlog.0").read_text())
+
     def test_peak_memory_from_the_gpu_log_keeps_the_best_that_fits(self):
         # Issue #28 item 4: the peak memory of a trial comes from the GPU log's sampler (a fake
         # nvidia-smi reporting what the trainer says it uses: 1000 * mbs + 100 * dp MiB), and

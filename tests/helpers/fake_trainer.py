@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """A trainer for the auto tuner's tests (issue #28): no GPU, a known metric and memory model.
 
-    fake_trainer.py [--dp N] [--mp N] [--pp N] [--sharding N] [--stage N] [PARAMS.json]
+    fake_trainer.py [--dp N] [--mp N] [--pp N] [--sharding N] [--stage N] [PARAMS.json|.yaml]
                     [--hang] [--seconds S] [--mem-file PATH] [--use_flash True|False]
 
-micro_batch_size comes from PARAMS.json's "per_device_train_batch_size" (the tuner rewrites a
-copy per trial). Memory: 20 * mbs / mp "MiB", out of memory past 30 (it prints Paddle's text and
+micro_batch_size comes from PARAMS.json's "per_device_train_batch_size", or PARAMS.yaml's
+Global.micro_batch_size (the tuner rewrites a copy per trial). Memory: 20 * mbs / mp "MiB", out of memory past 30 (it prints Paddle's text and
 exits 1). Metric: 100 * mbs + 10 * dp, printed as PaddleNLP does, 12 times; the tuner averages
 the last ones. --hang: sleep for ever when mp == 1 and mbs == 1 (a trial the deadline must stop).
 --mem-file: writes 1000 * mbs + 100 * dp there, the MiB a fake nvidia-smi reports in use.
@@ -42,13 +42,17 @@ def main(argv):
         elif arg == "--use_flash":
             flash = argv[i + 1] == "True"
             i += 1
-        elif arg.endswith(".json"):
+        elif arg.endswith((".json", ".yaml")):
             params = arg
         i += 1
     mbs = 1
-    if params:
+    if params and params.endswith(".json"):
         with open(params) as f:
             mbs = int(json.load(f).get("per_device_train_batch_size", 1))
+    elif params:  # A YAML config in the shape of PaddleMIX's: Global.micro_batch_size.
+        import yaml
+        with open(params) as f:
+            mbs = int(yaml.safe_load(f)["Global"]["micro_batch_size"])
     print(f"layout dp{cfg['dp']} mp{cfg['mp']} pp{cfg['pp']} mbs{mbs}"
           + (" flash" if flash else ""), flush=True)
     if mem_file:  # 1000 MiB per sample of the micro-batch, 100 per data-parallel replica.

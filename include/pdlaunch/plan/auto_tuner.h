@@ -17,7 +17,7 @@ namespace pdlaunch {
 /// One way a dimension reaches the script (`run_cmd`): `--flag value` (the value appended to a
 /// prefix), `-o Key=value`, or a key of a JSON file set per trial.
 struct RunCmdEntry {
-  enum class Kind { kFlag, kOption, kJsonFile };
+  enum class Kind { kFlag, kOption, kFile };
   Kind kind = Kind::kFlag;
   std::string first;   ///< The flag ("--tensor_parallel_degree", "-o") or the JSON file.
   std::string second;  ///< The value's prefix (flag), "Key" (-o), or the dotted key (file).

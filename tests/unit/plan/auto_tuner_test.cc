@@ -686,9 +686,9 @@ TEST(AutoTunerTest, BadFilesAreOneLineNamingTheKey) {
             "--auto_tuner_json: model_cfg.global_batch_size: \"auto\" (the GBS pre-search) is not "
             "supported yet");
   EXPECT_EQ(error(R"({"model_cfg": {"global_batch_size": 8}, "metric_cfg": {"name": "m"},
-    "run_cmd": {"mp_degree": ["cfg.yaml", "mp"]}})"),
-            "--auto_tuner_json: run_cmd.mp_degree: rewriting a YAML file is not supported yet (a "
-            "JSON file is)");
+    "run_cmd": {"mp_degree": ["cfg.toml", "mp"]}})"),
+            "--auto_tuner_json: run_cmd.mp_degree: 'cfg.toml' is neither a --flag, -o nor a .json "
+            "or .yaml file");
 }
 
 }  // namespace

@@ -1,0 +1,336 @@
+#include "pdlaunch/plan/yaml_edit.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cctype>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <vector>
+
+#include "pdlaunch/base/errors.h"
+
+namespace pdlaunch {
+namespace {
+
+struct Line {
+  size_t begin = 0;  // Offsets into the text; `end` before the '\r' of a "\r\n".
+  size_t end = 0;
+  size_t next = 0;  // Where the next line begins (past the newline).
+  int indent = 0;
+  bool content = false;  // Neither blank nor a comment.
+  bool tab = false;      // A tab in the indentation.
+};
+
+// A mapping line: its key, where its value begins (just past the ':'), and the value's text
+// without the comment.
+struct KeyLine {
+  std::string key;
+  size_t value_begin = 0;  // Offset into the text.
+  std::string value;       // Trimmed, comment removed.
+  size_t value_end = 0;    // Offset into the text: the value's end, before spaces and comment.
+};
+
+std::vector<Line> SplitLines(std::string_view text) {
+  std::vector<Line> lines;
+  size_t at = 0;
+  while (at < text.size()) {
+    Line line;
+    line.begin = at;
+    const size_t newline = text.find('\n', at);
+    line.next = newline == std::string_view::npos ? text.size() : newline + 1;
+    line.end = newline == std::string_view::npos ? text.size() : newline;
+    if (line.end > line.begin && text[line.end - 1] == '\r') --line.end;
+    size_t first = line.begin;
+    while (first < line.end && (text[first] == ' ' || text[first] == '\t')) {
+      if (text[first] == '\t') line.tab = true;
+      ++first;
+    }
+    line.indent = static_cast<int>(first - line.begin);
+    line.content = first < line.end && text[first] != '#';
+    lines.push_back(line);
+    at = line.next;
+  }
+  return lines;
+}
+
+[[noreturn]] void Fail(std::string_view key, size_t line, std::string_view why) {
+  throw LaunchError(fmt::format("{}: {} (line {})", OneLine(key), why, line + 1));
+}
+
+// The end of a quoted scalar starting at `at` (on its quote), past the closing quote; npos
+// when it does not close on this line.
+size_t QuotedEnd(std::string_view s, size_t at) {
+  const char quote = s[at];
+  for (size_t i = at + 1; i < s.size(); ++i) {
+    if (quote == '"' && s[i] == '\\') {
+      ++i;
+    } else if (s[i] == quote) {
+      if (quote == '\'' && i + 1 < s.size() && s[i + 1] == '\'') {
+        ++i;  // '' is a quote inside single quotes.
+      } else {
+        return i + 1;
+      }
+    }
+  }
+  return std::string_view::npos;
+}
+
+// Where the comment of `s` (a value's text) begins: a '#' after whitespace, outside quotes;
+// s.size() without one.
+size_t CommentStart(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    if ((s[i] == '"' || s[i] == '\'') && (i == 0 || s[i - 1] == ' ' || s[i - 1] == '\t')) {
+      const size_t end = QuotedEnd(s, i);
+      if (end == std::string_view::npos) return s.size();
+      i = end;
+      continue;
+    }
+    if (s[i] == '#' && (i == 0 || s[i - 1] == ' ' || s[i - 1] == '\t')) return i;
+    ++i;
+  }
+  return s.size();
+}
+
+std::string Unquote(std::string_view quoted) {
+  std::string out;
+  const char quote = quoted.front();
+  for (size_t i = 1; i + 1 < quoted.size(); ++i) {
+    if (quote == '\'' && quoted[i] == '\'' && quoted[i + 1] == '\'') {
+      out += '\'';
+      ++i;
+    } else if (quote == '"' && quoted[i] == '\\' && i + 2 < quoted.size()) {
+      out += quoted[++i];
+    } else {
+      out += quoted[i];
+    }
+  }
+  return out;
+}
+
+// The line as a mapping entry; nullopt for a sequence item or anything else.
+std::optional<KeyLine> ParseKeyLine(std::string_view text, const Line& line) {
+  const size_t first = line.begin + static_cast<size_t>(line.indent);
+  const std::string_view s = text.substr(first, line.end - first);
+  // A sequence item, a complex key, a flow collection, an anchor, alias or tag, a block
+  // scalar's indicator, a directive or reserved character: not a plain mapping key.
+  if (s.empty() || std::string_view("-?{}[]&*!|>%@`,").find(s[0]) != std::string_view::npos) {
+    return std::nullopt;
+  }
+  size_t colon = std::string_view::npos;
+  std::string key;
+  if (s[0] == '"' || s[0] == '\'') {
+    const size_t end = QuotedEnd(s, 0);
+    if (end == std::string_view::npos) return std::nullopt;
+    size_t i = end;
+    while (i < s.size() && s[i] == ' ') ++i;
+    if (i >= s.size() || s[i] != ':') return std::nullopt;
+    colon = i;
+    key = Unquote(s.substr(0, end));
+  } else {
+    for (size_t i = 0; i < s.size(); ++i) {
+      if (s[i] == '#' && i > 0 && (s[i - 1] == ' ' || s[i - 1] == '\t')) break;
+      if (s[i] == ':' && (i + 1 == s.size() || s[i + 1] == ' ' || s[i + 1] == '\t')) {
+        colon = i;
+        break;
+      }
+    }
+    if (colon == std::string_view::npos) return std::nullopt;
+    key = std::string(s.substr(0, colon));
+    while (!key.empty() && (key.back() == ' ' || key.back() == '\t')) key.pop_back();
+  }
+  KeyLine entry;
+  entry.key = std::move(key);
+  entry.value_begin = first + colon + 1;
+  const std::string_view rest = s.substr(colon + 1);
+  const size_t comment = CommentStart(rest);
+  size_t end = comment;
+  while (end > 0 && (rest[end - 1] == ' ' || rest[end - 1] == '\t')) --end;
+  size_t start = 0;
+  while (start < end && (rest[start] == ' ' || rest[start] == '\t')) ++start;
+  entry.value = std::string(rest.substr(start, end - start));
+  entry.value_end = entry.value_begin + end;
+  return entry;
+}
+
+// Whether a flow collection `value` ([..] or {..}) closes on its line.
+bool FlowCloses(std::string_view value) {
+  int depth = 0;
+  for (size_t i = 0; i < value.size(); ++i) {
+    const char c = value[i];
+    if (c == '"' || c == '\'') {
+      const size_t end = QuotedEnd(value, i);
+      if (end == std::string_view::npos) return false;
+      i = end - 1;
+    } else if (c == '[' || c == '{') {
+      ++depth;
+    } else if (c == ']' || c == '}') {
+      if (--depth == 0) return i + 1 == value.size();
+    }
+  }
+  return false;
+}
+
+bool PlainSafe(const std::string& s) {
+  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
+  for (const char c : s) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '/' ||
+          c == '-')) {
+      return false;
+    }
+  }
+  std::string lower = s;
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  // YAML 1.1's booleans and nulls, and what 1.2 reads as numbers (.inf, .nan): not strings.
+  for (const char* word :
+       {"y", "n", "yes", "no", "on", "off", "true", "false", "null", ".inf", ".nan"}) {
+    if (lower == word) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string YamlValue(std::string_view value_json) {
+  const nlohmann::ordered_json value = nlohmann::ordered_json::parse(value_json);
+  if (value.is_string() && PlainSafe(value.get<std::string>())) return value.get<std::string>();
+  return value.dump();
+}
+
+std::string SetYamlValue(std::string_view text, std::string_view dotted_key,
+                         std::string_view value_json) {
+  const std::vector<Line> lines = SplitLines(text);
+  std::vector<std::string> keys;
+  for (size_t at = 0;;) {
+    const size_t dot = dotted_key.find('.', at);
+    keys.emplace_back(dotted_key.substr(at, dot == std::string_view::npos ? dot : dot - at));
+    if (dot == std::string_view::npos) break;
+    at = dot + 1;
+  }
+  // The document: past a leading "---"; a second one is not read.
+  size_t from = 0;
+  bool first_content = true;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (!lines[i].content) continue;
+    const std::string_view s = text.substr(lines[i].begin, lines[i].end - lines[i].begin);
+    const bool marker = s.starts_with("---") || s.starts_with("...");
+    if (first_content && s.starts_with("---")) {
+      const size_t more = s.find_first_not_of(' ', 3);
+      if (more != std::string_view::npos && s[more] != '#') {
+        Fail(dotted_key, i, "content after the document start '---' is not read");
+      }
+      from = i + 1;
+    } else if (marker) {
+      Fail(dotted_key, i, "the file has several YAML documents");
+    }
+    first_content = false;
+  }
+  size_t scope_begin = from;
+  size_t scope_end = lines.size();
+  int parent_indent = -1;
+  std::optional<size_t> parent_line;
+  for (size_t depth = 0; depth < keys.size(); ++depth) {
+    const std::string& key = keys[depth];
+    const std::string path = fmt::format(
+        "{}", fmt::join(keys.begin(), keys.begin() + static_cast<long>(depth) + 1, "."));
+    std::optional<int> child_indent;
+    std::optional<size_t> found;
+    std::optional<size_t> last_content;
+    for (size_t i = scope_begin; i < scope_end; ++i) {
+      const Line& line = lines[i];
+      if (!line.content) continue;
+      if (line.tab) Fail(path, i, "a tab in the indentation is not read");
+      const bool first_line = !child_indent;
+      if (!child_indent) child_indent = line.indent;
+      last_content = i;
+      if (line.indent != *child_indent) continue;  // Deeper: a value's own lines.
+      const std::optional<KeyLine> entry = ParseKeyLine(text, line);
+      if (!entry) {
+        if (first_line && depth == 0) Fail(path, i, "the file's top level is not a mapping");
+        if (first_line) Fail(path, i, "what is on the way is not a block mapping");
+        continue;
+      }
+      if (entry->key == key) {
+        found = i;
+        break;
+      }
+    }
+    const bool leaf = depth + 1 == keys.size();
+    if (!found) {
+      if (!leaf) {
+        throw LaunchError(fmt::format("{}: no such key in the file ({} is not there)",
+                                      OneLine(dotted_key), OneLine(path)));
+      }
+      // Added at the end of its mapping, as Paddle sets a missing key.
+      const int indent = child_indent.value_or(parent_line ? parent_indent + 2 : 0);
+      const std::string line = fmt::format(
+          "{}{}: {}", std::string(static_cast<size_t>(indent), ' '), key, YamlValue(value_json));
+      std::string out(text);
+      if (!last_content && !parent_line) {  // No mapping at all yet: the file's first key.
+        if (!out.empty() && out.back() != '\n') out += '\n';
+        return out + line + "\n";
+      }
+      const Line& at = lines[last_content ? *last_content : *parent_line];
+      if (at.next == at.end) {  // The file's last line, without a newline.
+        out.insert(at.next, "\n" + line);
+      } else {
+        const bool crlf = text.substr(at.end, at.next - at.end) == "\r\n";
+        out.insert(at.next, line + (crlf ? "\r\n" : "\n"));
+      }
+      return out;
+    }
+    const KeyLine entry = *ParseKeyLine(text, lines[*found]);
+    const std::string& v = entry.value;
+    const char first = v.empty() ? '\0' : v[0];
+    // Where the key's own block ends: the next content line not deeper than it.
+    size_t block_end = *found + 1;
+    while (block_end < scope_end &&
+           (!lines[block_end].content || lines[block_end].indent > lines[*found].indent)) {
+      ++block_end;
+    }
+    bool has_block = false;
+    for (size_t i = *found + 1; i < block_end; ++i) has_block = has_block || lines[i].content;
+    if (block_end < scope_end && lines[block_end].indent == lines[*found].indent &&
+        text[lines[block_end].begin + static_cast<size_t>(lines[block_end].indent)] == '-') {
+      has_block = true;  // A list at the key's own indent is its value.
+    }
+    if (first == '&' || first == '*' || first == '!') {
+      Fail(path, *found,
+           "an anchor, alias or tag is not rewritten (the file would change meaning)");
+    }
+    if (first == '|' || first == '>') Fail(path, *found, "a block scalar is not rewritten");
+    if (leaf) {
+      if (v.empty() && has_block) {
+        Fail(path, *found, "a mapping or list, not a value: give the key of a value in it");
+      }
+      if ((first == '[' || first == '{') && !FlowCloses(v)) {
+        Fail(path, *found, "a flow collection over several lines is not rewritten");
+      }
+      std::string out(text);
+      // The value between its spacing and its comment, whatever it was; the rest as it is.
+      size_t start = entry.value_begin;
+      while (start < entry.value_end && (text[start] == ' ' || text[start] == '\t')) ++start;
+      const std::string value = YamlValue(value_json);
+      if (start == entry.value_begin) {
+        out.replace(start, entry.value_end - start, " " + value);
+      } else {
+        out.replace(start, entry.value_end - start, value);
+      }
+      return out;
+    }
+    if (first == '[' || first == '{') {
+      Fail(path, *found, "a flow collection on the way to a key is not rewritten");
+    }
+    if (!v.empty()) Fail(path, *found, "a value, not a mapping: no key under it");
+    parent_indent = lines[*found].indent;
+    parent_line = *found;
+    scope_begin = *found + 1;
+    scope_end = block_end;
+  }
+  return std::string(text);  // Unreachable: the leaf returns.
+}
+
+}  // namespace pdlaunch
