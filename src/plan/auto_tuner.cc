@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <numeric>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -379,9 +380,10 @@ TunerConfig ParseTunerConfig(const std::string& text, const std::string& json_pa
     }
     c.search_algo = algo["name"].get<std::string>();
     if (c.search_algo != "grid" && c.search_algo != "customize") {
-      Bad("search_algo.name", fmt::format("'{}': grid and customize are built (dp_estimation and "
-                                          "gbs are not yet)",
-                                          OneLine(c.search_algo)));
+      Bad("search_algo.name",
+          fmt::format("'{}': grid and customize are built (dp_estimation is not yet; gbs is the "
+                      "pre-search that model_cfg.global_batch_size \"auto\" runs before either)",
+                      OneLine(c.search_algo)));
     }
   }
   if (root.contains("configs_csv")) {
@@ -409,10 +411,16 @@ TunerConfig ParseTunerConfig(const std::string& text, const std::string& json_pa
         "num_attention_heads", "seq_length",     "max_sequence_length", "intermediate_size"};
     if (!kModel.count(key)) Bad("model_cfg." + key, "unknown key");
   }
-  if (model.contains("global_batch_size") && model["global_batch_size"].is_string()) {
-    Bad("model_cfg.global_batch_size", "\"auto\" (the GBS pre-search) is not supported yet");
+  // "auto", or none (Paddle's default): the GBS pre-search finds it (SettleGlobalBatchSize).
+  if (!model.contains("global_batch_size") || model["global_batch_size"].is_string()) {
+    if (model.contains("global_batch_size") &&
+        model["global_batch_size"].get<std::string>() != "auto") {
+      Bad("model_cfg.global_batch_size", "a string must be \"auto\"");
+    }
+    c.gbs_auto = true;
+  } else {
+    c.global_batch_size = ModelInt(model, "global_batch_size");
   }
-  c.global_batch_size = ModelInt(model, "global_batch_size");
   c.num_layers = ModelInt(model, "num_layers");
   c.hidden_size = ModelInt(model, "hidden_size");
   c.vocab_size = ModelInt(model, "vocab_size");
@@ -420,11 +428,6 @@ TunerConfig ParseTunerConfig(const std::string& text, const std::string& json_pa
   c.seq_length = ModelInt(model, "seq_length");
   c.max_sequence_length = ModelInt(model, "max_sequence_length");
   c.intermediate_size = ModelInt(model, "intermediate_size");
-  if (!c.global_batch_size) {
-    Bad("model_cfg.global_batch_size",
-        "required (Paddle reads a missing one as \"auto\", the GBS pre-search, which is not "
-        "supported yet)");
-  }
   if (root.contains("use_sequence_parallel")) {
     c.use_sequence_parallel = Bool(root["use_sequence_parallel"], "use_sequence_parallel");
   }
@@ -453,8 +456,15 @@ TunerConfig ParseTunerConfig(const std::string& text, const std::string& json_pa
   if (root.contains("vpp_degree") && !c.num_layers) Bad("vpp_degree", "needs model_cfg.num_layers");
   c.vpp = c.num_layers ? Filter(root, "vpp_degree", Divisors(*c.num_layers, perf), *c.num_layers)
                        : std::vector<long>{1};
-  c.mbs = Filter(root, "micro_batch_size", Divisors(*c.global_batch_size, perf),
-                 *c.global_batch_size);
+  if (root.contains("micro_batch_size")) c.mbs_spec = root["micro_batch_size"].dump();
+  if (c.gbs_auto) {
+    std::vector<long> any(1024);  // Its form checked now; its values once the GBS is known.
+    std::iota(any.begin(), any.end(), 1L);
+    Filter(root, "micro_batch_size", any, kMaxDegree);
+  } else {
+    c.mbs = Filter(root, "micro_batch_size", Divisors(*c.global_batch_size, perf),
+                   *c.global_batch_size);
+  }
   c.sharding_stage = Filter(root, "sharding_stage", perf ? std::vector<long>{1, 2, 3}
                                                          : std::vector<long>{3, 2, 1}, 3);
   // use_recompute / recompute_granularity.
@@ -817,6 +827,9 @@ std::optional<std::string> StaticPrune(const TrialConfig& c, const TunerConfig& 
 
 std::vector<std::pair<TrialConfig, std::optional<std::string>>> SearchSpace(
     const TunerConfig& cfg, const MemoryEstimate& estimate) {
+  if (!cfg.global_batch_size) {
+    throw LaunchError("auto tuner: the layouts need the global batch size (the GBS pre-search's)");
+  }
   const long gbs = *cfg.global_batch_size;
   // utils.py search_all: the degrees nested mp → sharding → pp → dp, their product the devices.
   std::vector<std::array<long, 4>> degrees;
@@ -1290,6 +1303,60 @@ std::vector<TrialOutcome> ParseHistoryCsv(const std::string& text, const TunerCo
     }
   }
   return out;
+}
+
+void SettleGlobalBatchSize(TunerConfig& c, long gbs) {
+  c.global_batch_size = gbs;
+  Json spec = Json::object();
+  if (!c.mbs_spec.empty()) spec["micro_batch_size"] = Json::parse(c.mbs_spec);
+  c.mbs = Filter(spec, "micro_batch_size", Divisors(gbs, c.performance_first), gbs);
+}
+
+std::vector<std::pair<TrialConfig, std::optional<std::string>>> GbsSearchSpace(
+    const TunerConfig& config) {
+  // utils.py gbs_dp_mp_pp_candidates: a data-parallel degree near the cube root of the devices,
+  // then mp near the square root of the rest, pp what remains.
+  const long n = config.num_gpus;
+  long dp = std::max(1L, std::lround(std::cbrt(static_cast<double>(n))));
+  while (n % dp) --dp;
+  const long rest = n / dp;
+  long mp = std::max(1L, std::lround(std::sqrt(static_cast<double>(rest))));
+  while (rest % mp) --mp;
+  const long pp = rest / mp;
+  // gbs_default_candidates: dp becomes the sharding degree (stage 1), no recompute, mbs 2^0 ..
+  // 2^9, the global batch pp x sharding x mbs (so acc_steps is pp, the least the static rule
+  // keeps; gbs_search_all's pp x dp x mbs, dp being 1, is below it for every layout).
+  TunerConfig rules = config;
+  rules.mp = {mp};  // Paddle prunes against the stage's own candidates.
+  rules.refined_recompute.clear();
+  rules.custom_dims.clear();
+  std::vector<std::pair<TrialConfig, std::optional<std::string>>> all;
+  std::vector<TrialConfig> kept;
+  for (long mbs = 1; mbs <= 512; mbs *= 2) {
+    TrialConfig c;
+    c.dp = 1;
+    c.mp = mp;
+    c.pp = pp;
+    c.sharding_degree = dp;
+    c.sharding_stage = 1;
+    c.mbs = mbs;
+    c.vpp = 1;
+    c.use_recompute = false;
+    c.global_batch_size = pp * dp * mbs;
+    c.acc_steps = pp;
+    const std::optional<std::string> why = StaticPrune(c, rules, kept, nullptr);
+    if (!why) kept.push_back(c);
+    all.emplace_back(c, why);
+  }
+  return all;
+}
+
+std::string GbsTrialDirName(int job_id, const TrialConfig& c) {
+  return fmt::format(
+      "Job{}_GBSSearch/GBS{}_DP{}_MP{}_PP{}_Sharding_degree_{}_stage_{}_MBS{}_Recompute_{}_"
+      "granularity_{}",
+      job_id, c.global_batch_size, c.dp, c.mp, c.pp, c.sharding_degree, c.sharding_stage, c.mbs,
+      PyBool(c.use_recompute), c.recompute_granularity.value_or("None"));
 }
 
 std::string TrialDirName(int job_id, const TrialConfig& c) {

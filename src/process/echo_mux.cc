@@ -48,7 +48,17 @@ std::string EchoMux::Show(size_t index, std::string_view text) {
 
 std::string EchoMux::Feed(size_t index, std::string_view bytes, double now) {
   Source& source = sources_[index];
-  if (source.prefix.empty()) return std::string(bytes);  // The one source, as written.
+  if (source.prefix.empty()) {  // The one source, as written; whether it ended a line, kept.
+    if (!bytes.empty()) {
+      source.mid_line = bytes.back() != '\n';
+      if (source.mid_line) {
+        open_ = index;
+      } else if (open_ == index) {
+        open_.reset();
+      }
+    }
+    return std::string(bytes);
+  }
   source.held.append(bytes);
   source.last = now;
   // Up to the last terminator; a '\r' at the very end may be half of "\r\n": held.
@@ -86,13 +96,13 @@ std::string EchoMux::Finish() {
   for (size_t i = 0; i < sources_.size(); ++i) {
     out += Show(i, std::exchange(sources_[i].held, {}));
   }
-  if (open_ && !sources_[*open_].prefix.empty()) out += '\n';
+  if (open_) out += '\n';
   open_.reset();
   return out;
 }
 
 std::string EchoMux::EndLine() {
-  if (!open_ || sources_[*open_].prefix.empty()) return {};
+  if (!open_) return {};
   sources_[*open_].mid_line = false;
   open_.reset();
   return "\n";

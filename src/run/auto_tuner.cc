@@ -239,6 +239,23 @@ static std::vector<std::pair<TrialConfig, std::optional<std::string>>> Layouts(
 
 int PrintAutoTunerPlan(const LaunchOptions& options) {
   const TunerConfig config = LoadConfig(options);
+  if (config.gbs_auto) {
+    // The search's layouts depend on the global batch size the pre-search will find.
+    Json gbs = Json::array();
+    for (const auto& [cfg, why] : GbsSearchSpace(config)) {
+      gbs.push_back({{"layout", Describe(cfg)},
+                     {"global_batch_size", cfg.global_batch_size},
+                     {"log_dir", why ? Json(nullptr) : Json(GbsTrialDirName(1, cfg))},
+                     {"pruned", why ? Json(*why) : Json(nullptr)}});
+    }
+    const Json out = {{"auto_tuner", *options.auto_tuner_json},
+                      {"devices", config.num_gpus},
+                      {"metric", config.metric_name},
+                      {"gbs_search", gbs},
+                      {"layouts", nullptr}};
+    fmt::print("{}\n", out.dump(2, ' ', false, Json::error_handler_t::replace));
+    return 0;
+  }
   Json layouts = Json::array();
   int job_id = 0;  // As the trials would be numbered if no history prune removed one.
   for (const auto& [cfg, why] : Layouts(config)) {
@@ -254,12 +271,248 @@ int PrintAutoTunerPlan(const LaunchOptions& options) {
   return 0;
 }
 
+namespace {
+
+// What the trials of one search share.
+struct Search {
+  Search(const LaunchOptions& o, const std::function<int(const LaunchOptions&)>& r,
+         const TunerExchange& e)
+      : options(o),
+        run_job(r),
+        exchange(e),
+        several(e != nullptr),  // Given for a search of several nodes only.
+        base(fs::path(*o.auto_tuner_json).parent_path()) {}
+  const LaunchOptions& options;
+  const std::function<int(const LaunchOptions&)>& run_job;
+  const TunerExchange& exchange;
+  bool several = false;  // A search of several nodes: outcomes are exchanged.
+  fs::path base;         // The tuner file's directory: the trials' logs are there.
+  Clock::time_point search_start = Clock::now();  // Once the nodes met: their clock.
+  bool warned = false;                            // A run_cmd file rewritten in place was said.
+  int launched = 0;  // Trials run here, of every stage (the first gets warmup_time).
+};
+
+// How one trial ended for the search.
+struct TrialRun {
+  enum class End { kMerged, kInterrupted, kNotAgreed } end = End::kMerged;
+  TrialOutcome outcome;       // kMerged: the merged outcome; kInterrupted: this node's own view.
+  int code = 0;               // kInterrupted, kNotAgreed: the launcher's exit code.
+  double search_seconds = 0;  // kMerged across nodes: the longest search of any node.
+};
+
+// Runs `cfg` as a job of this launcher (job id `job_name`, logs in `dir_name` under the tuner
+// file's directory), with `deadline` seconds, and returns its outcome, merged across nodes.
+TrialRun RunTrial(Search& search, const TunerConfig& config, const TrialConfig& cfg, int job_id,
+                  const std::string& job_name, const std::string& dir_name, double deadline) {
+  ++search.launched;
+  LaunchOptions trial = search.options;
+  trial.auto_tuner_json.reset();
+  trial.job_id = job_name;
+  trial.log_dir = (search.base / dir_name).string();
+  trial.report.reset();
+  std::vector<FileEdit> edits;
+  trial.training_script_args =
+      TrialArguments(search.options.training_script_args, cfg, config, false, edits);
+  // A per-trial copy of a run_cmd file is named after the trial's directory (its last part).
+  ApplyEdits(edits, fs::path(dir_name).filename().string(), trial.training_script_args,
+             search.warned);
+  trial.trial_deadline = deadline;
+  trial.deadline_hit = std::make_shared<bool>(false);
+  trial.job_of_a_sequence = search.several;
+  TheRunReport().device_usage.clear();
+  const size_t processes_before = TheRunReport().processes.size();
+  const Clock::time_point t0 = Clock::now();
+  const int code = search.run_job(trial);
+  TrialRun run;
+  run.outcome.cfg = cfg;
+  run.outcome.job_id = job_id;
+  NodeOutcome here;
+  here.exit_code = code;
+  here.exec_time = std::chrono::duration<double>(Clock::now() - t0).count();
+  here.timed_out = *trial.deadline_hit;
+  here.search_seconds = std::chrono::duration<double>(Clock::now() - search.search_start).count();
+  ReadTrialLogs(trial.log_dir, config, here);
+  // Every node has a workerlog.0 (each names its logs by local index): the one that ran global
+  // rank 0 has the metric.
+  const auto& records = TheRunReport().processes;
+  here.rank0 = std::any_of(records.begin() + static_cast<long>(processes_before), records.end(),
+                           [](const ProcessRecord& r) { return r.rank == 0; });
+  if (TheRunReport().signal) {
+    ClassifyOutcome(here, run.outcome);
+    run.end = TrialRun::End::kInterrupted;
+    run.code = code;
+    return run;
+  }
+  if (search.several) {
+    // What each node saw, merged the same way on every node: the history stays one.
+    ExchangeResult told;
+    {
+      const ScopedQuietInfo quiet;
+      told = search.exchange(job_name + "_outcome", EncodeNodeOutcome(here), /*first=*/false);
+    }
+    std::vector<NodeOutcome> nodes;
+    for (const std::string& value : told.values) {
+      const std::optional<NodeOutcome> node = DecodeNodeOutcome(value);
+      if (!node) {
+        throw LaunchError(fmt::format("auto tuner: a node's outcome of {} is not one: {}", job_name,
+                                      OneLine(value.substr(0, 200))));
+      }
+      nodes.push_back(*node);
+    }
+    if (told.code != 0 || nodes.empty()) {
+      run.end = TrialRun::End::kNotAgreed;
+      run.code = told.code != 0 ? told.code : 1;
+      return run;
+    }
+    here = MergeNodeOutcomes(nodes);
+    run.search_seconds = here.search_seconds;
+  }
+  ClassifyOutcome(here, run.outcome);
+  return run;
+}
+
+// Across nodes, the nodes say what they are about to search (`plan`, a digest of it exchanged)
+// and stop unless all say the same. Returns 0, or the exit code.
+int AgreeOnPlan(Search& search, const std::string& name, const std::string& plan,
+                const std::string& summary, const std::string& what) {
+  const std::string mine = fmt::format("{}, plan {:016x}", summary, std::hash<std::string>{}(plan));
+  ExchangeResult agreed;
+  {
+    const ScopedQuietInfo quiet;
+    agreed = search.exchange(name, mine, /*first=*/true);
+  }
+  if (agreed.code != 0) {
+    PDLOG_ERROR("auto tuner: the {} nodes did not meet to agree on the search",
+                NodesOf(search.options));
+    return agreed.code;
+  }
+  for (size_t node = 0; node < agreed.values.size(); ++node) {
+    if (agreed.values[node] != mine) {
+      throw LaunchError(fmt::format(
+          "auto tuner: the nodes do not search the same {} (here: {}; node {} of the exchange: "
+          "{}): give every node the same --auto_tuner_json, devices and history CSV",
+          what, mine, node, OneLine(agreed.values[node])));
+    }
+  }
+  PDLOG_INFO("auto tuner: the {} nodes search the same {}", agreed.values.size(), summary);
+  return 0;
+}
+
+// The GBS pre-search (model_cfg.global_batch_size "auto"): the layouts of GbsSearchSpace in
+// order until the first without a metric or out of memory; the last that ran gives the global
+// batch size, or nullopt with `code` set. Its history is tuner_gbs_history.csv beside the tuner
+// file, written after every trial and resumed from as the main history is.
+std::optional<long> SearchGlobalBatchSize(Search& search, const TunerConfig& config, int& code) {
+  const std::vector<std::pair<TrialConfig, std::optional<std::string>>> space =
+      GbsSearchSpace(config);
+  const fs::path csv = search.base / "tuner_gbs_history.csv";
+  std::error_code ec;
+  std::vector<TrialOutcome> resumed;
+  if (fs::is_regular_file(csv, ec)) resumed = ParseHistoryCsv(ReadFile(csv), config);
+  size_t candidates = 0;
+  for (const auto& [cfg, why] : space) candidates += why ? 0 : 1;
+  PDLOG_INFO(
+      "auto tuner: global_batch_size \"auto\": the GBS pre-search runs {} of {} layouts "
+      "in order until one has no metric or runs out of memory (history: {})",
+      candidates, space.size(), csv.string());
+  if (search.several) {
+    std::string plan =
+        Json::parse(ReadFile(*search.options.auto_tuner_json, 1 << 20)).dump() + "\n";
+    for (const auto& [cfg, why] : space) plan += Describe(cfg) + "|" + why.value_or("") + "\n";
+    if (fs::is_regular_file(csv, ec)) plan += ReadFile(csv);
+    const std::string summary =
+        fmt::format("{} GBS layouts, {} trials resumed", space.size(), resumed.size());
+    if (const int agreed = AgreeOnPlan(search, "gbs_tuner_plan", plan, summary, "GBS layouts")) {
+      code = agreed;
+      return std::nullopt;
+    }
+  }
+  std::vector<TrialOutcome> history;
+  std::optional<long> found;
+  int job_id = 0;
+  size_t index = 0;
+  for (const auto& [cfg, why] : space) {
+    ++index;
+    if (why) {
+      fmt::print("[GBS {}/{}] {} gbs{} → pruned: {}\n", index, space.size(), Describe(cfg),
+                 cfg.global_batch_size, *why);
+      continue;
+    }
+    ++job_id;
+    const auto done = std::find_if(resumed.begin(), resumed.end(),
+                                   [&](const TrialOutcome& r) { return r.cfg == cfg; });
+    TrialOutcome outcome;
+    std::string from;
+    if (done != resumed.end()) {
+      outcome = *done;
+      outcome.job_id = job_id;
+      from = fmt::format(" (from {})", csv.filename().string());
+    } else {
+      const TrialRun run = RunTrial(
+          search, config, cfg, job_id, fmt::format("gbs_tuner_{}", job_id), GbsTrialDirName(1, cfg),
+          search.launched == 0 ? config.warmup_time : config.max_time_per_task);
+      if (run.end != TrialRun::End::kMerged) {
+        WriteAtomically(csv, HistoryCsv(history, config));
+        if (run.end == TrialRun::End::kInterrupted) {
+          fmt::print(
+              "auto tuner interrupted during GBS trial {}: history in {}; run the same "
+              "command again to resume\n",
+              job_id, csv.string());
+        } else {
+          PDLOG_ERROR(
+              "auto tuner: the nodes did not agree on the outcome of GBS trial {} (a "
+              "node stopped or is unreachable); the search stops here, history in {}",
+              job_id, csv.string());
+        }
+        code = run.code;
+        return std::nullopt;
+      }
+      outcome = run.outcome;
+    }
+    history.push_back(outcome);
+    WriteAtomically(csv, HistoryCsv(history, config));
+    const bool ran = outcome.metric && !outcome.oom;
+    fmt::print("[GBS {}/{}] {} gbs{} → {}{}\n", index, space.size(), Describe(cfg),
+               cfg.global_batch_size,
+               ran ? fmt::format("ran ({} {})", *outcome.metric, config.metric_name)
+                   : Outcome(outcome, config, false),
+               from);
+    std::fflush(stdout);
+    if (!ran) break;
+    found = cfg.global_batch_size;
+  }
+  if (!found) {
+    PDLOG_ERROR(
+        "auto tuner: the GBS pre-search found no global batch size that runs (the first "
+        "layout gave no metric or ran out of memory); see its logs under {}",
+        (search.base / GbsTrialDirName(1, TrialConfig{}).substr(0, 15)).string());
+    code = 1;
+    return std::nullopt;
+  }
+  PDLOG_INFO("auto tuner: global_batch_size {} (the largest of the GBS pre-search that ran)",
+             *found);
+  return found;
+}
+
+}  // namespace
+
 int RunAutoTuner(const LaunchOptions& options,
                  const std::function<int(const LaunchOptions&)>& run_job,
                  const TunerExchange& exchange) {
   const std::string json_path = *options.auto_tuner_json;
-  const TunerConfig config = LoadConfig(options);
-  const bool several = exchange != nullptr;  // Given for a search of several nodes only.
+  TunerConfig config = LoadConfig(options);
+  Search search(options, run_job, exchange);
+  const fs::path& base = search.base;
+  const bool several = search.several;
+  const Clock::time_point start = Clock::now();
+  int job_id = 0;
+  if (config.gbs_auto) {
+    int code = 0;
+    const std::optional<long> gbs = SearchGlobalBatchSize(search, config, code);
+    if (!gbs) return code;
+    SettleGlobalBatchSize(config, *gbs);
+    job_id = 1;  // Paddle's GBS stage is job 1: the search's trials are Job2, Job3, ...
+  }
   std::error_code ec;
   const std::vector<std::pair<TrialConfig, std::optional<std::string>>> space = Layouts(config);
   std::vector<TrialConfig> candidates;
@@ -282,8 +535,6 @@ int RunAutoTuner(const LaunchOptions& options,
       PDLOG_INFO("auto tuner: resuming from {} ({} trials done)", config.resume_csv, resumed.size());
     }
   }
-  const Clock::time_point start = Clock::now();
-  const fs::path base = fs::path(json_path).parent_path();
   if (several) {
     // Every node runs the same deterministic search: they agree first that it is the same (the
     // layouts with their prunes, and the history they resume from), or none starts a trial.
@@ -292,34 +543,16 @@ int RunAutoTuner(const LaunchOptions& options,
     std::string plan = Json::parse(ReadFile(json_path, 1 << 20)).dump() + "\n";
     for (const auto& [cfg, why] : space) plan += Describe(cfg) + "|" + why.value_or("") + "\n";
     if (fs::is_regular_file(config.resume_csv, ec)) plan += ReadFile(config.resume_csv);
-    const std::string mine =
-        fmt::format("{} layouts, {} candidates, {} trials resumed, plan {:016x}", space.size(),
-                    candidates.size(), resumed.size(), std::hash<std::string>{}(plan));
-    ExchangeResult agreed;
-    {
-      const ScopedQuietInfo quiet;
-      agreed = exchange("auto_tuner_plan", mine, /*first=*/true);
+    const std::string summary = fmt::format("{} layouts, {} candidates, {} trials resumed",
+                                            space.size(), candidates.size(), resumed.size());
+    if (const int code = AgreeOnPlan(search, "auto_tuner_plan", plan, summary, "layouts")) {
+      return code;
     }
-    if (agreed.code != 0) {
-      PDLOG_ERROR("auto tuner: the {} nodes did not meet to agree on the search", NodesOf(options));
-      return agreed.code;
-    }
-    for (size_t node = 0; node < agreed.values.size(); ++node) {
-      if (agreed.values[node] != mine) {
-        throw LaunchError(fmt::format(
-            "auto tuner: the nodes do not search the same layouts (here: {}; node {} of the "
-            "exchange: {}): give every node the same --auto_tuner_json, devices and history CSV",
-            mine, node, OneLine(agreed.values[node])));
-      }
-    }
-    PDLOG_INFO("auto tuner: the {} nodes search the same {} layouts", agreed.values.size(),
-               space.size());
   }
   double search_seconds = 0;  // The longest any node has searched (max_search_time).
-  const Clock::time_point search_start = Clock::now();  // After the nodes met: their time.
-  int job_id = 0;
-  int launched = 0;
-  bool warned = false;
+  search.search_start = Clock::now();  // After the nodes met: their time.
+  const Clock::time_point search_start = search.search_start;
+  int launched = 0;  // Trials of this stage run here (task_limit).
   std::optional<size_t> best;
   double trial_seconds = 0;  // Of the trials run here (not resumed), for the time left.
   for (size_t index = 0; index < candidates.size(); ++index) {
@@ -362,79 +595,31 @@ int RunAutoTuner(const LaunchOptions& options,
                  Outcome(outcome, config, false), config.resume_csv);
     } else {
       ++launched;
-      const std::string dir_name = TrialDirName(job_id, cfg);
-      LaunchOptions trial = options;
-      trial.auto_tuner_json.reset();
-      trial.job_id = fmt::format("auto_tuner_{}", job_id);
-      trial.log_dir = (base / dir_name).string();
-      trial.report.reset();
-      std::vector<FileEdit> edits;
-      trial.training_script_args =
-          TrialArguments(options.training_script_args, cfg, config, false, edits);
-      ApplyEdits(edits, dir_name, trial.training_script_args, warned);
-      trial.trial_deadline = launched == 1 ? config.warmup_time : config.max_time_per_task;
-      trial.deadline_hit = std::make_shared<bool>(false);
-      trial.job_of_a_sequence = several;
-      TheRunReport().device_usage.clear();
-      const size_t processes_before = TheRunReport().processes.size();
-      const Clock::time_point t0 = Clock::now();
-      const int code = run_job(trial);
-      outcome.cfg = cfg;
-      outcome.job_id = job_id;
-      NodeOutcome here;
-      here.exit_code = code;
-      here.exec_time = std::chrono::duration<double>(Clock::now() - t0).count();
-      here.timed_out = *trial.deadline_hit;
-      here.search_seconds = std::chrono::duration<double>(Clock::now() - search_start).count();
-      ReadTrialLogs(trial.log_dir, config, here);
-      // Every node has a workerlog.0 (each names its logs by local index): the one that ran
-      // global rank 0 has the metric.
-      const auto& records = TheRunReport().processes;
-      here.rank0 = std::any_of(records.begin() + static_cast<long>(processes_before), records.end(),
-                               [](const ProcessRecord& r) { return r.rank == 0; });
-      if (TheRunReport().signal) {
+      const TrialRun run =
+          RunTrial(search, config, cfg, job_id, fmt::format("auto_tuner_{}", job_id),
+                   TrialDirName(job_id, cfg),
+                   search.launched == 0 ? config.warmup_time : config.max_time_per_task);
+      if (run.end == TrialRun::End::kInterrupted) {
         // Across nodes, this node's own view of the trial is not the merged one the others
         // would write: left out, so that the histories stay one and the search resumes.
-        if (!several) {
-          ClassifyOutcome(here, outcome);
-          history.push_back(outcome);
-        }
+        if (!several) history.push_back(run.outcome);
         WriteAtomically(config.history_csv, HistoryCsv(history, config));
         fmt::print("auto tuner interrupted during trial {}: history in {}; run the same command "
                    "again to resume\n",
                    job_id, config.history_csv);
-        return code;
+        return run.code;
       }
-      if (several) {
-        // What each node saw, merged the same way on every node: the history stays one.
-        ExchangeResult told;
-        {
-          const ScopedQuietInfo quiet;
-          told = exchange(fmt::format("auto_tuner_{}_outcome", job_id), EncodeNodeOutcome(here),
-                          /*first=*/false);
-        }
-        std::vector<NodeOutcome> nodes;
-        for (const std::string& value : told.values) {
-          const std::optional<NodeOutcome> node = DecodeNodeOutcome(value);
-          if (!node) {
-            throw LaunchError(fmt::format("auto tuner: a node's outcome of trial {} is not one: {}",
-                                          job_id, OneLine(value.substr(0, 200))));
-          }
-          nodes.push_back(*node);
-        }
-        if (told.code != 0 || nodes.empty()) {
-          // Not merged: left out of the history (see above), to be run again on resume.
-          WriteAtomically(config.history_csv, HistoryCsv(history, config));
-          PDLOG_ERROR(
-              "auto tuner: the nodes did not agree on the outcome of trial {} (a node "
-              "stopped or is unreachable); the search stops here, history in {}",
-              job_id, config.history_csv);
-          return told.code != 0 ? told.code : 1;
-        }
-        here = MergeNodeOutcomes(nodes);
-        search_seconds = here.search_seconds;
+      if (run.end == TrialRun::End::kNotAgreed) {
+        // Not merged: left out of the history (see above), to be run again on resume.
+        WriteAtomically(config.history_csv, HistoryCsv(history, config));
+        PDLOG_ERROR(
+            "auto tuner: the nodes did not agree on the outcome of trial {} (a node "
+            "stopped or is unreachable); the search stops here, history in {}",
+            job_id, config.history_csv);
+        return run.code;
       }
-      ClassifyOutcome(here, outcome);
+      outcome = run.outcome;
+      if (several) search_seconds = run.search_seconds;
       history.push_back(outcome);
     }
     const std::optional<size_t> now_best = BestTrial(history, config);
@@ -514,7 +699,7 @@ int RunAutoTuner(const LaunchOptions& options,
   run.job_of_a_sequence = several;
   std::vector<FileEdit> edits;
   run.training_script_args = TrialArguments(options.training_script_args, winner.cfg, config, true, edits);
-  ApplyEdits(edits, "best_cfg", run.training_script_args, warned);
+  ApplyEdits(edits, "best_cfg", run.training_script_args, search.warned);
   return run_job(run);
 }
 

@@ -138,6 +138,42 @@ class AutoTunerTest(LaunchTestCase):
         self.assertIn("layout dp4 mp2 pp1 mbs2",
                       (self.dir / "best_cfg" / "workerlog.0").read_text())
 
+    def test_global_batch_size_auto_runs_the_gbs_pre_search_first(self):
+        # 8 devices: the pre-search's layout is sharding 2, mp 2, pp 2 (utils.py's cube and
+        # square roots) with mbs 1, 2, 4 ... and the global batch 4 x mbs; the fake trainer runs
+        # out of memory past 20 x mbs / mp = 30, so mbs 4 (gbs 16) stops it: the batch is 8.
+        cfg = tuner_json(run_best=False)
+        cfg["model_cfg"]["global_batch_size"] = "auto"
+        result = self.tune(cfg)
+        self.assertEqual(result.code, 0, result)
+        gbs_lines = [l for l in result.stdout.splitlines() if l.startswith("[GBS")]
+        self.assertEqual(gbs_lines, [
+            "[GBS 1/10] dp1 mp2 pp2 vpp1 sharding2 stage1 mbs1 recompute=off gbs4 → ran (110 "
+            "interval_samples_per_second)",
+            "[GBS 2/10] dp1 mp2 pp2 vpp1 sharding2 stage1 mbs2 recompute=off gbs8 → ran (210 "
+            "interval_samples_per_second)",
+            "[GBS 3/10] dp1 mp2 pp2 vpp1 sharding2 stage1 mbs4 recompute=off gbs16 → OOM"])
+        self.assertIn("auto tuner: global_batch_size 8 (the largest of the GBS pre-search that "
+                      "ran)", result.stderr)
+        with open(self.dir / "tuner_gbs_history.csv") as f:
+            rows = list(csv.DictReader(f))
+        self.assertEqual([(r["micro_batch_size"], r["global_batch_size"], r["max_mem_usage"])
+                          for r in rows], [("1", "4", ""), ("2", "8", ""), ("4", "16", "OOM")])
+        self.assertTrue((self.dir / "Job1_GBSSearch" / ("GBS8_DP1_MP2_PP2_Sharding_degree_2_"
+                         "stage_1_MBS2_Recompute_False_granularity_None") / "workerlog.0").is_file())
+        # Then the search of a given global batch of 8, its trials numbered from 2 (the
+        # pre-search is Paddle's job 1).
+        main = [l for l in result.stdout.splitlines() if l.startswith("[") and
+                not l.startswith("[GBS")]
+        self.assertTrue(main, result.stdout)
+        self.assertTrue(all(r["global_batch_size"] == "8" for r in self.history()))
+        self.assertTrue(list(self.dir.glob("Job2_GBS8_*")), sorted(os.listdir(self.dir)))
+        # A second run resumes the pre-search from its history too: nothing of it runs again.
+        again = self.tune(cfg)
+        self.assertEqual(again.code, 0, again)
+        self.assertEqual(len([l for l in again.stdout.splitlines()
+                              if l.startswith("[GBS") and "(from tuner_gbs_history.csv)" in l]), 3)
+
     def test_peak_memory_from_the_gpu_log_keeps_the_best_that_fits(self):
         # Issue #28 item 4: the peak memory of a trial comes from the GPU log's sampler (a fake
         # nvidia-smi reporting what the trainer says it uses: 1000 * mbs + 100 * dp MiB), and
@@ -342,7 +378,8 @@ esac
         self.assertEqual(result.code, 2, result)
         self.assertEqual(result.stderr.strip().splitlines()[-1],
                          "launch: error: --auto_tuner_json: search_algo.name: 'gbs': grid and "
-                         "customize are built (dp_estimation and gbs are not yet)")
+                         "customize are built (dp_estimation is not yet; gbs is the pre-search "
+                         "that model_cfg.global_batch_size \"auto\" runs before either)")
         result = self.tune(tuner_json(dp_degre="auto"))
         self.assertEqual(result.code, 2, result)
         self.assertIn("--auto_tuner_json: dp_degre: unknown key", result.stderr)
@@ -471,6 +508,25 @@ class AutoTunerTwoNodeTest(LaunchTestCase):
         history = {n: (self.dir / n / "tuner_history.csv").read_text() for n in ("a", "b")}
         self.assertEqual(history["a"], history["b"])
         self.assertFalse(processes_in(self.dir), "a hung rank was left running")
+
+    def test_the_gbs_pre_search_runs_on_every_node_alike(self):
+        # global_batch_size "auto" across two nodes: its trials are jobs of both, their outcomes
+        # merged as the search's (only rank 1 runs out of memory at mbs 4), then the search.
+        cfg = tuner_json(run_best=False)
+        cfg["model_cfg"]["global_batch_size"] = "auto"
+        procs = self.start_nodes(trainer_args=("--oom-rank", 1), cfg=cfg)
+        results = {name: self.finish(proc, 180) for name, proc in procs.items()}
+        for name, result in results.items():
+            self.assertEqual(result.code, 0, f"node {name}: {result!r}")
+            self.assertEqual([l.split(" → ")[1] for l in result.stdout.splitlines()
+                              if l.startswith("[GBS")],
+                             ["ran (110 interval_samples_per_second)",
+                              "ran (210 interval_samples_per_second)", "OOM"], result)
+            self.assertIn("auto tuner: global_batch_size 8", result.stderr)
+        self.assertEqual(trial_lines(results["a"]), trial_lines(results["b"]))
+        for csv_name in ("tuner_gbs_history.csv", "tuner_history.csv"):
+            self.assertEqual((self.dir / "a" / csv_name).read_text(),
+                             (self.dir / "b" / csv_name).read_text(), csv_name)
 
     def test_nodes_with_different_searches_stop_before_any_trial(self):
         procs = self.start_nodes(devices=("0,1,2,3", "0,1"))

@@ -32,6 +32,10 @@ struct TunerConfig {
   // model_cfg
   std::optional<long> global_batch_size, num_layers, hidden_size, vocab_size, num_attention_heads,
       seq_length, max_sequence_length, intermediate_size;
+  /// model_cfg.global_batch_size "auto" or absent: the GBS pre-search finds it first, then
+  /// SettleGlobalBatchSize sets it (and the micro-batch sizes, which depend on it).
+  bool gbs_auto = false;
+  std::string mbs_spec;  ///< micro_batch_size as the file gives it (JSON text); empty: absent.
   bool use_sequence_parallel = false;
   /// Candidate values per dimension after the user's filter, in Paddle's order.
   std::vector<long> dp, mp, pp, sharding_degree, sharding_stage, vpp, mbs;
@@ -79,6 +83,10 @@ struct TunerConfig {
 TunerConfig ParseTunerConfig(const std::string& text, const std::string& json_path, long nodes,
                              long gpus_per_node);
 
+/// The global batch size the GBS pre-search found: set, and the micro-batch candidates
+/// (divisors of it, filtered by the file's micro_batch_size) computed, as a given one's are.
+void SettleGlobalBatchSize(TunerConfig& config, long gbs);
+
 /// One candidate layout.
 struct TrialConfig {
   long dp = 1, mp = 1, pp = 1, sharding_degree = 1, sharding_stage = 1, mbs = 1, vpp = 1;
@@ -124,6 +132,19 @@ std::vector<std::pair<TrialConfig, std::optional<std::string>>> SearchSpace(
 /// --intermediate_size where model_cfg has them.
 std::vector<std::string> MemoryEstimationArguments(const TrialConfig& cfg,
                                                    const TunerConfig& config);
+
+/// The GBS pre-search's layouts (model_cfg.global_batch_size "auto"; utils.py
+/// gbs_default_candidates), in order, each with the static prune that removed it: one layout of
+/// the devices (sharding near their cube root, mp near the square root of the rest, pp the rest,
+/// dp 1, stage 1, recompute off) with mbs 1, 2, 4 ... 512 and the global batch pp x sharding x
+/// mbs. The search runs them in order and stops at the first without a metric or out of memory;
+/// the last that ran is the global batch size.
+std::vector<std::pair<TrialConfig, std::optional<std::string>>> GbsSearchSpace(
+    const TunerConfig& config);
+
+/// Paddle's log directory of a GBS trial: Job<id>_GBSSearch/GBS<gbs>_DP<dp>_MP<mp>_PP<pp>_
+/// Sharding_degree_<sd>_stage_<st>_MBS<mbs>_Recompute_<r>_granularity_<g>.
+std::string GbsTrialDirName(int job_id, const TrialConfig& cfg);
 
 /// What one trial gave.
 struct TrialOutcome {

@@ -30,11 +30,14 @@ class EchoMux {
   std::string FlushQuiet(double now, double quiet);
   /// When FlushQuiet(…, quiet) would next show something: nullopt when nothing is held.
   std::optional<double> NextQuiet(double quiet) const;
-  /// The end: everything held, and a '\n' after a prefixed line left open.
+  /// The end: everything held, and a '\n' after a line left open (prefixed or not: a process
+  /// killed in the middle of a line, a last line without one), so that what the launcher
+  /// writes next starts a line of its own.
   std::string Finish();
-  /// A '\n' that ends a prefixed line left open (a shown partial segment, a redraw), for
-  /// something else to be written to the console after it; empty when none is open. What that
-  /// source writes next starts a new line, prefixed.
+  /// A '\n' that ends a line left open (a shown partial segment, a redraw, an unprefixed
+  /// source's bytes that did not end a line), for something else to be written to the console
+  /// after it; empty when none is open. What that source writes next starts a new line
+  /// (prefixed, for a prefixed source).
   std::string EndLine();
 
  private:

@@ -4,6 +4,7 @@
 // Paddle's utils.py (dist_degree, search_all) and prune.py.
 #include "pdlaunch/plan/auto_tuner.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -677,18 +678,68 @@ TEST(AutoTunerTest, BadFilesAreOneLineNamingTheKey) {
   EXPECT_EQ(error(R"({"model_cfg": {"global_batch_size": 8}, "metric_cfg": {"name": "m"},
     "run_cmd": {}, "search_algo": {"name": "dp_estimation"}})"),
             "--auto_tuner_json: search_algo.name: 'dp_estimation': grid and customize are built "
-            "(dp_estimation and gbs are not yet)");
+            "(dp_estimation is not yet; gbs is the pre-search that model_cfg.global_batch_size "
+            "\"auto\" runs before either)");
   EXPECT_EQ(error(R"({"model_cfg": {"global_batch_size": 8}, "metric_cfg": {"name": "m"},
     "run_cmd": {}, "search_algo": {"name": "customize"}})"),
             "--auto_tuner_json: configs_csv: search_algo customize needs the CSV of its layouts");
-  EXPECT_EQ(error(R"({"model_cfg": {"global_batch_size": "auto"}, "metric_cfg": {"name": "m"},
+  EXPECT_EQ(error(R"({"model_cfg": {"global_batch_size": "all"}, "metric_cfg": {"name": "m"},
     "run_cmd": {}})"),
-            "--auto_tuner_json: model_cfg.global_batch_size: \"auto\" (the GBS pre-search) is not "
-            "supported yet");
+            "--auto_tuner_json: model_cfg.global_batch_size: a string must be \"auto\"");
+  EXPECT_EQ(error(R"({"model_cfg": {"global_batch_size": "auto"}, "metric_cfg": {"name": "m"},
+    "run_cmd": {}, "micro_batch_size": [0]})"),
+            "--auto_tuner_json: micro_batch_size: expected a positive integer, got 0");
   EXPECT_EQ(error(R"({"model_cfg": {"global_batch_size": 8}, "metric_cfg": {"name": "m"},
     "run_cmd": {"mp_degree": ["cfg.toml", "mp"]}})"),
             "--auto_tuner_json: run_cmd.mp_degree: 'cfg.toml' is neither a --flag, -o nor a .json "
             "or .yaml file");
+}
+
+// The GBS pre-search (global_batch_size "auto"), by hand from utils.py gbs_dp_mp_pp_candidates:
+// 8 devices: round(8^(1/3)) = 2 divides 8, so sharding 2; the rest 4: round(sqrt 4) = 2, so mp 2,
+// pp 2. 16 devices: round(16^(1/3)) = 3 does not divide 16, so 2; the rest 8: round(sqrt 8) = 3
+// does not divide it, so mp 2, pp 4. The global batch is pp x sharding x mbs for mbs 2^0..2^9,
+// acc_steps pp (gbs_default_candidates; gbs_search_all's pp x dp x mbs with dp 1 would put
+// acc_steps at 1 or pp / sharding, below pp, and prune.py's own rule would drop every one).
+TEST(AutoTunerTest, GbsPreSearchLayoutsAndTheSettledBatch) {
+  const char* text = R"({"model_cfg": {"global_batch_size": "auto", "num_layers": 4},
+    "metric_cfg": {"name": "m"}, "run_cmd": {}, "micro_batch_size": "auto"})";
+  TunerConfig config = ParseTunerConfig(text, "t.json", 1, 8);
+  EXPECT_TRUE(config.gbs_auto);
+  const auto space = GbsSearchSpace(config);
+  ASSERT_EQ(space.size(), 10u);
+  for (size_t k = 0; k < space.size(); ++k) {
+    const TrialConfig& c = space[k].first;
+    EXPECT_EQ(space[k].second, std::nullopt) << Describe(c);
+    EXPECT_EQ(Describe(c),
+              fmt::format("dp1 mp2 pp2 vpp1 sharding2 stage1 mbs{} recompute=off", 1L << k));
+    EXPECT_EQ(c.global_batch_size, 4L << k);
+    EXPECT_EQ(c.acc_steps, 2);
+  }
+  EXPECT_EQ(GbsTrialDirName(1, space[2].first),
+            "Job1_GBSSearch/GBS16_DP1_MP2_PP2_Sharding_degree_2_stage_1_MBS4_Recompute_False_"
+            "granularity_None");
+  const auto sixteen = GbsSearchSpace(ParseTunerConfig(text, "t.json", 2, 8));
+  EXPECT_EQ(Describe(sixteen.front().first),
+            "dp1 mp2 pp4 vpp1 sharding2 stage1 mbs1 recompute=off");
+  EXPECT_EQ(sixteen.front().first.global_batch_size, 8);
+  // Its layouts meet the static rules too: 3 layers do not split over pp 2.
+  const auto odd = GbsSearchSpace(ParseTunerConfig(
+      R"({"model_cfg": {"num_layers": 3}, "metric_cfg": {"name": "m"}, "run_cmd": {}})", "t.json",
+      1, 8));
+  EXPECT_EQ(odd.front().second, std::optional<std::string>("num_layers 3 not divisible by pp 2"));
+  // Found: the micro-batch sizes become the divisors of it the file allows, as for a given one.
+  SettleGlobalBatchSize(config, 16);
+  EXPECT_EQ(config.global_batch_size, std::optional<long>(16));
+  EXPECT_EQ(config.mbs, (std::vector<long>{1, 2, 4, 8, 16}));
+  EXPECT_EQ(
+      Layouts(config).size(),
+      Layouts(
+          ParseTunerConfig(
+              R"({"model_cfg": {"global_batch_size": 16, "num_layers": 4}, "metric_cfg": {"name": "m"},
+      "run_cmd": {}, "micro_batch_size": "auto"})",
+              "t.json", 1, 8))
+          .size());
 }
 
 }  // namespace

@@ -17,6 +17,22 @@ TEST(EchoMuxTest, AnUnprefixedSourceGoesThroughAsWritten) {
   EXPECT_EQ(mux.Finish(), "");
 }
 
+TEST(EchoMuxTest, AnUnprefixedLineLeftOpenIsEndedBeforeTheLauncherWritesOn) {
+  // A rank killed between its text and its newline (Python -u writes print's end apart): the
+  // launcher's next line must not continue it (an auto tuner's trial line did, on a node whose
+  // rank was stopped by another node's failure).
+  EchoMux mux({""});
+  EXPECT_EQ(mux.Feed(0, "layout dp8 mp1", 0), "layout dp8 mp1");
+  EXPECT_EQ(mux.EndLine(), "\n");
+  EXPECT_EQ(mux.EndLine(), "");
+  EXPECT_EQ(mux.Feed(0, "loss 1.0", 0.1), "loss 1.0");
+  EXPECT_EQ(mux.Finish(), "\n");
+  EchoMux ended({""});
+  EXPECT_EQ(ended.Feed(0, "done\n", 0), "done\n");
+  EXPECT_EQ(ended.EndLine(), "");
+  EXPECT_EQ(ended.Finish(), "");
+}
+
 TEST(EchoMuxTest, EveryRedrawOfAPrefixedBarKeepsItsPrefix) {
   EchoMux mux({"[rank 0]: ", "[rank 1]: "});
   // A '\r' at the very end of what was read may be half of "\r\n": held for the next byte.
