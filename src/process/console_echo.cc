@@ -3,6 +3,8 @@
 #include <errno.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cstdio>
 #include <utility>
 
 namespace pdlaunch {
@@ -17,6 +19,18 @@ bool WriteAll(int fd, std::string_view data) noexcept {
     data.remove_prefix(static_cast<size_t>(n));
   }
   return true;
+}
+
+namespace {
+std::atomic<bool> console_line_open{false};
+}  // namespace
+
+void NoteConsoleLineOpen(bool open) noexcept { console_line_open = open; }
+
+void EndOpenConsoleLine() noexcept {
+  if (!console_line_open.exchange(false)) return;
+  std::fflush(stdout);
+  WriteAll(STDOUT_FILENO, "\n");
 }
 
 }  // namespace pdlaunch

@@ -50,6 +50,7 @@ std::string EchoMux::Feed(size_t index, std::string_view bytes, double now) {
   Source& source = sources_[index];
   if (source.prefix.empty()) {  // The one source, as written; whether it ended a line, kept.
     if (!bytes.empty()) {
+      fed_ = true;
       source.mid_line = bytes.back() != '\n';
       if (source.mid_line) {
         open_ = index;
@@ -96,7 +97,10 @@ std::string EchoMux::Finish() {
   for (size_t i = 0; i < sources_.size(); ++i) {
     out += Show(i, std::exchange(sources_[i].held, {}));
   }
-  if (open_) out += '\n';
+  // A prefixed line left open is ended; an unprefixed one is left as written (the console holds
+  // the process's bytes exactly), and said: the launcher ends it before a line of its own.
+  left_open_ = open_ && sources_[*open_].prefix.empty();
+  if (open_ && !left_open_) out += '\n';
   open_.reset();
   return out;
 }

@@ -190,6 +190,7 @@ class ConsoleEcho {
     StopWatching();
     for (size_t i = 0; i < files_.size(); ++i) Drain(i);
     WriteOut(mux_.Finish());
+    if (mux_.Fed()) NoteConsoleLineOpen(mux_.LeftLineOpen());
     finished_ = true;
     poll_timer_.cancel();
     quiet_timer_.cancel();

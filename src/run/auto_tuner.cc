@@ -17,6 +17,7 @@
 #include "pdlaunch/plan/auto_tuner.h"
 #include "pdlaunch/plan/training_command.h"
 #include "pdlaunch/plan/yaml_edit.h"
+#include "pdlaunch/process/console_echo.h"
 #include "pdlaunch/process/device_probe.h"
 #include "pdlaunch/process/run_recorder.h"
 #include "run/launch_support.h"
@@ -323,6 +324,7 @@ TrialRun RunTrial(Search& search, const TunerConfig& config, const TrialConfig& 
   const size_t processes_before = TheRunReport().processes.size();
   const Clock::time_point t0 = Clock::now();
   const int code = search.run_job(trial);
+  EndOpenConsoleLine();  // A rank stopped mid-line: the trial's line starts a line of its own.
   TrialRun run;
   run.outcome.cfg = cfg;
   run.outcome.job_id = job_id;

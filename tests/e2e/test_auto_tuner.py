@@ -174,6 +174,20 @@ class AutoTunerTest(LaunchTestCase):
         self.assertEqual(len([l for l in again.stdout.splitlines()
                               if l.startswith("[GBS") and "(from tuner_gbs_history.csv)" in l]), 3)
 
+    def test_several_nodes_without_a_master_is_a_usage_error(self):
+        (self.dir / "tuner.json").write_text(json.dumps(tuner_json()))
+        result = self.run_launch(["--ips", "127.0.0.2,127.0.0.3", "--auto_tuner_json", "tuner.json",
+                                  TRAINER])
+        self.assertEqual(result.code, 2, result)
+        self.assertIn("--auto_tuner_json with --nnodes > 1 needs --master host:port",
+                      result.stderr)
+        # Without --master the first node would host every job on a new port of its own.
+        result = self.run_launch(["--nnodes", 2, "--auto_tuner_json", "tuner.json", TRAINER])
+        self.assertEqual(result.code, 2, result)
+        self.assertEqual(result.stderr.count("\n"), 1, result)
+        self.assertIn("needs --master host:port or --master etcd://host:port, the same on every node",
+                      result.stderr)
+
     def test_peak_memory_from_the_gpu_log_keeps_the_best_that_fits(self):
         # Issue #28 item 4: the peak memory of a trial comes from the GPU log's sampler (a fake
         # nvidia-smi reporting what the trainer says it uses: 1000 * mbs + 100 * dp MiB), and
@@ -535,20 +549,6 @@ class AutoTunerTwoNodeTest(LaunchTestCase):
             self.assertEqual(result.code, 1, f"node {name}: {result!r}")
             self.assertIn("auto tuner: the nodes do not search the same layouts", result.stderr)
             self.assertFalse(list((self.dir / name).glob("Job*")), "a trial ran")
-
-    def test_several_nodes_without_an_http_master_is_a_usage_error(self):
-        (self.dir / "tuner.json").write_text(json.dumps(tuner_json()))
-        result = self.run_launch(["--ips", "127.0.0.2,127.0.0.3", "--auto_tuner_json", "tuner.json",
-                                  TRAINER])
-        self.assertEqual(result.code, 2, result)
-        self.assertIn("--auto_tuner_json with --nnodes > 1 needs --master host:port",
-                      result.stderr)
-        # Without --master the first node would host every job on a new port of its own.
-        result = self.run_launch(["--nnodes", 2, "--auto_tuner_json", "tuner.json", TRAINER])
-        self.assertEqual(result.code, 2, result)
-        self.assertEqual(result.stderr.count("\n"), 1, result)
-        self.assertIn("needs --master host:port or --master etcd://host:port, the same on every node",
-                      result.stderr)
 
 
 class AutoTunerEtcdTwoNodeTest(AutoTunerTwoNodeTest):

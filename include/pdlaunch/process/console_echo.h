@@ -30,10 +30,15 @@ class EchoMux {
   std::string FlushQuiet(double now, double quiet);
   /// When FlushQuiet(…, quiet) would next show something: nullopt when nothing is held.
   std::optional<double> NextQuiet(double quiet) const;
-  /// The end: everything held, and a '\n' after a line left open (prefixed or not: a process
-  /// killed in the middle of a line, a last line without one), so that what the launcher
-  /// writes next starts a line of its own.
+  /// The end: everything held, and a '\n' after a prefixed line left open. An unprefixed
+  /// source's last line without a newline (a process killed in the middle of it) stays as
+  /// written, so that the console holds its bytes exactly; LeftLineOpen() says so.
   std::string Finish();
+  /// After Finish: whether an unprefixed source's bytes ended the console in the middle of a
+  /// line (NoteConsoleLineOpen).
+  bool LeftLineOpen() const { return left_open_; }
+  /// Whether an unprefixed source's bytes came at all (else LeftLineOpen says nothing new).
+  bool Fed() const { return fed_; }
   /// A '\n' that ends a line left open (a shown partial segment, a redraw, an unprefixed
   /// source's bytes that did not end a line), for something else to be written to the console
   /// after it; empty when none is open. What that source writes next starts a new line
@@ -54,7 +59,16 @@ class EchoMux {
   /// The source whose output left the console's line unfinished (a shown partial segment, or a
   /// '\r' redraw); another source's output ends that line first.
   std::optional<size_t> open_;
+  bool left_open_ = false;
+  bool fed_ = false;
 };
+
+/// The console's stdout left in the middle of a line by a job's echo (its process died
+/// mid-line; the echo shows its bytes as written): noted by the supervisor when an echo ends.
+void NoteConsoleLineOpen(bool open) noexcept;
+/// Ends that line, with a '\n' on stdout, before the launcher writes a line of its own there
+/// (the auto tuner's trial lines); nothing when the console is at the start of a line.
+void EndOpenConsoleLine() noexcept;
 
 /// Writes all of `data` to `fd`, retrying on EINTR and short writes. Returns false on any other
 /// error (e.g. EPIPE when the console went away). Never throws.

@@ -26,11 +26,17 @@ TEST(EchoMuxTest, AnUnprefixedLineLeftOpenIsEndedBeforeTheLauncherWritesOn) {
   EXPECT_EQ(mux.EndLine(), "\n");
   EXPECT_EQ(mux.EndLine(), "");
   EXPECT_EQ(mux.Feed(0, "loss 1.0", 0.1), "loss 1.0");
-  EXPECT_EQ(mux.Finish(), "\n");
+  // At the end the console keeps the bytes exactly; the launcher is told to end the line
+  // before one of its own (EndOpenConsoleLine).
+  EXPECT_EQ(mux.Finish(), "");
+  EXPECT_TRUE(mux.LeftLineOpen());
   EchoMux ended({""});
   EXPECT_EQ(ended.Feed(0, "done\n", 0), "done\n");
   EXPECT_EQ(ended.EndLine(), "");
   EXPECT_EQ(ended.Finish(), "");
+  EXPECT_FALSE(ended.LeftLineOpen());
+  EXPECT_TRUE(ended.Fed());
+  EXPECT_FALSE(EchoMux({""}).Fed());
 }
 
 TEST(EchoMuxTest, EveryRedrawOfAPrefixedBarKeepsItsPrefix) {
