@@ -197,7 +197,21 @@ bool PlainSafe(const std::string& s) {
 std::string YamlValue(std::string_view value_json) {
   const nlohmann::ordered_json value = nlohmann::ordered_json::parse(value_json);
   if (value.is_string() && PlainSafe(value.get<std::string>())) return value.get<std::string>();
-  return value.dump();
+  std::string text = value.dump();
+  if (value.is_number_float()) {
+    // YAML 1.1 (PyYAML) reads a float only with a '.' and a signed exponent: 1e-05 would be a
+    // string there; 1.0e-05 is a float in both 1.1 and 1.2.
+    const size_t e = text.find_first_of("eE");
+    if (e != std::string::npos) {
+      if (text.find('.') == std::string::npos) text.insert(e, ".0");
+      const size_t after = text.find_first_of("eE") + 1;
+      if (after < text.size() && text[after] != '-' && text[after] != '+') text.insert(after, "+");
+    } else if (text.find('.') == std::string::npos &&
+               text.find_first_of("ni") == std::string::npos) {
+      text += ".0";
+    }
+  }
+  return text;
 }
 
 std::string SetYamlValue(std::string_view text, std::string_view dotted_key,
@@ -254,8 +268,9 @@ std::string SetYamlValue(std::string_view text, std::string_view dotted_key,
         continue;
       }
       if (entry->key == key) {
+        // YAML keeps the last of a repeated key: editing the first would change nothing.
+        if (found) Fail(path, i, "the key is twice in its mapping (YAML keeps the last)");
         found = i;
-        break;
       }
     }
     const bool leaf = depth + 1 == keys.size();
@@ -308,6 +323,11 @@ std::string SetYamlValue(std::string_view text, std::string_view dotted_key,
       }
       if ((first == '[' || first == '{') && !FlowCloses(v)) {
         Fail(path, *found, "a flow collection over several lines is not rewritten");
+      }
+      // A plain scalar folded over the lines below it, or a quoted one not closed on its line.
+      if ((has_block && !v.empty()) ||
+          ((first == '"' || first == '\'') && QuotedEnd(v, 0) == std::string_view::npos)) {
+        Fail(path, *found, "a value over several lines is not rewritten");
       }
       std::string out(text);
       // The value between its spacing and its comment, whatever it was; the rest as it is.

@@ -997,6 +997,10 @@ class EventLoop {
     container_reported_ = true;
     const int first = *std::min_element(indices.begin(), indices.end());
     const Child& child = children_[static_cast<size_t>(first)];
+    // What the echo had still to show first, its last line ended: these lines start their own.
+    echo_.DrainLines();
+    echo_.EndLine();
+    std::fflush(stdout);
     PDLOG_INFO("Pod failed");
     PDLOG_ERROR(
         "Container failed !!!\n{}",
@@ -1004,9 +1008,6 @@ class EventLoop {
                             PythonReturnCode(*child.process.status()), child.info.log_path));
     PDLOG_INFO("{}", kErrorLogDetail);
     if (child.info.log_path.empty()) return;
-    echo_.DrainLines();
-    echo_.EndLine();
-    std::fflush(stdout);
     // EPIPE or a closed terminal: the tail is lost, the teardown goes on (as the echo's).
     WriteAll(STDOUT_FILENO, TailBytesOfFile(child.info.log_path, child.log_start, kErrorTailBytes));
   }

@@ -14,6 +14,7 @@
 
 #include "pdlaunch/base/errors.h"
 #include "pdlaunch/base/logging.h"
+#include "pdlaunch/coord/store_exchange.h"
 #include "pdlaunch/plan/auto_tuner.h"
 #include "pdlaunch/plan/training_command.h"
 #include "pdlaunch/plan/yaml_edit.h"
@@ -41,7 +42,8 @@ std::string ReadFile(const fs::path& path, size_t limit = 64 << 20) {
 
 // Writes `text` to `path` atomically (a temporary in the same directory, then rename).
 void WriteAtomically(const fs::path& path, const std::string& text) {
-  const fs::path temp = path.string() + ".tmp";
+  // Of this process: nodes that share a file system never write the same temporary.
+  const fs::path temp = fmt::format("{}.tmp.{}", path.string(), ::getpid());
   {
     std::ofstream out(temp, std::ios::binary | std::ios::trunc);
     out << text;
@@ -154,6 +156,10 @@ long NodesOf(const LaunchOptions& options) {
 }
 
 }  // namespace
+
+std::string TrialKeyJob(const LaunchOptions& options, const std::string& job_name) {
+  return fmt::format("{}.{}", options.job_id.value_or("default"), job_name);
+}
 
 const char* const kTunerNeedsAMaster =
     "--auto_tuner_json with --nnodes > 1 needs --master host:port or --master "
@@ -320,6 +326,7 @@ TrialRun RunTrial(Search& search, const TunerConfig& config, const TrialConfig& 
   trial.trial_deadline = deadline;
   trial.deadline_hit = std::make_shared<bool>(false);
   trial.job_of_a_sequence = search.several;
+  trial.etcd_key_job = TrialKeyJob(search.options, job_name);
   TheRunReport().device_usage.clear();
   const size_t processes_before = TheRunReport().processes.size();
   const Clock::time_point t0 = Clock::now();
@@ -361,6 +368,12 @@ TrialRun RunTrial(Search& search, const TunerConfig& config, const TrialConfig& 
       }
       nodes.push_back(*node);
     }
+    if (told.code > 128 && told.code <= 128 + 64) {  // A signal while waiting for the others.
+      run.end = TrialRun::End::kInterrupted;
+      run.code = told.code;
+      ClassifyOutcome(here, run.outcome);
+      return run;
+    }
     if (told.code != 0 || nodes.empty()) {
       run.end = TrialRun::End::kNotAgreed;
       run.code = told.code != 0 ? told.code : 1;
@@ -377,7 +390,7 @@ TrialRun RunTrial(Search& search, const TunerConfig& config, const TrialConfig& 
 // and stop unless all say the same. Returns 0, or the exit code.
 int AgreeOnPlan(Search& search, const std::string& name, const std::string& plan,
                 const std::string& summary, const std::string& what) {
-  const std::string mine = fmt::format("{}, plan {:016x}", summary, std::hash<std::string>{}(plan));
+  const std::string mine = fmt::format("{}, plan {}", summary, ExchangeDigest(plan));
   ExchangeResult agreed;
   {
     const ScopedQuietInfo quiet;
@@ -404,9 +417,14 @@ int AgreeOnPlan(Search& search, const std::string& name, const std::string& plan
 // order until the first without a metric or out of memory; the last that ran gives the global
 // batch size, or nullopt with `code` set. Its history is tuner_gbs_history.csv beside the tuner
 // file, written after every trial and resumed from as the main history is.
-std::optional<long> SearchGlobalBatchSize(Search& search, const TunerConfig& config, int& code) {
+std::optional<long> SearchGlobalBatchSize(Search& search, const TunerConfig& tuner, int& code) {
   const std::vector<std::pair<TrialConfig, std::optional<std::string>>> space =
-      GbsSearchSpace(config);
+      GbsSearchSpace(tuner);
+  // Its layouts have no custom_search_dim or refined_recompute values: nor have its history's
+  // columns, and its trials' arguments.
+  TunerConfig config = tuner;
+  config.custom_dims.clear();
+  config.refined_recompute.clear();
   const fs::path csv = search.base / "tuner_gbs_history.csv";
   std::error_code ec;
   std::vector<TrialOutcome> resumed;
@@ -424,7 +442,9 @@ std::optional<long> SearchGlobalBatchSize(Search& search, const TunerConfig& con
     if (fs::is_regular_file(csv, ec)) plan += ReadFile(csv);
     const std::string summary =
         fmt::format("{} GBS layouts, {} trials resumed", space.size(), resumed.size());
-    if (const int agreed = AgreeOnPlan(search, "gbs_tuner_plan", plan, summary, "GBS layouts")) {
+    // The first exchange of every search is auto_tuner_plan: nodes that differ in this too
+    // meet there and say so, instead of each waiting for the others in an exchange of its own.
+    if (const int agreed = AgreeOnPlan(search, "auto_tuner_plan", plan, summary, "GBS layouts")) {
       code = agreed;
       return std::nullopt;
     }
@@ -483,11 +503,18 @@ std::optional<long> SearchGlobalBatchSize(Search& search, const TunerConfig& con
     if (!ran) break;
     found = cfg.global_batch_size;
   }
+  if (!found && candidates == 0) {
+    PDLOG_ERROR(
+        "auto tuner: every layout of the GBS pre-search was pruned; --dry_run lists them "
+        "with the reasons");
+    code = 1;
+    return std::nullopt;
+  }
   if (!found) {
     PDLOG_ERROR(
-        "auto tuner: the GBS pre-search found no global batch size that runs (the first "
+        "auto tuner: the GBS pre-search found no global batch size that runs (its first "
         "layout gave no metric or ran out of memory); see its logs under {}",
-        (search.base / GbsTrialDirName(1, TrialConfig{}).substr(0, 15)).string());
+        (search.base / "Job1_GBSSearch").string());
     code = 1;
     return std::nullopt;
   }
@@ -513,6 +540,7 @@ int RunAutoTuner(const LaunchOptions& options,
     const std::optional<long> gbs = SearchGlobalBatchSize(search, config, code);
     if (!gbs) return code;
     SettleGlobalBatchSize(config, *gbs);
+    config.gbs_searched = true;
     job_id = 1;  // Paddle's GBS stage is job 1: the search's trials are Job2, Job3, ...
   }
   std::error_code ec;
@@ -547,7 +575,9 @@ int RunAutoTuner(const LaunchOptions& options,
     if (fs::is_regular_file(config.resume_csv, ec)) plan += ReadFile(config.resume_csv);
     const std::string summary = fmt::format("{} layouts, {} candidates, {} trials resumed",
                                             space.size(), candidates.size(), resumed.size());
-    if (const int code = AgreeOnPlan(search, "auto_tuner_plan", plan, summary, "layouts")) {
+    if (const int code =
+            AgreeOnPlan(search, config.gbs_searched ? "auto_tuner_layouts" : "auto_tuner_plan",
+                        plan, summary, "layouts")) {
       return code;
     }
   }
@@ -699,10 +729,13 @@ int RunAutoTuner(const LaunchOptions& options,
   run.job_id = "best_cfg";
   run.log_dir = config.best_cfg_dir;
   run.job_of_a_sequence = several;
+  run.etcd_key_job = TrialKeyJob(options, "best_cfg");
   std::vector<FileEdit> edits;
   run.training_script_args = TrialArguments(options.training_script_args, winner.cfg, config, true, edits);
   ApplyEdits(edits, "best_cfg", run.training_script_args, search.warned);
-  return run_job(run);
+  const int code = run_job(run);
+  if (several) exchange("", "", false);  // The best was a job of every node: all are past.
+  return code;
 }
 
 }  // namespace pdlaunch::internal

@@ -16,15 +16,22 @@ extern const char* const kTunerNeedsAMaster;
 
 /// The agreement between the nodes of a search across several nodes (ExchangeOverMaster through
 /// the job's master): publishes `value` as job `job_id` and returns every node's; `first` is the
-/// plan's, before any trial, when the nodes may still be starting.
+/// plan's, before any trial, when the nodes may still be starting. Called with an empty
+/// `job_id` after the best run (a job of all the nodes: every node is past every exchange), it
+/// lets the exchange drop what it still holds.
 using TunerExchange =
     std::function<ExchangeResult(const std::string& job_id, const std::string& value, bool first)>;
 
+/// The etcd key name of the search's job `job_name` (auto_tuner_<n>, gbs_tuner_<n>, best_cfg):
+/// `<--job_id, else default>.<job_name>` (LaunchOptions::etcd_key_job).
+std::string TrialKeyJob(const LaunchOptions& options, const std::string& job_name);
+
 /// Runs the search of options.auto_tuner_json; `run_job` runs one job (a trial, or the best) as
 /// `launch` would with those options and returns its exit code; `exchange` is given for a job of
-/// several nodes (--nnodes > 1 through an HTTP master), null otherwise. Returns the launcher's
-/// exit code: the best run's, 0 when run_best is false and a best was found, 1 when no trial
-/// gave a metric, 130/143 when interrupted (the history is written; the same command resumes).
+/// several nodes (--nnodes > 1 through an HTTP master or etcd), null otherwise. Returns the
+/// launcher's exit code: the best run's, 0 when run_best is false and a best was found, 1 when no
+/// trial gave a metric, 130/143 when interrupted (the history is written; the same command
+/// resumes).
 int RunAutoTuner(const LaunchOptions& options,
                  const std::function<int(const LaunchOptions&)>& run_job,
                  const TunerExchange& exchange);

@@ -23,10 +23,11 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 /// A node's keys live this long after its last keep-alive. Once an exchange is over, a node
-/// leaves its key to a slower node that has not read it yet, and revokes it when the next
-/// exchange is over (every node wrote that one, so all have read this one); the last one goes
-/// with its lease. A dead node's go with it.
-constexpr int kLeaseSeconds = 10;
+/// leaves its key to a slower node that has not read it yet (it has this long), and revokes it
+/// when the next exchange is over (every node wrote that one, so all have read this one); the
+/// last one goes with its lease. A dead node's go with it; until then they are waited out, never
+/// counted (DecideExchange).
+constexpr int kLeaseSeconds = 30;
 
 double SecondsSince(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
@@ -48,6 +49,11 @@ class EtcdExchange : public ExternalEvents {
         id_(RandomNodeId()) {}
 
   ExchangeResult Exchange(const std::string& name, const std::string& value, double timeout);
+  /// Every node is past the last exchange (a job of them all ran since): its key goes now.
+  ExchangeResult Close() {
+    Revoke(previous_lease_);
+    return {};
+  }
 
   int fd() override { return watch_ ? watch_->fd() : -1; }
   bool OnReadable() override;
@@ -56,6 +62,7 @@ class EtcdExchange : public ExternalEvents {
 
  private:
   void Publish();
+  void Step();
   void Scan();
   void Unavailable(const KvUnavailable& e);
   void Revoke(int64_t& lease);
@@ -71,6 +78,7 @@ class EtcdExchange : public ExternalEvents {
   std::string prefix_;
   std::string own_key_;
   std::string value_;
+  std::string confirmed_;  // The digest of the complete set this node confirmed; empty: none.
   Clock::time_point start_;
   double timeout_ = 0;
   int64_t lease_ = 0;
@@ -89,10 +97,13 @@ class EtcdExchange : public ExternalEvents {
 void EtcdExchange::Publish() {
   try {
     if (lease_ == 0) lease_ = store_->GrantLease(kLeaseSeconds);
-    store_->Put(own_key_, value_, lease_);
+    store_->Put(own_key_, EncodeExchangeRecord(confirmed_, value_), lease_);
     published_ = true;
     last_keepalive_ = Clock::now();
   } catch (const KvUnavailable& e) {
+    // The lease may be the reason (it expired while etcd was away): a new one next time.
+    lease_ = 0;
+    published_ = false;
     Unavailable(e);
   }
 }
@@ -103,20 +114,34 @@ void EtcdExchange::Unavailable(const KvUnavailable& e) {
   if (!unavailable_since_) unavailable_since_ = Clock::now();
 }
 
-void EtcdExchange::Scan() {
-  try {
+// Lists the exchange's keys and takes the step they call for: done, or this node's confirmation
+// of the complete set written (then listed again: the others may all have confirmed already).
+void EtcdExchange::Step() {
+  for (int pass = 0; pass < 2; ++pass) {
     kvs_ = store_->GetPrefix(prefix_).kvs;
     unavailable_since_.reset();
-    values_ = ReadExchange(kvs_, nodes_, own_key_);
-    if (values_ || watch_) return;
+    const ExchangeStep step = DecideExchange(kvs_, nodes_, own_key_);
+    if (step.kind == ExchangeStep::Kind::kDone) {
+      values_ = step.values;
+      return;
+    }
+    if (step.kind != ExchangeStep::Kind::kConfirm) return;
+    confirmed_ = step.digest;
+    Publish();
+    if (!published_) return;
+  }
+}
+
+void EtcdExchange::Scan() {
+  try {
+    Step();
+    if (values_ || watch_ || !published_) return;
     // The watch from now on, then the listing again: what came before the watch, the listing
     // has. (A watch from a past revision would do too, but etcd serves one that starts behind
     // its head from a loop that runs every 100 ms: a key written between the listing and the
     // watch would come up to 100 ms late.)
     watch_ = store_->Watch(prefix_, 0);
-    kvs_ = store_->GetPrefix(prefix_).kvs;
-    values_ = ReadExchange(kvs_, nodes_, own_key_);
-    unavailable_since_.reset();
+    Step();
   } catch (const KvUnavailable& e) {
     watch_.reset();  // Listed again, and watched anew, at the next tick.
     Unavailable(e);
@@ -177,6 +202,7 @@ ExchangeResult EtcdExchange::Exchange(const std::string& name, const std::string
   prefix_ = ExchangePrefix(scope_, session_, name);
   own_key_ = prefix_ + id_;
   value_ = value;
+  confirmed_.clear();
   start_ = Clock::now();
   timeout_ = timeout;
   lease_ = 0;
@@ -232,6 +258,7 @@ StoreExchangeCall MakeStoreExchange(std::unique_ptr<KvStore> store, std::string 
   auto exchange =
       std::make_shared<EtcdExchange>(std::move(store), std::move(scope), nodes, unavailable_limit);
   return [exchange](const std::string& name, const std::string& value, double timeout) {
+    if (name.empty()) return exchange->Close();
     return exchange->Exchange(name, value, timeout);
   };
 }

@@ -677,6 +677,7 @@ int Main(int argc, char** argv) {
         decision.path.master->master_given) {
       exchange = [&, settings = *decision.path.master](const std::string& job_id,
                                                        const std::string& value, bool first) {
+        if (job_id.empty()) return internal::ExchangeResult{};  // Jobs of a master hold nothing.
         LaunchOptions at = options;
         at.auto_tuner_json.reset();
         at.report.reset();
@@ -715,17 +716,19 @@ int Main(int argc, char** argv) {
           options.job_id.value_or("default"), elastic.np_min, elastic.timeout_seconds);
       std::shared_ptr<KvStore> store =
           MakeEtcdStore(elastic.server, std::chrono::milliseconds(3000));
-      exchange = [call, store, rendezvous = options.rendezvous_timeout,
+      exchange = [&options, call, store, rendezvous = options.rendezvous_timeout,
                   outcome = elastic.ttl_seconds + options.grace + 10](
                      const std::string& job_id, const std::string& value, bool first) {
         // The plan waits for the nodes to start, as a rendezvous does; an outcome, for nodes
         // that ended the same trial: a node's departure ends it on the others within its TTL.
+        if (job_id.empty()) return call("", "", 0);
         internal::ExchangeResult result = call(job_id, value, first ? rendezvous : outcome);
         constexpr std::string_view kOutcome = "_outcome";
         if (result.code == 0 && job_id.ends_with(kOutcome)) {
           // Every node is past the trial's job: its keys go (a failed etcd job keeps its
           // failure record for nodes that come late; none of a trial's does).
-          const ElasticKeys trial(job_id.substr(0, job_id.size() - kOutcome.size()));
+          const ElasticKeys trial(
+              internal::TrialKeyJob(options, job_id.substr(0, job_id.size() - kOutcome.size())));
           try {
             store->DeletePrefix(trial.prefix());
             store->Delete(trial.status());

@@ -71,7 +71,7 @@ class ElasticNodeAgent : public ExternalEvents {
       : options_(options),
         config_(config),
         command_(command),
-        keys_(config.job_id),
+        keys_(options.etcd_key_job.value_or(config.job_id)),
         pod_(NewPodName()),
         id_(NewNodeId(pod_)),
         store_(MakeEtcdStore(config.server, kRequestTimeout)) {}

@@ -202,7 +202,9 @@ ExchangeResult ExchangeOverMaster(const LaunchOptions& options, MasterSettings s
 /// exchange `name` and gets every node's, in one order on every node, within `timeout` seconds
 /// (code 1, logged, past it, or once etcd was unreachable for `unavailable_limit` seconds in a
 /// row; 128 + n for a signal meanwhile); the first call's nodes make the session of the later
-/// ones. A value over its bound throws LaunchError.
+/// ones. A value over its bound throws LaunchError. Called with an empty `name`: every node is
+/// past the last exchange (a job of them all ran since, the best's), so its key goes now rather
+/// than with its lease.
 using StoreExchangeCall = std::function<ExchangeResult(const std::string& name,
                                                        const std::string& value, double timeout)>;
 StoreExchangeCall MakeStoreExchange(std::unique_ptr<KvStore> store, std::string scope, int nodes,

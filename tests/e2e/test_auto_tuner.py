@@ -574,9 +574,27 @@ class AutoTunerEtcdTwoNodeTest(AutoTunerTwoNodeTest):
         procs = self.start_nodes()
         for name, proc in procs.items():
             self.assertEqual(self.finish(proc, 180).code, 0, name)
-        # Each trial's job removed its keys when it completed; the exchanges' go with their
-        # 10 s lease.
-        self.wait_until(lambda: not self.etcd.keys("/"), "etcd to hold no key", timeout=20)
+        # Each trial's etcd job's keys went after its outcome; the exchanges' after the best
+        # run, a job of both nodes (every node is past every exchange then).
+        self.wait_until(lambda: not self.etcd.keys("/"), "etcd to hold no key", timeout=5)
+
+    def test_two_searches_on_one_etcd_never_meet(self):
+        # Two searches of different --job_id at once on one etcd, two nodes each: each trial's
+        # etcd job is <job_id>.auto_tuner_<n>, the exchanges are under the job id, so neither
+        # joins, stops or cleans up the other's trials.
+        procs = {}
+        for job, hosts in (("s1", ("127.0.0.2", "127.0.0.3")), ("s2", ("127.0.0.4", "127.0.0.5"))):
+            for host in hosts:
+                name = f"{job}_{host}"
+                procs[name] = self.start_launch(
+                    ["--master", self.master(), "--nnodes", 2, "--host", host, "--job_id", job,
+                     "--nproc_per_node", 1, "--auto_tuner_json", "tuner.json", TRAINER,
+                     "./params.json"],
+                    env=self.node_env("0,1,2,3"), cwd=self.node_dir(name), name=name)
+        for name, proc in procs.items():
+            result = self.finish(proc, 180)
+            self.assertEqual(result.code, 0, f"{name}: {result!r}")
+            self.assertEqual(trial_lines(result), KNOWN_SEARCH, name)
 
     def test_an_elastic_range_or_level_is_a_usage_error(self):
         (self.dir / "tuner.json").write_text(json.dumps(tuner_json()))

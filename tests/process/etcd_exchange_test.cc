@@ -59,14 +59,31 @@ class EtcdExchangeTest : public ::testing::Test {
     for (const KeyValue& kv : store_.GetPrefix(prefix).kvs) keys.push_back(kv.key);
     return keys;
   }
+  /// Another node, as a thread: writes its record under `prefix`, then, once `nodes` keys are
+  /// there, confirms that set as a real node does (the test polls; the launcher never does).
+  std::thread Peer(const std::string& prefix, const std::string& id, const std::string& value,
+                   size_t nodes) {
+    return std::thread([this, prefix, id, value, nodes] {
+      store_.Put(prefix + id, EncodeExchangeRecord("", value));
+      testutil::WaitFor(
+          [&] {
+            const std::vector<KeyValue> kvs = store_.GetPrefix(prefix).kvs;
+            if (kvs.size() != nodes) return false;
+            store_.Put(prefix + id, EncodeExchangeRecord(ExchangeSession(kvs), value));
+            return true;
+          },
+          std::chrono::seconds(5));
+    });
+  }
   FakeKvStore store_;
 };
 
 TEST_F(EtcdExchangeTest, AllNodesThereGivesTheirValuesInKeyOrderAndASessionAfter) {
   const std::string plan = ExchangePrefix("job", "", "auto_tuner_plan");
-  store_.Put(plan + "zzzz", "peer's plan");  // The other node came first.
+  std::thread peer = Peer(plan, "zzzz", "peer's plan", 2);  // The other node.
   auto exchange = Node(2);
   internal::ExchangeResult result = exchange("auto_tuner_plan", "my plan", 5);
+  peer.join();
   ASSERT_EQ(result.code, 0);
   // This node's id is 16 hex digits: before "zzzz".
   EXPECT_EQ(result.values, (std::vector<std::string>{"my plan", "peer's plan"}));
@@ -74,8 +91,9 @@ TEST_F(EtcdExchangeTest, AllNodesThereGivesTheirValuesInKeyOrderAndASessionAfter
   // of the same job (under no session or another one) is never met.
   const std::string session = ExchangeSession(store_.GetPrefix(plan).kvs);
   store_.Put(ExchangePrefix("job", "", "auto_tuner_1_outcome") + "old", "stale");
-  store_.Put(ExchangePrefix("job", session, "auto_tuner_1_outcome") + "0000", "peer's outcome");
+  peer = Peer(ExchangePrefix("job", session, "auto_tuner_1_outcome"), "0000", "peer's outcome", 2);
   result = exchange("auto_tuner_1_outcome", "my outcome", 5);
+  peer.join();
   ASSERT_EQ(result.code, 0);
   EXPECT_EQ(result.values, (std::vector<std::string>{"peer's outcome", "my outcome"}));
   // An exchange that is over leaves its key to its lease, for the nodes that still read it.
@@ -95,30 +113,33 @@ TEST_F(EtcdExchangeTest, ANodeThatNeverComesEndsTheWaitAtItsDeadlineAndItsKeyGoe
   EXPECT_TRUE(Keys("/pdlaunch/").empty());  // Given up: its lease revoked.
 }
 
-TEST_F(EtcdExchangeTest, KeysOfAnEarlierSearchAreWaitedOutNotTakenForNodes) {
-  // A search of the same job that stopped a moment ago left its two nodes' plan keys: this node
-  // and one of them would make two. It waits until their lease goes and its peer comes.
+TEST_F(EtcdExchangeTest, AKeyOfAnEarlierSearchIsWaitedOutNotTakenForANode) {
+  // A node of a search of the same job, killed a moment ago, left its plan key (confirmed for
+  // its own set): with this node's it makes the two of --nnodes, but it never confirms them. This
+  // node waits until its lease goes and the real peer comes.
   const std::string plan = ExchangePrefix("job", "", "auto_tuner_plan");
   const int64_t stale = store_.GrantLease(10);
-  store_.Put(plan + "0old", "earlier plan", stale);
-  store_.Put(plan + "1old", "earlier plan", stale);
+  store_.Put(plan + "0old", EncodeExchangeRecord("00000000000000aa", "earlier plan"), stale);
   std::thread later([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     store_.ExpireLease(stale);
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    store_.Put(plan + "zzzz", "peer's plan");
+  });
+  std::thread peer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));
+    Peer(plan, "zzzz", "peer's plan", 2).join();
   });
   auto exchange = Node(2);
   const internal::ExchangeResult result = exchange("auto_tuner_plan", "my plan", 10);
   later.join();
+  peer.join();
   ASSERT_EQ(result.code, 0);
   EXPECT_EQ(result.values, (std::vector<std::string>{"my plan", "peer's plan"}));
 }
 
 TEST_F(EtcdExchangeTest, ANodeTooManyIsNamedAtTheDeadline) {
   const std::string plan = ExchangePrefix("job", "", "auto_tuner_plan");
-  store_.Put(plan + "peer1", "a");
-  store_.Put(plan + "peer2", "b");
+  store_.Put(plan + "peer1", EncodeExchangeRecord("", "a"));
+  store_.Put(plan + "peer2", EncodeExchangeRecord("", "b"));
   auto exchange = Node(2);
   EXPECT_EQ(exchange("auto_tuner_plan", "c", 0.6).code, 1);
   EXPECT_EQ(Keys(plan), (std::vector<std::string>{plan + "peer1", plan + "peer2"}));

@@ -58,7 +58,8 @@ def main():
                 at = at[keys[-1]]
             if rng.random() < 0.2:
                 keys[-1] = "new_key"
-            value = rng.choice([7, "stage2", True, None, "True", {"op": 1, "b": 2}])
+            value = rng.choice([7, "stage2", True, None, "True", {"op": 1, "b": 2}, 1e-05, 0.5,
+                                2.5e20])
             run = subprocess.run([driver, path, ".".join(keys), json.dumps(value)],
                                  capture_output=True, text=True)
             if run.returncode == 3 and run.stderr.startswith("refused: ") and \

@@ -72,6 +72,10 @@ struct LaunchOptions {
   /// Set by the auto tuner for its jobs across nodes (no flag): one of a sequence of jobs on one
   /// master address, so that a master still serving the previous one is waited for, not an error.
   bool job_of_a_sequence = false;
+  /// Set by the auto tuner for its jobs (no flag): the name under which a job through etcd keeps
+  /// its keys (/paddle/<name>/) in place of its job id: `<--job_id>.auto_tuner_<n>`, so that two
+  /// searches on one etcd never share a trial's keys.
+  std::optional<std::string> etcd_key_job;
 
   // pdlaunch's own additions.
   std::optional<int> start_port;  ///< First fixed port; beats FLAGS_START_PORT, PADDLE_START_PORT.

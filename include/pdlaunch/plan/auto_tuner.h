@@ -35,6 +35,7 @@ struct TunerConfig {
   /// model_cfg.global_batch_size "auto" or absent: the GBS pre-search finds it first, then
   /// SettleGlobalBatchSize sets it (and the micro-batch sizes, which depend on it).
   bool gbs_auto = false;
+  bool gbs_searched = false;  ///< The pre-search ran and SettleGlobalBatchSize set the batch.
   std::string mbs_spec;  ///< micro_batch_size as the file gives it (JSON text); empty: absent.
   bool use_sequence_parallel = false;
   /// Candidate values per dimension after the user's filter, in Paddle's order.

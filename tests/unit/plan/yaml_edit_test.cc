@@ -78,11 +78,17 @@ TEST(YamlEditTest, WhatItDoesNotRewriteIsOneLineNamingTheKeyAndLine) {
             "a: a flow collection on the way to a key is not rewritten (line 1)");
   EXPECT_EQ(error("a: [1,\n  2]\n", "a"),
             "a: a flow collection over several lines is not rewritten (line 1)");
-  EXPECT_EQ(error("a:\n\tb: 1\n", "a.b"), "a.b: a tab in the indentation is not read (line 2)");
+  EXPECT_EQ(error("a:\n\tb: 1\n", "a.b"), "a: a tab in the indentation is not read (line 2)");
   EXPECT_EQ(error("a: 1\n---\nb: 2\n", "a"), "a: the file has several YAML documents (line 2)");
   EXPECT_EQ(error("- a\n- b\n", "a"), "a: the file's top level is not a mapping (line 1)");
   EXPECT_EQ(error("a:\n- x\n- y\nb: 1\n", "a"),
             "a: a mapping or list, not a value: give the key of a value in it (line 1)");
+  EXPECT_EQ(error("a: 1\nb: 2\na: 3\n", "a"),
+            "a: the key is twice in its mapping (YAML keeps the last) (line 3)");
+  EXPECT_EQ(error("a: a long plain\n  string folded\nb: 1\n", "a"),
+            "a: a value over several lines is not rewritten (line 1)");
+  EXPECT_EQ(error("a: \"open\n  quote\"\n", "a"),
+            "a: a value over several lines is not rewritten (line 1)");
 }
 
 TEST(YamlEditTest, ADocumentStartCrLfAndNoLastNewlineAreKept) {
@@ -105,6 +111,10 @@ TEST(YamlEditTest, ValuesAreWrittenSoThatYamlReadsThemBackAsTheyWere) {
   EXPECT_EQ(YamlValue("\"01\""), "\"01\"");
   EXPECT_EQ(YamlValue("\"a: b\""), "\"a: b\"");
   EXPECT_EQ(YamlValue("\"\""), "\"\"");
+  // Floats as PyYAML (YAML 1.1) reads them: a '.' and a signed exponent.
+  EXPECT_EQ(YamlValue("1e-05"), "1.0e-05");
+  EXPECT_EQ(YamlValue("0.5"), "0.5");
+  EXPECT_EQ(YamlValue("1.5e+20"), "1.5e+20");
   EXPECT_EQ(YamlValue("{\"mlp_row_ln\":2,\"attention_row_ln\":0}"),
             "{\"mlp_row_ln\":2,\"attention_row_ln\":0}");
 }
