@@ -8,6 +8,12 @@
 
 #include "pdlaunch/cli/options.h"
 
+// GCC 12 misfires -Wmaybe-uninitialized on a default-constructed LaunchOptions whose
+// std::optional<std::string> members are then set (the product code builds clean).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
 namespace pdlaunch {
 namespace {
 
