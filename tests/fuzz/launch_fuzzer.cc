@@ -41,6 +41,7 @@
 #include "pdlaunch/coord/job_ledger.h"
 #include "pdlaunch/coord/kv_http.h"
 #include "pdlaunch/coord/rendezvous.h"
+#include "pdlaunch/coord/store_exchange.h"
 #include "pdlaunch/plan/auto_tuner.h"
 #include "pdlaunch/plan/cloud.h"
 #include "pdlaunch/plan/devices.h"
@@ -51,6 +52,7 @@
 #include "pdlaunch/plan/slurm.h"
 #include "pdlaunch/plan/topology.h"
 #include "pdlaunch/plan/trainer_env.h"
+#include "pdlaunch/plan/yaml_edit.h"
 #include "pdlaunch/process/cgroup_path.h"
 #include "pdlaunch/process/console_echo.h"
 #include "pdlaunch/process/pod_console.h"
@@ -520,11 +522,32 @@ void FuzzElastic(const LaunchOptions& options, const FuzzInput& input) {
       PDLAUNCH_FUZZ_CHECK(DecodeNodeOutcome(EncodeNodeOutcome(*outcome)) == outcome);
       PDLAUNCH_FUZZ_CHECK(outcome->exit_code >= 0 && outcome->exit_code <= 255);
     }
+    // A YAML config of run_cmd (the auto tuner's edit): refused with one line, or edited so
+    // that setting the same key again changes nothing.
+    if (auto edited = Try([&] { return SetYamlValue(token, "a.b", "2"); })) {
+      PDLAUNCH_FUZZ_CHECK(SetYamlValue(*edited, "a.b", "2") == *edited);
+    }
     ++revision;
     (void)Try([&] { return etcd::ParseRangeResponse(token); });
     (void)Try([&] { return etcd::ParseTxnResponse(token); });
     (void)Try([&] { return etcd::ParseKeepAliveResponse(token); });
     (void)stream.Feed(token + "\r\n");
+  }
+  // The same records as an auto tuner exchange's through etcd (store_exchange.h): whatever they
+  // hold, a decision or one error; done only with every node's value.
+  std::vector<KeyValue> exchange;
+  for (size_t i = 0; i < input.args.size(); ++i) {
+    exchange.push_back({fmt::format("/x/{:04}", i), input.args[i], 1, 1, 0});
+  }
+  for (size_t nodes = 1; nodes <= 3; ++nodes) {
+    if (auto step = Try([&] { return DecideExchange(exchange, nodes, "/x/0000"); })) {
+      if (step->kind == ExchangeStep::Kind::kDone) {
+        PDLAUNCH_FUZZ_CHECK(step->values.size() == nodes && exchange.size() == nodes);
+      }
+      if (step->kind != ExchangeStep::Kind::kWait) {
+        PDLAUNCH_FUZZ_CHECK(step->digest == ExchangeSession(exchange));
+      }
+    }
   }
   const JobState state = ParseJobState(keys, kvs);
   ElasticConfig config;
