@@ -51,45 +51,52 @@ def main():
         etcd_dir = tempfile.TemporaryDirectory(prefix="pdlaunch-tuner-etcd-")
         etcd = EtcdServer(Path(etcd_dir.name) / "etcd.log")
         etcd.start()
-    for _ in range(args.rounds):
-        with tempfile.TemporaryDirectory(prefix="pdlaunch-tuner-") as tmp:
-            work = Path(tmp)
-            (work / "tuner.json").write_text(json.dumps(TUNER))
-            (work / "params.json").write_text('{"per_device_train_batch_size": 1}')
-            trainer = [str(REPO / "tests/helpers/fake_trainer.py"), "./params.json"]
-            if args.nodes == 1:
-                env = dict(os.environ, CUDA_VISIBLE_DEVICES="0,1,2,3,4,5,6,7")
-                subprocess.run([launch, "--auto_tuner_json", "tuner.json", "--nproc_per_node",
-                                "1", "--report", "r.json", *trainer], cwd=work, env=env,
-                               check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            else:
-                # A port below the ephemeral range, locked as the launcher locks its own: one
-                # from bind(0) may be handed to an outgoing connection before the master binds.
-                reservation = PortReservation(1)
-                master = (f"etcd://{etcd.endpoint}" if etcd
-                          else f"127.0.0.2:{reservation.ports[0]}")
-                env = dict(os.environ, CUDA_VISIBLE_DEVICES="0,1,2,3")
-                nodes = []
-                for name, host in (("a", "127.0.0.2"), ("b", "127.0.0.3")):
-                    node = work / name
-                    node.mkdir()
-                    for f in ("tuner.json", "params.json"):
-                        (node / f).write_text((work / f).read_text())
-                    nodes.append(subprocess.Popen(
-                        [launch, "--master", master, "--nnodes", "2", "--host", host,
-                         "--auto_tuner_json", "tuner.json", "--nproc_per_node", "1", "--report",
-                         "r.json", *trainer], cwd=node, env=env, stdout=subprocess.DEVNULL,
-                        stderr=subprocess.DEVNULL))
-                for node in nodes:
-                    if node.wait(timeout=300) != 0:
-                        raise SystemExit("a node of the two-node search failed")
-                reservation.close()
-                work = work / "a"
-            procs = json.loads((work / "r.json").read_text())["processes"]
-            gaps += [(when(b["start_time"]) - when(a["end_time"])) * 1000
-                     for a, b in zip(procs, procs[1:])]
-    if etcd:
-        etcd.close()
+    try:
+        for _ in range(args.rounds):
+            with tempfile.TemporaryDirectory(prefix="pdlaunch-tuner-") as tmp:
+                work = Path(tmp)
+                (work / "tuner.json").write_text(json.dumps(TUNER))
+                (work / "params.json").write_text('{"per_device_train_batch_size": 1}')
+                trainer = [str(REPO / "tests/helpers/fake_trainer.py"), "./params.json"]
+                if args.nodes == 1:
+                    env = dict(os.environ, CUDA_VISIBLE_DEVICES="0,1,2,3,4,5,6,7")
+                    subprocess.run([launch, "--auto_tuner_json", "tuner.json", "--nproc_per_node",
+                                    "1", "--report", "r.json", *trainer], cwd=work, env=env,
+                                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                else:
+                    # A port below the ephemeral range, locked as the launcher locks its own: one
+                    # from bind(0) may be handed to an outgoing connection before the master binds.
+                    reservation = PortReservation(1)
+                    master = (f"etcd://{etcd.endpoint}" if etcd
+                              else f"127.0.0.2:{reservation.ports[0]}")
+                    env = dict(os.environ, CUDA_VISIBLE_DEVICES="0,1,2,3")
+                    nodes = []
+                    for name, host in (("a", "127.0.0.2"), ("b", "127.0.0.3")):
+                        node = work / name
+                        node.mkdir()
+                        for f in ("tuner.json", "params.json"):
+                            (node / f).write_text((work / f).read_text())
+                        nodes.append(subprocess.Popen(
+                            [launch, "--master", master, "--nnodes", "2", "--host", host,
+                             "--auto_tuner_json", "tuner.json", "--nproc_per_node", "1", "--report",
+                             "r.json", *trainer], cwd=node, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL))
+                    for node in nodes:
+                        if node.wait(timeout=300) != 0:
+                            for other in nodes:  # Nor a launcher.
+                                if other.poll() is None:
+                                    other.kill()
+                                    other.wait()
+                            raise SystemExit("a node of the two-node search failed")
+                    reservation.close()
+                    work = work / "a"
+                procs = json.loads((work / "r.json").read_text())["processes"]
+                gaps += [(when(b["start_time"]) - when(a["end_time"])) * 1000
+                         for a, b in zip(procs, procs[1:])]
+    finally:
+        # Also when a round fails: no etcd left behind.
+        if etcd:
+            etcd.close()
     print(f"| trials' gaps | median | max |\n|---|---|---|\n| {len(gaps)} | "
           f"{statistics.median(gaps):.1f} ms | {max(gaps):.1f} ms |")
     print("(the report's times have millisecond resolution)")
