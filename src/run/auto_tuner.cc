@@ -386,10 +386,18 @@ TrialRun RunTrial(Search& search, const TunerConfig& config, const TrialConfig& 
   return run;
 }
 
-// Across nodes, the nodes say what they are about to search (`plan`, a digest of it exchanged)
+// Across nodes, the nodes say what they are about to search (a digest of its plan exchanged)
 // and stop unless all say the same. Returns 0, or the exit code.
-int AgreeOnPlan(Search& search, const std::string& name, const std::string& plan,
-                const std::string& summary, const std::string& what) {
+int AgreeOnPlan(Search& search, const std::string& name,
+                const std::vector<std::pair<TrialConfig, std::optional<std::string>>>& space,
+                const fs::path& history_csv, const std::string& summary, const std::string& what) {
+  // The plan: the whole tuner file (canonical: key order and spacing aside; the limits, the
+  // metric's direction, run_best, the stages' arguments), the layouts with their prunes, and
+  // the history the search resumes from.
+  std::string plan = Json::parse(ReadFile(*search.options.auto_tuner_json, 1 << 20)).dump() + "\n";
+  for (const auto& [cfg, why] : space) plan += Describe(cfg) + "|" + why.value_or("") + "\n";
+  std::error_code ec;
+  if (fs::is_regular_file(history_csv, ec)) plan += ReadFile(history_csv);
   const std::string mine = fmt::format("{}, plan {}", summary, ExchangeDigest(plan));
   ExchangeResult agreed;
   {
@@ -436,15 +444,12 @@ std::optional<long> SearchGlobalBatchSize(Search& search, const TunerConfig& tun
       "in order until one has no metric or runs out of memory (history: {})",
       candidates, space.size(), csv.string());
   if (search.several) {
-    std::string plan =
-        Json::parse(ReadFile(*search.options.auto_tuner_json, 1 << 20)).dump() + "\n";
-    for (const auto& [cfg, why] : space) plan += Describe(cfg) + "|" + why.value_or("") + "\n";
-    if (fs::is_regular_file(csv, ec)) plan += ReadFile(csv);
     const std::string summary =
         fmt::format("{} GBS layouts, {} trials resumed", space.size(), resumed.size());
     // The first exchange of every search is auto_tuner_plan: nodes that differ in this too
     // meet there and say so, instead of each waiting for the others in an exchange of its own.
-    if (const int agreed = AgreeOnPlan(search, "auto_tuner_plan", plan, summary, "GBS layouts")) {
+    if (const int agreed =
+            AgreeOnPlan(search, "auto_tuner_plan", space, csv, summary, "GBS layouts")) {
       code = agreed;
       return std::nullopt;
     }
@@ -566,18 +571,13 @@ int RunAutoTuner(const LaunchOptions& options,
     }
   }
   if (several) {
-    // Every node runs the same deterministic search: they agree first that it is the same (the
-    // layouts with their prunes, and the history they resume from), or none starts a trial.
-    // The whole file (canonical: key order and spacing aside) decides too: the limits, the
-    // metric's direction, run_best, the stages' arguments.
-    std::string plan = Json::parse(ReadFile(json_path, 1 << 20)).dump() + "\n";
-    for (const auto& [cfg, why] : space) plan += Describe(cfg) + "|" + why.value_or("") + "\n";
-    if (fs::is_regular_file(config.resume_csv, ec)) plan += ReadFile(config.resume_csv);
+    // Every node runs the same deterministic search: they agree first that it is the same, or
+    // none starts a trial.
     const std::string summary = fmt::format("{} layouts, {} candidates, {} trials resumed",
                                             space.size(), candidates.size(), resumed.size());
     if (const int code =
             AgreeOnPlan(search, config.gbs_searched ? "auto_tuner_layouts" : "auto_tuner_plan",
-                        plan, summary, "layouts")) {
+                        space, config.resume_csv, summary, "layouts")) {
       return code;
     }
   }
