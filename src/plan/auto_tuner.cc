@@ -176,7 +176,7 @@ bool SameBeside(const TrialConfig& a, const TrialConfig& b, const std::set<std::
          (ignore.count("use_recompute") || same("recompute", a.use_recompute, b.use_recompute)) &&
          same("recompute", a.recompute_granularity, b.recompute_granularity) &&
          same("refined", a.refined, b.refined) && a.global_batch_size == b.global_batch_size &&
-         SameCustom(a, b, ignore);
+         a.estimated_dp == b.estimated_dp && SameCustom(a, b, ignore);
 }
 
 // invalid_strategy entries ("stage3_mp*", "dp2_pp1"): every part must match; "*" means > 1
@@ -343,6 +343,68 @@ std::vector<std::string> Strings(const Json& value, const std::string& key) {
   return out;
 }
 
+// search_algo dp_estimation's keys: estimated_num_gpus (required) and conversion.
+void ParseDpEstimation(const Json& algo, long nodes, long gpus_per_node, TunerConfig& c) {
+  const std::string key = "search_algo.estimated_num_gpus";
+  if (!algo.contains("estimated_num_gpus")) {
+    Bad(key, "dp_estimation needs it: the devices the layouts are estimated for");
+  }
+  const Json& e = algo["estimated_num_gpus"];
+  if (!e.is_number_integer() || e.get<long>() < gpus_per_node || e.get<long>() > kMaxDegree ||
+      e.get<long>() % gpus_per_node) {
+    Bad(key, fmt::format("expected a multiple of this node's {} devices (up to {})", gpus_per_node,
+                         kMaxDegree));
+  }
+  c.estimated_num_gpus = e.get<long>();
+  if (nodes > 1) {
+    Bad("search_algo.name",
+        "dp_estimation across several nodes is not built yet: run it on one "
+        "node (its layouts run on mp x pp devices of that node)");
+  }
+  if (!algo.contains("conversion")) return;
+  const Json& conv = algo["conversion"];
+  if (!conv.is_object()) Bad("search_algo.conversion", "expected an object");
+  TunerConfig::Conversion out;
+  for (const auto& [name, value] : conv.items()) {
+    const std::string where = "search_algo.conversion." + name;
+    if (name == "step_time") {
+      if (!value.is_string() || value.get<std::string>().empty() ||
+          value.get<std::string>().size() > 128 ||
+          value.get<std::string>().find_first_of(",\n\r\"") != std::string::npos) {
+        Bad(where, "expected the step time's name in the log (1 to 128 characters, no comma)");
+      }
+      out.step_time = value.get<std::string>();
+    } else if (name == "comm_bw") {
+      if (!value.is_array() || value.empty() || value.size() > 16) {
+        Bad(where, "expected a list of 1 to 16 bandwidths");
+      }
+      out.comm_bw.clear();
+      out.comm_bw_names.clear();
+      for (const Json& bw : value) {
+        if (!bw.is_number() || !(bw.get<double>() > 0) || bw.get<double>() > 1e9) {
+          Bad(where, fmt::format("{}: expected a positive number", OneLine(bw.dump())));
+        }
+        out.comm_bw.push_back(bw.get<double>());
+        out.comm_bw_names.push_back(bw.dump());
+      }
+    } else if (name == "model_size_b") {
+      if (!value.is_number_integer() || value.get<long>() < 1 || value.get<long>() > 1000000) {
+        Bad(where, "expected the model's size in billions of parameters (a positive integer)");
+      }
+      out.model_size_b = value.get<long>();
+    } else if (name == "amp") {
+      out.amp = Bool(value, where);
+    } else if (name == "need_unify") {
+      out.need_unify = Bool(value, where);
+    } else {
+      Bad(where, "unknown key");
+    }
+  }
+  // Paddle converts only with a step time (main.py); without one the section does nothing.
+  if (out.step_time.empty()) Bad("search_algo.conversion.step_time", "required by conversion");
+  c.conversion = out;
+}
+
 std::string Fmt(double v) {
   std::string s = fmt::format("{:.5f}", v);
   while (s.ends_with('0')) s.pop_back();
@@ -375,16 +437,30 @@ TunerConfig ParseTunerConfig(const std::string& text, const std::string& json_pa
     if (!algo.is_object() || !algo.contains("name") || !algo["name"].is_string()) {
       Bad("search_algo", "expected {\"name\": \"grid\"}");
     }
-    for (const auto& [key, value] : algo.items()) {
-      if (key != "name") Bad("search_algo." + key, "not supported yet");
-    }
     c.search_algo = algo["name"].get<std::string>();
-    if (c.search_algo != "grid" && c.search_algo != "customize") {
+    if (c.search_algo != "grid" && c.search_algo != "customize" &&
+        c.search_algo != "dp_estimation") {
       Bad("search_algo.name",
-          fmt::format("'{}': grid and customize are built (dp_estimation is not yet; gbs is the "
-                      "pre-search that model_cfg.global_batch_size \"auto\" runs before either)",
+          fmt::format("'{}': expected grid, dp_estimation or customize (gbs is the pre-search "
+                      "that model_cfg.global_batch_size \"auto\" runs before any of them)",
                       OneLine(c.search_algo)));
     }
+    for (const auto& [key, value] : algo.items()) {
+      if (key == "name") continue;
+      if (key != "estimated_num_gpus" && key != "conversion") {
+        Bad("search_algo." + key, "not supported yet");
+      }
+      if (c.search_algo != "dp_estimation") Bad("search_algo." + key, "only with dp_estimation");
+    }
+    if (c.search_algo == "dp_estimation") ParseDpEstimation(algo, nodes, gpus_per_node, c);
+  }
+  // dp_estimation: the candidates are those of the estimated cluster (utils.py
+  // default_candidates), its nodes estimated_num_gpus / gpus_per_node.
+  c.given_nodes = nodes;
+  if (c.estimated_num_gpus) {
+    c.num_gpus = *c.estimated_num_gpus;
+    nodes = c.num_gpus / gpus_per_node;
+    c.nodes = nodes;
   }
   if (root.contains("configs_csv")) {
     if (!root["configs_csv"].is_string()) Bad("configs_csv", "expected a file name");
@@ -421,6 +497,11 @@ TunerConfig ParseTunerConfig(const std::string& text, const std::string& json_pa
   } else {
     c.global_batch_size = ModelInt(model, "global_batch_size");
   }
+  if (c.estimated_num_gpus && c.gbs_auto) {
+    Bad("model_cfg.global_batch_size",
+        "dp_estimation needs the estimated cluster's batch: the GBS pre-search would find this "
+        "node's");
+  }
   c.num_layers = ModelInt(model, "num_layers");
   c.hidden_size = ModelInt(model, "hidden_size");
   c.vocab_size = ModelInt(model, "vocab_size");
@@ -437,6 +518,11 @@ TunerConfig ParseTunerConfig(const std::string& text, const std::string& json_pa
   if (root.contains("enable_pp_prune")) enable_pp_prune = Bool(root["enable_pp_prune"], "enable_pp_prune");
   // utils.py dist_degree's default lists and orders.
   c.dp = Filter(root, "dp_degree", Divisors(c.num_gpus, perf), c.num_gpus);
+  if (c.estimated_num_gpus && c.dp != std::vector<long>{1}) {
+    c.warnings.push_back(
+        "dp_degree should be [1] in dp estimation search mode. Modify it to [1] automatically.");
+    c.dp = {1};
+  }
   std::vector<long> mp = Divisors(enable_mp_prune ? gpus_per_node : c.num_gpus, !perf);
   std::erase_if(mp, [&](long m) {
     return (c.hidden_size && *c.hidden_size % m) || (c.vocab_size && *c.vocab_size % m) ||
@@ -637,6 +723,7 @@ std::string Describe(const TrialConfig& c) {
                                                     : c.recompute_granularity.value_or("on"));
   for (const auto& [op, value] : c.refined) out += fmt::format(" {}={}", op, value);
   for (const auto& [key, value] : c.custom) out += fmt::format(" {}={}", key, PyStr(value));
+  if (c.estimated_dp) out += fmt::format(" (for dp{}, gbs{})", c.estimated_dp, c.global_batch_size);
   return out;
 }
 
@@ -825,8 +912,56 @@ std::optional<std::string> StaticPrune(const TrialConfig& c, const TunerConfig& 
 
 }  // namespace
 
+namespace {
+
+// utils.py search_by_dp_estimation: each layout of the estimated cluster that the static rules
+// kept, as one data-parallel replica (dp, sharding and stage 1) on mp x pp devices, its batch the
+// cluster's divided by the cluster's dp x sharding; a layout equal to an earlier one (stages
+// collapse) is left out, and one that needs more nodes than the job has is pruned.
+std::vector<std::pair<TrialConfig, std::optional<std::string>>> SingleReplicaLayouts(
+    const std::vector<std::pair<TrialConfig, std::optional<std::string>>>& grid,
+    const TunerConfig& cfg) {
+  std::vector<std::pair<TrialConfig, std::optional<std::string>>> out;
+  std::vector<TrialConfig> seen;
+  for (const auto& [layout, why] : grid) {
+    if (why) continue;
+    TrialConfig t = layout;
+    t.estimated_dp = layout.dp * layout.sharding_degree;
+    t.dp = t.sharding_degree = t.sharding_stage = 1;
+    t.trial_gpus = t.mp * t.pp;
+    t.global_batch_size = *cfg.global_batch_size / t.estimated_dp;
+    t.acc_steps = t.global_batch_size / t.mbs;
+    // gen_new_ctx's nodes: one, whole nodes, or the fewest that split the devices evenly.
+    if (t.trial_gpus <= cfg.gpus_per_node) {
+      t.trial_nodes = 1;
+    } else if (t.trial_gpus % cfg.gpus_per_node == 0) {
+      t.trial_nodes = t.trial_gpus / cfg.gpus_per_node;
+    } else {
+      for (long n = 2; n <= cfg.given_nodes && !t.trial_nodes; ++n) {
+        if (t.trial_gpus % n == 0 && t.trial_gpus / n <= cfg.gpus_per_node) t.trial_nodes = n;
+      }
+    }
+    if (std::find(seen.begin(), seen.end(), t) != seen.end()) continue;
+    seen.push_back(t);
+    std::optional<std::string> reason;
+    if (t.trial_nodes == 0 || t.trial_nodes > cfg.given_nodes) {
+      reason = fmt::format("one replica needs {} devices, more than the job's {} node(s) of {}",
+                           t.trial_gpus, cfg.given_nodes, cfg.gpus_per_node);
+    }
+    out.emplace_back(t, reason);
+  }
+  return out;
+}
+
+}  // namespace
+
 std::vector<std::pair<TrialConfig, std::optional<std::string>>> SearchSpace(
     const TunerConfig& cfg, const MemoryEstimate& estimate) {
+  if (cfg.estimated_num_gpus) {
+    TunerConfig grid = cfg;
+    grid.estimated_num_gpus.reset();
+    return SingleReplicaLayouts(SearchSpace(grid, estimate), cfg);
+  }
   if (!cfg.global_batch_size) {
     throw LaunchError("auto tuner: the layouts need the global batch size (the GBS pre-search's)");
   }
@@ -1066,7 +1201,8 @@ std::string EncodeNodeOutcome(const NodeOutcome& n) {
               {"timed_out", n.timed_out},
               {"exit_code", n.exit_code},
               {"exec_time", n.exec_time},
-              {"search_seconds", n.search_seconds}}
+              {"search_seconds", n.search_seconds},
+              {"step_time", number(n.step_time)}}
       .dump();
 }
 
@@ -1100,7 +1236,8 @@ std::optional<NodeOutcome> DecodeNodeOutcome(const std::string& text) {
       !boolean("timed_out", n.timed_out) || !seconds("exec_time", n.exec_time) ||
       !seconds("search_seconds", n.search_seconds) || !j.contains("exit_code") ||
       !j["exit_code"].is_number_integer() || j["exit_code"].get<long>() < 0 ||
-      j["exit_code"].get<long>() > 255) {
+      j["exit_code"].get<long>() > 255 ||
+      (j.contains("step_time") && !optional_number("step_time", n.step_time))) {
     return std::nullopt;
   }
   n.exit_code = static_cast<int>(j["exit_code"].get<long>());
@@ -1116,6 +1253,7 @@ NodeOutcome MergeNodeOutcomes(const std::vector<NodeOutcome>& nodes) {
     if (n.rank0) {
       merged.rank0 = true;
       merged.metric = n.metric;
+      merged.step_time = n.step_time;
     }
     if (n.memory_mib) merged.memory_mib = std::max(merged.memory_mib.value_or(0), *n.memory_mib);
     merged.exec_time = std::max(merged.exec_time, n.exec_time);
@@ -1208,31 +1346,115 @@ std::optional<size_t> BestTrial(const std::vector<TrialOutcome>& history,
   return least ? least : std::optional<size_t>(order.front());
 }
 
-std::string HistoryCsv(const std::vector<TrialOutcome>& history, const TunerConfig& config) {
+std::vector<std::string> ConversionColumns(const TunerConfig& config) {
+  std::vector<std::string> out;
+  if (!config.conversion) return out;
+  out.push_back("unified_" + config.metric_name);
+  for (const std::string& bw : config.conversion->comm_bw_names) {
+    out.push_back(fmt::format("bw_{}_{}", bw, config.metric_name));
+    out.push_back(fmt::format("unified_bw_{}_{}", bw, config.metric_name));
+  }
+  return out;
+}
+
+void ConvertOutcome(TrialOutcome& trial, const TunerConfig& config,
+                    const std::optional<double>& step_time) {
+  trial.converted.clear();
+  if (!config.conversion) return;
+  const TunerConfig::Conversion& conv = *config.conversion;
+  const std::vector<std::string> names = ConversionColumns(config);
+  const double devices =
+      static_cast<double>(trial.cfg.trial_gpus ? trial.cfg.trial_gpus : config.num_gpus);
+  const auto round_to = [](double v, int places) {
+    const double scale = std::pow(10.0, places);
+    return std::round(v * scale) / scale;
+  };
+  // Python's truthiness: a metric or step time of 0 converts to None, as in Paddle.
+  const auto unify = [&](const std::optional<double>& v) -> std::optional<double> {
+    if (!v || *v == 0 || !conv.need_unify) return v;
+    return round_to(*v / devices, 2);
+  };
+  const std::optional<double> metric = trial.metric;
+  trial.converted.emplace_back(names[0], unify(metric));
+  for (size_t k = 0; k < conv.comm_bw.size(); ++k) {
+    const double comm_time =
+        static_cast<double>(conv.model_size_b) * (conv.amp ? 6.0 : 4.0) / conv.comm_bw[k];
+    std::optional<double> multi;
+    if (metric && *metric != 0 && step_time && *step_time != 0) {
+      multi = round_to(*step_time / (*step_time + comm_time) * *metric, 5);
+    }
+    trial.converted.emplace_back(names[1 + 2 * k], multi);
+    trial.converted.emplace_back(names[2 + 2 * k], unify(multi));
+  }
+}
+
+namespace {
+
+// dp_estimation's columns after global_batch_size: the cluster's dp degree, the trial's devices
+// and nodes (Paddle's estimated_dp_degree, num_gpus and nodes keys).
+constexpr const char* kEstimationColumns = "estimated_dp_degree,num_gpus,nodes,";
+
+std::string CsvHeader(const TunerConfig& config) {
   std::string custom_columns;
   for (const TunerConfig::CustomDim& dim : config.custom_dims) custom_columns += dim.key + ",";
   for (const std::string& op : config.refined_recompute) custom_columns += op + ",";
-  std::string out = fmt::format(
+  std::string converted;
+  for (const std::string& name : ConversionColumns(config)) converted += name + ",";
+  return fmt::format(
       "job_id,mp_degree,sharding_degree,pp_degree,dp_degree,sharding_stage,micro_batch_size,"
-      "vpp_degree,use_recompute,recompute_granularity,{}acc_steps,global_batch_size,exec_time,{},"
-      "max_mem_usage,error_info\n",
-      custom_columns, config.metric_name);
+      "vpp_degree,use_recompute,recompute_granularity,{}acc_steps,global_batch_size,{}exec_time,"
+      "{},{}max_mem_usage,error_info\n",
+      custom_columns, config.estimated_num_gpus ? kEstimationColumns : "", config.metric_name,
+      converted);
+}
+
+std::string CsvRow(const TrialOutcome& h, const TunerConfig& config) {
+  const TrialConfig& c = h.cfg;
+  std::string custom_values;
+  for (const auto& [key, value] : c.custom) custom_values += PyStr(value) + ",";
+  for (const auto& [op, value] : c.refined) custom_values += std::to_string(value) + ",";
+  const std::string estimation =
+      config.estimated_num_gpus
+          ? fmt::format("{},{},{},", c.estimated_dp, c.trial_gpus, c.trial_nodes)
+          : "";
+  std::string converted;
+  for (const auto& [name, value] : h.converted) converted += (value ? Fmt(*value) : "") + ",";
+  return fmt::format(
+      "{},{},{},{},{},{},{},{},{},{},{}{},{},{}{},{},{}{},{}\n", h.job_id, c.mp, c.sharding_degree,
+      c.pp, c.dp, c.sharding_stage, c.mbs, c.vpp, c.use_recompute ? PyBool(c.use_recompute) : "",
+      c.recompute_granularity.value_or(""), custom_values, c.acc_steps, c.global_batch_size,
+      estimation, Fmt(h.exec_time), h.metric ? Fmt(*h.metric) : "", converted,
+      h.oom          ? "OOM"
+      : h.memory_mib ? Fmt(*h.memory_mib)
+                     : "",
+      h.error.empty() ? "" : fmt::format("['{}']", h.error));
+}
+
+}  // namespace
+
+std::string HistoryCsv(const std::vector<TrialOutcome>& history, const TunerConfig& config) {
+  std::string out = CsvHeader(config);
   for (const TrialOutcome& h : history) {
-    if (h.pruned) continue;
-    const TrialConfig& c = h.cfg;
-    std::string custom_values;
-    for (const auto& [key, value] : c.custom) custom_values += PyStr(value) + ",";
-    for (const auto& [op, value] : c.refined) custom_values += std::to_string(value) + ",";
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{}{},{},{},{},{},{}\n", h.job_id, c.mp,
-                       c.sharding_degree, c.pp, c.dp, c.sharding_stage, c.mbs, c.vpp,
-                       c.use_recompute ? PyBool(c.use_recompute) : "",
-                       c.recompute_granularity.value_or(""), custom_values, c.acc_steps,
-                       c.global_batch_size, Fmt(h.exec_time), h.metric ? Fmt(*h.metric) : "",
-                       h.oom          ? "OOM"
-                       : h.memory_mib ? Fmt(*h.memory_mib)
-                                      : "",
-                       h.error.empty() ? "" : fmt::format("['{}']", h.error));
+    if (!h.pruned) out += CsvRow(h, config);
   }
+  return out;
+}
+
+std::string EnhancedHistoryCsv(const std::vector<TrialOutcome>& history,
+                               const TunerConfig& config) {
+  if (!config.conversion) return "";
+  std::vector<const TrialOutcome*> rows;
+  for (const TrialOutcome& h : history) {
+    if (!h.pruned && h.error.empty() && !h.oom) rows.push_back(&h);
+  }
+  // The first comm_bw's unified value (recorder.py's additional_metric_key), highest first.
+  const auto key = [](const TrialOutcome* h) {
+    return h->converted.size() > 2 && h->converted[2].second ? *h->converted[2].second : -HUGE_VAL;
+  };
+  std::stable_sort(rows.begin(), rows.end(),
+                   [&](const TrialOutcome* a, const TrialOutcome* b) { return key(a) > key(b); });
+  std::string out = CsvHeader(config);
+  for (const TrialOutcome* h : rows) out += CsvRow(*h, config);
   return out;
 }
 
@@ -1245,7 +1467,16 @@ std::vector<TrialOutcome> ParseHistoryCsv(const std::string& text, const TunerCo
   // The custom dimensions' columns, then refined_recompute's, follow recompute_granularity.
   const size_t custom = config.custom_dims.size();
   const size_t n = custom + config.refined_recompute.size();
-  if (header.size() != 16 + n || header[13 + n] != config.metric_name) return out;
+  // dp_estimation's three columns after global_batch_size, the conversion's after the metric.
+  const size_t est = config.estimated_num_gpus ? 3 : 0;
+  const std::vector<std::string> conversion = ConversionColumns(config);
+  const size_t conv = conversion.size();
+  if (header.size() != 16 + n + est + conv || header[13 + n + est] != config.metric_name) {
+    return out;
+  }
+  for (size_t k = 0; k < conv; ++k) {
+    if (header[14 + n + est + k] != conversion[k]) return out;
+  }
   for (size_t k = 0; k < n; ++k) {
     const std::string& name =
         k < custom ? config.custom_dims[k].key : config.refined_recompute[k - custom];
@@ -1255,12 +1486,12 @@ std::vector<TrialOutcome> ParseHistoryCsv(const std::string& text, const TunerCo
     // error_info is the last column and may hold commas: split the others only.
     std::vector<std::string> f;
     size_t at = 0;
-    for (size_t i = 0; i < 15 + n && at != std::string::npos; ++i) {
+    for (size_t i = 0; i < 15 + n + est + conv && at != std::string::npos; ++i) {
       const size_t comma = line.find(',', at);
       f.push_back(line.substr(at, comma == std::string::npos ? comma : comma - at));
       at = comma == std::string::npos ? comma : comma + 1;
     }
-    if (f.size() != 15 + n || at == std::string::npos) continue;
+    if (f.size() != 15 + n + est + conv || at == std::string::npos) continue;
     try {
       TrialOutcome o;
       o.job_id = std::stoi(f[0]);
@@ -1291,10 +1522,21 @@ std::vector<TrialOutcome> ParseHistoryCsv(const std::string& text, const TunerCo
       if (!known) continue;
       c.acc_steps = std::stol(f[10 + n]);
       c.global_batch_size = std::stol(f[11 + n]);
-      o.exec_time = std::stod(f[12 + n]);
-      if (!f[13 + n].empty()) o.metric = std::stod(f[13 + n]);
-      o.oom = f[14 + n] == "OOM";
-      if (!o.oom && !f[14 + n].empty()) o.memory_mib = std::stod(f[14 + n]);
+      if (est) {
+        c.estimated_dp = std::stol(f[12 + n]);
+        c.trial_gpus = std::stol(f[13 + n]);
+        c.trial_nodes = std::stol(f[14 + n]);
+      }
+      o.exec_time = std::stod(f[12 + n + est]);
+      if (!f[13 + n + est].empty()) o.metric = std::stod(f[13 + n + est]);
+      for (size_t k = 0; k < conv; ++k) {
+        const std::string& v = f[14 + n + est + k];
+        o.converted.emplace_back(conversion[k],
+                                 v.empty() ? std::nullopt : std::optional<double>(std::stod(v)));
+      }
+      const std::string& memory = f[14 + n + est + conv];
+      o.oom = memory == "OOM";
+      if (!o.oom && !memory.empty()) o.memory_mib = std::stod(memory);
       std::string error = line.substr(at);
       if (error.starts_with("['") && error.ends_with("']")) error = error.substr(2, error.size() - 4);
       o.error = error;

@@ -125,14 +125,24 @@ void ApplyEdits(const std::vector<FileEdit>& edits, const std::string& trial,
 std::string Outcome(const TrialOutcome& o, const TunerConfig& config, bool best) {
   if (o.oom) return "OOM";
   if (!o.metric) return o.error.empty() ? "no metric" : o.error;
-  return fmt::format("{} {}{}{}", *o.metric, config.metric_name,
+  // dp_estimation's conversion: the first bandwidth's estimate for the whole cluster.
+  std::string converted;
+  if (o.converted.size() > 1) {
+    converted = o.converted[1].second
+                    ? fmt::format(", {} at dp{} (comm_bw {})", *o.converted[1].second,
+                                  o.cfg.estimated_dp, config.conversion->comm_bw_names[0])
+                    : fmt::format(", no {} to convert", config.conversion->step_time);
+  }
+  return fmt::format("{} {}{}{}{}", *o.metric, config.metric_name, converted,
                      o.timed_out ? " (stopped at its deadline)" : "", best ? " (best so far)" : "");
 }
 
 // What the trial's logs say on this node: the metric of workerlog.0 (rank 0's on the node that
 // ran it, which `rank0` says), out of memory in any worker log, the peak of the GPU log.
 void ReadTrialLogs(const fs::path& dir, const TunerConfig& config, NodeOutcome& o) {
-  o.metric = ReadMetric(ReadFile(dir / "workerlog.0"), config.metric_name);
+  const std::string log0 = ReadFile(dir / "workerlog.0");
+  o.metric = ReadMetric(log0, config.metric_name);
+  if (config.conversion) o.step_time = ReadMetric(log0, config.conversion->step_time);
   std::error_code ec;
   for (const fs::directory_entry& entry : fs::directory_iterator(dir, ec)) {
     if (entry.path().filename().string().starts_with("workerlog") &&
@@ -143,6 +153,17 @@ void ReadTrialLogs(const fs::path& dir, const TunerConfig& config, NodeOutcome& 
   const auto& usage = TheRunReport().device_usage;
   for (const auto& device : usage) {
     o.memory_mib = std::max(o.memory_mib.value_or(0), device.peak_memory_used_mib);
+  }
+}
+
+// The history CSV, and dp_estimation's enhanced one beside it (<stem>_history_enhanced.csv)
+// when it converts, both after every trial.
+void WriteHistory(const TunerConfig& config, const std::vector<TrialOutcome>& history) {
+  WriteAtomically(config.history_csv, HistoryCsv(history, config));
+  if (config.conversion) {
+    const std::string& csv = config.history_csv;
+    WriteAtomically(csv.substr(0, csv.size() - 4) + "_enhanced.csv",
+                    EnhancedHistoryCsv(history, config));
   }
 }
 
@@ -181,6 +202,7 @@ static TunerConfig LoadConfig(const LaunchOptions& options) {
   for (const auto& ids : devices.devices_per_proc) gpus += static_cast<long>(std::max<size_t>(1, ids.size()));
   TunerConfig config = ParseTunerConfig(ReadFile(json_path, 1 << 20), json_path,
                                         std::max(1L, NodesOf(options)), std::max(1L, gpus));
+  for (const std::string& warning : config.warnings) PDLOG_WARN("auto tuner: {}", warning);
   // Opened as Paddle opens it: relative to the working directory.
   if (!config.memory_estimation_tool.empty() &&
       !fs::is_regular_file(config.memory_estimation_tool, ec)) {
@@ -270,10 +292,11 @@ int PrintAutoTunerPlan(const LaunchOptions& options) {
                        {"log_dir", why ? Json(nullptr) : Json(TrialDirName(++job_id, cfg))},
                        {"pruned", why ? Json(*why) : Json(nullptr)}});
   }
-  const Json out = {{"auto_tuner", *options.auto_tuner_json},
-                    {"devices", config.num_gpus},
-                    {"metric", config.metric_name},
-                    {"layouts", layouts}};
+  Json out = {{"auto_tuner", *options.auto_tuner_json},
+              {"devices", config.given_nodes * config.gpus_per_node},
+              {"metric", config.metric_name},
+              {"layouts", layouts}};
+  if (config.estimated_num_gpus) out["estimated_num_gpus"] = *config.estimated_num_gpus;
   fmt::print("{}\n", out.dump(2, ' ', false, Json::error_handler_t::replace));
   return 0;
 }
@@ -295,6 +318,9 @@ struct Search {
   bool several = false;  // A search of several nodes: outcomes are exchanged.
   fs::path base;         // The tuner file's directory: the trials' logs are there.
   Clock::time_point search_start = Clock::now();  // Once the nodes met: their clock.
+  // dp_estimation: this node's devices in the job's order (empty on CPUs), of which a trial of
+  // one replica takes the first mp x pp.
+  std::vector<int> device_ids;
   bool warned = false;                            // A run_cmd file rewritten in place was said.
   int launched = 0;  // Trials run here, of every stage (the first gets warmup_time).
 };
@@ -306,6 +332,25 @@ struct TrialRun {
   int code = 0;               // kInterrupted, kNotAgreed: the launcher's exit code.
   double search_seconds = 0;  // kMerged across nodes: the longest search of any node.
 };
+
+// dp_estimation: the trial of one replica runs on the first mp x pp devices of the job's (Paddle
+// names devices 0 .. n-1 whatever --devices said), as many processes as the job would give them.
+void OneReplicaDevices(const Search& search, const TrialConfig& cfg, LaunchOptions& trial) {
+  const long per_node = cfg.trial_gpus / std::max(1L, cfg.trial_nodes);
+  if (search.device_ids.empty()) {  // CPUs: one process per "device".
+    trial.nproc_per_node = static_cast<int>(per_node);
+    return;
+  }
+  std::string ids;
+  for (long k = 0; k < per_node && k < static_cast<long>(search.device_ids.size()); ++k) {
+    ids += (ids.empty() ? "" : ",") + std::to_string(search.device_ids[static_cast<size_t>(k)]);
+  }
+  (search.options.xpus ? trial.xpus : trial.gpus) = ids;
+  if (trial.nproc_per_node &&
+      (*trial.nproc_per_node > per_node || per_node % *trial.nproc_per_node)) {
+    trial.nproc_per_node = static_cast<int>(per_node);
+  }
+}
 
 // Runs `cfg` as a job of this launcher (job id `job_name`, logs in `dir_name` under the tuner
 // file's directory), with `deadline` seconds, and returns its outcome, merged across nodes.
@@ -327,10 +372,20 @@ TrialRun RunTrial(Search& search, const TunerConfig& config, const TrialConfig& 
   trial.deadline_hit = std::make_shared<bool>(false);
   trial.job_of_a_sequence = search.several;
   trial.etcd_key_job = TrialKeyJob(search.options, job_name);
+  if (cfg.trial_gpus) OneReplicaDevices(search, cfg, trial);
   TheRunReport().device_usage.clear();
   const size_t processes_before = TheRunReport().processes.size();
   const Clock::time_point t0 = Clock::now();
+  // Paddle's searches other than grid set FLAGS_shard_bypass_dygraph_optimizer for the trials:
+  // 1 for a replica without sharding under dp_estimation (its optimizer skips the sharding
+  // step), else 0. Set around the trial only: the best run is the user's own environment.
+  const bool bypass_flag = config.search_algo != "grid";
+  if (bypass_flag) {
+    ::setenv("FLAGS_shard_bypass_dygraph_optimizer",
+             config.estimated_num_gpus && cfg.sharding_degree == 1 ? "1" : "0", 1);
+  }
   const int code = search.run_job(trial);
+  if (bypass_flag) ::unsetenv("FLAGS_shard_bypass_dygraph_optimizer");
   EndOpenConsoleLine();  // A rank stopped mid-line: the trial's line starts a line of its own.
   TrialRun run;
   run.outcome.cfg = cfg;
@@ -383,6 +438,7 @@ TrialRun RunTrial(Search& search, const TunerConfig& config, const TrialConfig& 
     run.search_seconds = here.search_seconds;
   }
   ClassifyOutcome(here, run.outcome);
+  ConvertOutcome(run.outcome, config, here.step_time);
   return run;
 }
 
@@ -536,6 +592,11 @@ int RunAutoTuner(const LaunchOptions& options,
   const std::string json_path = *options.auto_tuner_json;
   TunerConfig config = LoadConfig(options);
   Search search(options, run_job, exchange);
+  if (config.estimated_num_gpus) {
+    for (const auto& ids : ResolveCollectiveDevices(options).devices_per_proc) {
+      search.device_ids.insert(search.device_ids.end(), ids.begin(), ids.end());
+    }
+  }
   const fs::path& base = search.base;
   const bool several = search.several;
   const Clock::time_point start = Clock::now();
@@ -635,7 +696,7 @@ int RunAutoTuner(const LaunchOptions& options,
         // Across nodes, this node's own view of the trial is not the merged one the others
         // would write: left out, so that the histories stay one and the search resumes.
         if (!several) history.push_back(run.outcome);
-        WriteAtomically(config.history_csv, HistoryCsv(history, config));
+        WriteHistory(config, history);
         fmt::print("auto tuner interrupted during trial {}: history in {}; run the same command "
                    "again to resume\n",
                    job_id, config.history_csv);
@@ -643,7 +704,7 @@ int RunAutoTuner(const LaunchOptions& options,
       }
       if (run.end == TrialRun::End::kNotAgreed) {
         // Not merged: left out of the history (see above), to be run again on resume.
-        WriteAtomically(config.history_csv, HistoryCsv(history, config));
+        WriteHistory(config, history);
         PDLOG_ERROR(
             "auto tuner: the nodes did not agree on the outcome of trial {} (a node "
             "stopped or is unreachable); the search stops here, history in {}",
@@ -678,7 +739,7 @@ int RunAutoTuner(const LaunchOptions& options,
                  Outcome(history.back(), config, improved), more, left.empty() ? "" : "; " + left);
       std::fflush(stdout);
     }
-    WriteAtomically(config.history_csv, HistoryCsv(history, config));
+    WriteHistory(config, history);
   }
   if (!best) {
     PDLOG_ERROR("auto tuner: no trial gave the metric {}; see the trials' logs under {}",
@@ -718,9 +779,30 @@ int RunAutoTuner(const LaunchOptions& options,
                     {config.metric_name, *winner.metric}};
   for (const auto& [op, value] : winner.cfg.refined) best_json[op] = value;
   for (const auto& [key, value] : winner.cfg.custom) best_json[key] = Json::parse(value);
+  if (config.estimated_num_gpus) {
+    best_json["estimated_dp_degree"] = winner.cfg.estimated_dp;
+    best_json["num_gpus"] = winner.cfg.trial_gpus;
+    best_json["nodes"] = winner.cfg.trial_nodes;
+    for (const auto& [name, value] : winner.converted) {
+      best_json[name] = value ? Json(*value) : Json(nullptr);
+    }
+  }
   fs::create_directories(config.best_cfg_dir, ec);
   WriteAtomically(fs::path(config.best_cfg_dir) / "best_cfg.json", best_json.dump(2) + "\n");
   PDLOG_INFO("AutoTuner ended in {:.1f}s.", std::chrono::duration<double>(Clock::now() - start).count());
+  if (config.estimated_num_gpus) {
+    // As Paddle: the layouts ran as one replica of a cluster this job is not; nothing to run.
+    fmt::print(
+        "auto tuner: dp_estimation ran one replica of each layout for {} devices; the best "
+        "is not run here (best_cfg.json in {}{})\n",
+        *config.estimated_num_gpus, config.best_cfg_dir,
+        config.conversion
+            ? ", the converted metrics in " +
+                  config.history_csv.substr(0, config.history_csv.size() - 4) + "_enhanced.csv"
+            : "");
+    if (several) exchange("", "", false);
+    return 0;
+  }
   if (!config.run_best) return 0;
   fmt::print("Launch best cfg: {}\n", best_json.dump());
   std::fflush(stdout);

@@ -373,6 +373,61 @@ esac
         self.assertIn("run the same command again to resume", result.stdout)
         self.assertEqual(len(self.history()), 2)
 
+    def test_dp_estimation_runs_one_replica_of_each_layout_and_converts_its_metric(self):
+        # 8 devices here, layouts for 32: mp 2 or 1 with pp 1 and dp 1 leave sharding 16 or 32,
+        # so each trial is one replica on 2 or 1 devices, its batch 32 / 16 or 32 / 32.
+        cfg = tuner_json(search_algo={
+            "name": "dp_estimation", "estimated_num_gpus": 32,
+            "conversion": {"step_time": "interval_runtime", "comm_bw": [100]}},
+            mp_degree=[1, 2], sharding_degree="auto", micro_batch_size=[1],
+            schedule_mode="memory")
+        cfg["model_cfg"]["global_batch_size"] = 32
+        (self.dir / "tuner.json").write_text(json.dumps(cfg))
+        plan = self.run_launch(["--auto_tuner_json", "tuner.json", "--nproc_per_node", "1",
+                                "--dry_run", TRAINER],
+                               env=self.env(CUDA_VISIBLE_DEVICES="0,1,2,3,4,5,6,7"))
+        self.assertEqual(plan.code, 0, plan)
+        listed = json.loads(plan.stdout)
+        self.assertEqual((listed["devices"], listed["estimated_num_gpus"]), (8, 32))
+        self.assertEqual([l["layout"] for l in listed["layouts"]],
+                         ["dp1 mp2 pp1 vpp1 sharding1 stage1 mbs1 recompute=- (for dp16, gbs2)",
+                          "dp1 mp1 pp1 vpp1 sharding1 stage1 mbs1 recompute=- (for dp32, gbs1)"])
+        result = self.tune(cfg)
+        self.assertEqual(result.code, 0, result)
+        self.assertIn("dp_degree should be [1] in dp estimation search mode", result.stderr)
+        # main.py's conversion: comm_time 7 x 4 / 100 = 0.28 s; the step 0.5 x mp s; 110
+        # samples/s become 1 / 1.28 x 110 = 85.9375 and 0.5 / 0.78 x 110 = 70.51282.
+        self.assertEqual(trial_lines(result), [
+            "[1/2] dp1 mp2 pp1 vpp1 sharding1 stage1 mbs1 recompute=- (for dp16, gbs2) → 110 "
+            "interval_samples_per_second, 85.9375 at dp16 (comm_bw 100) (best so far)",
+            "[2/2] dp1 mp1 pp1 vpp1 sharding1 stage1 mbs1 recompute=- (for dp32, gbs1) → 110 "
+            "interval_samples_per_second, 70.51282 at dp32 (comm_bw 100)"])
+        # Each replica ran on the first mp x pp devices, with Paddle's optimizer flag.
+        job1 = self.dir / ("Job1_GBS2_DP1_MP2_PP1_VPP1_Sharding1_Stage1_MBS1_Recompute_None_"
+                           "Granularity_None_AccStep2")
+        job2 = self.dir / ("Job2_GBS1_DP1_MP1_PP1_VPP1_Sharding1_Stage1_MBS1_Recompute_None_"
+                           "Granularity_None_AccStep1")
+        self.assertIn("devices 0,1 bypass 1", (job1 / "workerlog.0").read_text())
+        self.assertIn("devices 0 bypass 1", (job2 / "workerlog.0").read_text())
+        rows = self.history()
+        self.assertEqual([(r["mp_degree"], r["estimated_dp_degree"], r["num_gpus"],
+                           r["global_batch_size"], r["bw_100_interval_samples_per_second"])
+                          for r in rows], [("2", "16", "2", "2", "85.9375"),
+                                           ("1", "32", "1", "1", "70.51282")])
+        with open(self.dir / "tuner_history_enhanced.csv") as f:
+            enhanced = list(csv.DictReader(f))
+        self.assertEqual([r["job_id"] for r in enhanced], ["1", "2"])
+        # As in Paddle, the best is not run: its layout is for 32 devices.
+        self.assertNotIn("Launch best cfg", result.stdout)
+        self.assertIn("the best is not run here", result.stdout)
+        self.assertFalse((self.dir / "best_cfg" / "workerlog.0").exists())
+        best = json.loads((self.dir / "best_cfg" / "best_cfg.json").read_text())
+        self.assertEqual((best["mp_degree"], best["estimated_dp_degree"]), (2, 16))
+        # Resume: nothing runs again.
+        again = self.tune(cfg)
+        self.assertEqual(again.code, 0, again)
+        self.assertEqual(len([l for l in trial_lines(again) if "(from " in l]), 2, again)
+
     def test_dry_run_lists_the_layouts_with_their_prunes(self):
         cfg = tuner_json(invalid_strategy=["dp8_mbs1"])
         (self.dir / "tuner.json").write_text(json.dumps(cfg))
@@ -391,9 +446,9 @@ esac
         result = self.tune(tuner_json(search_algo={"name": "gbs"}))
         self.assertEqual(result.code, 2, result)
         self.assertEqual(result.stderr.strip().splitlines()[-1],
-                         "launch: error: --auto_tuner_json: search_algo.name: 'gbs': grid and "
-                         "customize are built (dp_estimation is not yet; gbs is the pre-search "
-                         "that model_cfg.global_batch_size \"auto\" runs before either)")
+                         "launch: error: --auto_tuner_json: search_algo.name: 'gbs': expected "
+                         "grid, dp_estimation or customize (gbs is the pre-search that "
+                         "model_cfg.global_batch_size \"auto\" runs before any of them)")
         result = self.tune(tuner_json(dp_degre="auto"))
         self.assertEqual(result.code, 2, result)
         self.assertIn("--auto_tuner_json: dp_degre: unknown key", result.stderr)

@@ -7,7 +7,7 @@
 micro_batch_size comes from PARAMS.json's "per_device_train_batch_size", or PARAMS.yaml's
 Global.micro_batch_size (the tuner rewrites a copy per trial). Memory: 20 * mbs / mp "MiB", out of memory past 30 (it prints Paddle's text and
 exits 1). Metric: 100 * mbs + 10 * dp, printed as PaddleNLP does, 12 times; the tuner averages
-the last ones. --hang: sleep for ever when mp == 1 and mbs == 1 (a trial the deadline must stop).
+the last ones. Step time (interval_runtime): 0.5 * mp seconds. --hang: sleep for ever when mp == 1 and mbs == 1 (a trial the deadline must stop).
 --mem-file: writes 1000 * mbs + 100 * dp there, the MiB a fake nvidia-smi reports in use.
 --use_flash True (a custom_search_dim): the metric is 1000 more.
 --oom-rank R: only rank R (PADDLE_TRAINER_ID) runs out of memory; the others train on.
@@ -65,9 +65,13 @@ def main(argv):
         print("Out of memory error on GPU 0: failed to allocate 2.00 GiB", flush=True)
         return 1
     metric = 100 * mbs + 10 * cfg["dp"] + (1000 if flash else 0)
+    # What dp_estimation's trials get: their devices and Paddle's optimizer flag.
+    print(f"devices {os.environ.get('FLAGS_selected_gpus')} bypass "
+          f"{os.environ.get('FLAGS_shard_bypass_dygraph_optimizer')}", flush=True)
     for step in range(12):
         time.sleep(seconds / 12)
-        print(f"global step {step}, loss: 1.0, interval_samples_per_second: {metric}", flush=True)
+        print(f"global step {step}, loss: 1.0, interval_runtime: {0.5 * cfg['mp']}, "
+              f"interval_samples_per_second: {metric}", flush=True)
     return 0
 
 

@@ -76,6 +76,26 @@ struct TunerConfig {
   /// memory_estimation_tool: a Python script that prints a layout's memory in MB; a layout it
   /// puts above max_mem_usage is pruned before launching. Empty: none.
   std::string memory_estimation_tool;
+  /// search_algo dp_estimation (docs/auto-tuner.md, "dp_estimation"): the devices the layouts are
+  /// for (search_algo.estimated_num_gpus). The candidates are those of that many devices (`nodes`
+  /// and `num_gpus` are then the estimated cluster's, `given_nodes` the job's), and each layout
+  /// runs with one data-parallel replica on mp x pp of this job's devices.
+  std::optional<long> estimated_num_gpus;
+  long given_nodes = 1;  ///< The job's nodes (`nodes` unless estimated_num_gpus).
+  /// search_algo.conversion: a single-replica metric converted to the estimated data-parallel
+  /// degree (Paddle's main.py): comm_time = model_size_b x (6 with amp, else 4) / bw; converted =
+  /// step_time / (step_time + comm_time) x metric, for each bw of comm_bw.
+  struct Conversion {
+    std::string step_time;             ///< The step time's name in workerlog.0 (required).
+    std::vector<double> comm_bw{100};  ///< In the order given; each a column of the history.
+    std::vector<std::string> comm_bw_names{"100"};  ///< As Python prints them (100, 12.5).
+    long model_size_b = 7;
+    bool amp = false;
+    bool need_unify = false;  ///< Also per device: the values divided by the trial's devices.
+  };
+  std::optional<Conversion> conversion;
+  /// What the run layer should say as a warning (Paddle's, e.g. dp_degree set to [1]).
+  std::vector<std::string> warnings;
 };
 
 /// Parses the file's `text` for a job of `nodes` nodes of `gpus_per_node` devices. UsageError
@@ -99,6 +119,10 @@ struct TrialConfig {
   std::vector<std::pair<std::string, std::string>> custom;
   /// refined_recompute's values, (operator, value), in TunerConfig::refined_recompute's order.
   std::vector<std::pair<std::string, long>> refined;
+  /// dp_estimation only (0 otherwise): the data-parallel degree of the estimated cluster this
+  /// single-replica layout stands for (its dp x sharding there), and the devices and nodes the
+  /// trial runs on (mp x pp).
+  long estimated_dp = 0, trial_gpus = 0, trial_nodes = 0;
   bool operator==(const TrialConfig&) const = default;
 };
 
@@ -158,6 +182,9 @@ struct TrialOutcome {
   std::string error;  ///< "Out of memory", "timeout", "exit code 3", ...; empty when fine.
   double exec_time = 0;
   bool pruned = false;  ///< Pruned by history as OOM or slower: not run.
+  /// search_algo.conversion's columns, in the history's order (ConversionColumns): the metric
+  /// as the estimated cluster would see it. Empty without a conversion.
+  std::vector<std::pair<std::string, std::optional<double>>> converted;
 };
 
 /// What one node saw of a trial: the facts the nodes of a search across several nodes exchange
@@ -166,6 +193,7 @@ struct NodeOutcome {
   bool rank0 = false;                ///< This node ran rank 0: the metric is its workerlog.0's.
   std::optional<double> metric;      ///< From workerlog.0, where this node has it.
   std::optional<double> memory_mib;  ///< Peak of this node's GPU log.
+  std::optional<double> step_time;   ///< search_algo.conversion.step_time, from workerlog.0.
   bool oom = false;           ///< Paddle's out-of-memory text in one of this node's worker logs.
   bool timed_out = false;     ///< This node's deadline (max_time_per_task) stopped the trial.
   int exit_code = 0;          ///< The trial job's, on this node.
@@ -191,6 +219,20 @@ NodeOutcome MergeNodeOutcomes(const std::vector<NodeOutcome>& nodes);
 /// (with one, the metric counts, as in Paddle); a failed job otherwise → "exit code N", no
 /// metric.
 void ClassifyOutcome(const NodeOutcome& node, TrialOutcome& trial);
+
+/// search_algo.conversion's column names (Paddle's): unified_<metric>, then bw_<bw>_<metric>
+/// and unified_bw_<bw>_<metric> for each comm_bw. Empty without a conversion.
+std::vector<std::string> ConversionColumns(const TunerConfig& config);
+
+/// Sets `trial.converted` from its metric and the step time of its workerlog.0 (main.py's multi
+/// dp conversion): each value None when either is missing. Nothing without a conversion.
+void ConvertOutcome(TrialOutcome& trial, const TunerConfig& config,
+                    const std::optional<double>& step_time);
+
+/// dp_estimation's <stem>_history_enhanced.csv (recorder.py): the trials that ran without an
+/// error, by the first comm_bw's unified value, highest first (those without one last); the
+/// history's columns. Empty without a conversion.
+std::string EnhancedHistoryCsv(const std::vector<TrialOutcome>& history, const TunerConfig& config);
 
 /// prune.py's history rules: the reason `cfg` need not run given `history`, or nullopt. Sets
 /// `oom` when the reason is that a smaller configuration already ran out of memory (Paddle

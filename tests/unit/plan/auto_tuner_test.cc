@@ -676,10 +676,14 @@ TEST(AutoTunerTest, BadFilesAreOneLineNamingTheKey) {
     "run_cmd": {}, "mp_degree": {"min": 0, "max": 2}})"),
             "--auto_tuner_json: mp_degree.min: expected a positive integer, got 0");
   EXPECT_EQ(error(R"({"model_cfg": {"global_batch_size": 8}, "metric_cfg": {"name": "m"},
+    "run_cmd": {}, "search_algo": {"name": "gbs"}})"),
+            "--auto_tuner_json: search_algo.name: 'gbs': expected grid, dp_estimation or "
+            "customize (gbs is the pre-search that model_cfg.global_batch_size \"auto\" runs "
+            "before any of them)");
+  EXPECT_EQ(error(R"({"model_cfg": {"global_batch_size": 8}, "metric_cfg": {"name": "m"},
     "run_cmd": {}, "search_algo": {"name": "dp_estimation"}})"),
-            "--auto_tuner_json: search_algo.name: 'dp_estimation': grid and customize are built "
-            "(dp_estimation is not yet; gbs is the pre-search that model_cfg.global_batch_size "
-            "\"auto\" runs before either)");
+            "--auto_tuner_json: search_algo.estimated_num_gpus: dp_estimation needs it: the "
+            "devices the layouts are estimated for");
   EXPECT_EQ(error(R"({"model_cfg": {"global_batch_size": 8}, "metric_cfg": {"name": "m"},
     "run_cmd": {}, "search_algo": {"name": "customize"}})"),
             "--auto_tuner_json: configs_csv: search_algo customize needs the CSV of its layouts");
@@ -693,6 +697,143 @@ TEST(AutoTunerTest, BadFilesAreOneLineNamingTheKey) {
     "run_cmd": {"mp_degree": ["cfg.toml", "mp"]}})"),
             "--auto_tuner_json: run_cmd.mp_degree: 'cfg.toml' is neither a --flag, -o nor a .json "
             "or .yaml file");
+}
+
+// search_algo dp_estimation, worked by hand from utils.py default_candidates, search_all and
+// search_by_dp_estimation: one node of 4 devices, estimated_num_gpus 16 (so 4 estimated nodes),
+// gbs 32, 4 layers, mbs 2, dp [1]. Candidates: mp = divisors(4) descending [4, 2, 1]; pp =
+// range(5, 0, -1) dividing 4 layers [4, 2, 1]; sharding = divisors(16) descending. Nested
+// mp -> sharding -> pp -> dp with the product 16 and dp 1: (mp, sharding, pp) = (4,4,1),
+// (4,2,2), (4,1,4), (2,8,1), (2,4,2), (2,2,4), (1,16,1), (1,8,2), (1,4,4); acc_steps =
+// 32 / sharding / 2 >= pp for all, so none is pruned statically. As one replica each: dp and
+// sharding 1, estimated dp = the sharding degree, gbs 32 / it, devices mp x pp; the three with 8
+// or 16 devices need 2 or 4 nodes and this job has one.
+TEST(AutoTunerTest, DpEstimationRunsOneReplicaOfEachLayoutByHand) {
+  const char* text = R"({
+    "search_algo": {"name": "dp_estimation", "estimated_num_gpus": 16,
+                    "conversion": {"step_time": "interval_runtime", "comm_bw": [100, 25],
+                                   "need_unify": true}},
+    "mp_degree": "auto", "pp_degree": "auto", "sharding_degree": "auto", "dp_degree": "auto",
+    "micro_batch_size": [2],
+    "model_cfg": {"global_batch_size": 32, "num_layers": 4, "hidden_size": 64,
+                  "num_attention_heads": 4, "vocab_size": 128},
+    "metric_cfg": {"name": "tokens/s", "OptimizationDirection": "Maximize"},
+    "run_cmd": {"mp_degree": ["--mp", ""], "global_batch_size": ["--gbs", ""]}
+  })";
+  const TunerConfig config = ParseTunerConfig(text, "t.json", 1, 4);
+  EXPECT_EQ(config.num_gpus, 16);
+  EXPECT_EQ(config.nodes, 4);
+  EXPECT_EQ(config.given_nodes, 1);
+  EXPECT_EQ(config.dp, std::vector<long>{1});  // "auto" set to [1], with Paddle's warning.
+  ASSERT_EQ(config.warnings.size(), 1u);
+  const std::string tail = " vpp1 sharding1 stage1 mbs2 recompute=-";
+  EXPECT_EQ(
+      Layouts(config, false),
+      (std::vector<std::string>{
+          "dp1 mp4 pp1" + tail + " (for dp4, gbs8)",
+          "dp1 mp4 pp2" + tail +
+              " (for dp2, gbs16) | one replica needs 8 devices, more "
+              "than the job's 1 node(s) of 4",
+          "dp1 mp4 pp4" + tail +
+              " (for dp1, gbs32) | one replica needs 16 devices, more "
+              "than the job's 1 node(s) of 4",
+          "dp1 mp2 pp1" + tail + " (for dp8, gbs4)", "dp1 mp2 pp2" + tail + " (for dp4, gbs8)",
+          "dp1 mp2 pp4" + tail +
+              " (for dp2, gbs16) | one replica needs 8 devices, more "
+              "than the job's 1 node(s) of 4",
+          "dp1 mp1 pp1" + tail + " (for dp16, gbs2)", "dp1 mp1 pp2" + tail + " (for dp8, gbs4)",
+          "dp1 mp1 pp4" + tail + " (for dp4, gbs8)"}));
+  const TrialConfig first = SearchSpace(config)[0].first;
+  EXPECT_EQ(first.trial_gpus, 4);
+  EXPECT_EQ(first.trial_nodes, 1);
+  EXPECT_EQ(first.acc_steps, 4);  // 8 / mbs 2.
+  std::vector<FileEdit> edits;
+  EXPECT_EQ(TrialArguments({"train.py"}, first, config, false, edits),
+            (std::vector<std::string>{"train.py", "--mp", "4", "--gbs", "8"}));
+
+  // main.py's conversion: comm_time = 7 (model_size_b) x 4 / bw: 0.28 s at 100, 1.12 s at 25;
+  // step 1 s and 100 tokens/s give 100 / 1.28 = 78.125 and 100 / 2.12 = 47.16981; need_unify
+  // divides by the trial's 4 devices, rounded to 2 places.
+  EXPECT_EQ(
+      ConversionColumns(config),
+      (std::vector<std::string>{"unified_tokens/s", "bw_100_tokens/s", "unified_bw_100_tokens/s",
+                                "bw_25_tokens/s", "unified_bw_25_tokens/s"}));
+  TrialOutcome ran = Ran(first, 1, 100.0);
+  ConvertOutcome(ran, config, 1.0);
+  ASSERT_EQ(ran.converted.size(), 5u);
+  EXPECT_EQ(ran.converted[0].second, 25.0);
+  EXPECT_DOUBLE_EQ(*ran.converted[1].second, 78.125);
+  EXPECT_DOUBLE_EQ(*ran.converted[2].second, 19.53);
+  EXPECT_DOUBLE_EQ(*ran.converted[3].second, 47.16981);
+  EXPECT_DOUBLE_EQ(*ran.converted[4].second, 11.79);
+  TrialOutcome no_step = Ran(SearchSpace(config)[3].first, 2, 300.0);
+  ConvertOutcome(no_step, config, std::nullopt);  // No step time: nothing to convert.
+  EXPECT_EQ(no_step.converted[1].second, std::nullopt);
+  TrialOutcome faster = Ran(SearchSpace(config)[4].first, 3, 200.0);
+  ConvertOutcome(faster, config, 3.0);  // 3 / 3.28 x 200 = 182.92683, 3 / 4.12 x 200 = 145.63107.
+  TrialOutcome oom = Ran(SearchSpace(config)[6].first, 4, std::nullopt);
+  oom.oom = true;
+  oom.error = "Out of memory";
+  ConvertOutcome(oom, config, std::nullopt);
+  const std::vector<TrialOutcome> history = {ran, no_step, faster, oom};
+  const std::string csv = HistoryCsv(history, config);
+  const std::string header =
+      "job_id,mp_degree,sharding_degree,pp_degree,dp_degree,sharding_stage,micro_batch_size,"
+      "vpp_degree,use_recompute,recompute_granularity,acc_steps,global_batch_size,"
+      "estimated_dp_degree,num_gpus,nodes,exec_time,tokens/s,unified_tokens/s,bw_100_tokens/s,"
+      "unified_bw_100_tokens/s,bw_25_tokens/s,unified_bw_25_tokens/s,max_mem_usage,error_info\n";
+  EXPECT_EQ(csv, header +
+                     "1,4,1,1,1,1,2,1,,,4,8,4,4,1,0,100,25,78.125,19.53,47.16981,11.79,,\n"
+                     "2,2,1,1,1,1,2,1,,,2,4,8,2,1,0,300,150,,,,,,\n"
+                     "3,2,1,2,1,1,2,1,,,4,8,4,4,1,0,200,50,182.92683,45.73,145.63107,36.41,,\n"
+                     "4,1,1,1,1,1,2,1,,,1,2,16,1,1,0,,,,,,,OOM,['Out of memory']\n");
+  // recorder.py's enhanced history: no error, by the first bandwidth's unified value, highest
+  // first, those without one last.
+  EXPECT_EQ(EnhancedHistoryCsv(history, config),
+            header +
+                "3,2,1,2,1,1,2,1,,,4,8,4,4,1,0,200,50,182.92683,45.73,145.63107,36.41,,\n"
+                "1,4,1,1,1,1,2,1,,,4,8,4,4,1,0,100,25,78.125,19.53,47.16981,11.79,,\n"
+                "2,2,1,1,1,1,2,1,,,2,4,8,2,1,0,300,150,,,,,,\n");
+  // Resume reads it all back.
+  const std::vector<TrialOutcome> back = ParseHistoryCsv(csv, config);
+  ASSERT_EQ(back.size(), 4u);
+  for (size_t k = 0; k < back.size(); ++k) {
+    EXPECT_EQ(back[k].cfg, history[k].cfg) << k;
+    EXPECT_EQ(back[k].converted, history[k].converted) << k;
+  }
+}
+
+TEST(AutoTunerTest, BadDpEstimationFilesNameTheKey) {
+  const auto error = [](const std::string& algo, long nodes = 1, const std::string& gbs = "8") {
+    return ErrorOf<UsageError>([&] {
+      ParseTunerConfig(R"({"model_cfg": {"global_batch_size": )" + gbs +
+                           R"(}, "metric_cfg": {"name": "m"}, "run_cmd": {}, "search_algo": )" +
+                           algo + "}",
+                       "t.json", nodes, 8);
+    });
+  };
+  EXPECT_EQ(error(R"({"name": "dp_estimation", "estimated_num_gpus": 12})"),
+            "--auto_tuner_json: search_algo.estimated_num_gpus: expected a multiple of this "
+            "node's 8 devices (up to 1048576)");
+  EXPECT_EQ(error(R"({"name": "dp_estimation", "estimated_num_gpus": 64})", 2),
+            "--auto_tuner_json: search_algo.name: dp_estimation across several nodes is not built "
+            "yet: run it on one node (its layouts run on mp x pp devices of that node)");
+  EXPECT_EQ(error(R"({"name": "grid", "estimated_num_gpus": 64})"),
+            "--auto_tuner_json: search_algo.estimated_num_gpus: only with dp_estimation");
+  EXPECT_EQ(error(R"({"name": "dp_estimation", "estimated_num_gpus": 64, "sharding_overlap": {}})"),
+            "--auto_tuner_json: search_algo.sharding_overlap: not supported yet");
+  EXPECT_EQ(error(R"({"name": "dp_estimation", "estimated_num_gpus": 64,
+                      "conversion": {"comm_bw": [100]}})"),
+            "--auto_tuner_json: search_algo.conversion.step_time: required by conversion");
+  EXPECT_EQ(error(R"({"name": "dp_estimation", "estimated_num_gpus": 64,
+                      "conversion": {"step_time": "t", "comm_bw": [0]}})"),
+            "--auto_tuner_json: search_algo.conversion.comm_bw: 0: expected a positive number");
+  EXPECT_EQ(error(R"({"name": "dp_estimation", "estimated_num_gpus": 64,
+                      "conversion": {"step_time": "t", "bw": 1}})"),
+            "--auto_tuner_json: search_algo.conversion.bw: unknown key");
+  EXPECT_EQ(error(R"({"name": "dp_estimation", "estimated_num_gpus": 64})", 1, R"("auto")"),
+            "--auto_tuner_json: model_cfg.global_batch_size: dp_estimation needs the estimated "
+            "cluster's batch: the GBS pre-search would find this node's");
 }
 
 // The GBS pre-search (global_batch_size "auto"), by hand from utils.py gbs_dp_mp_pp_candidates:
