@@ -168,6 +168,10 @@ void WriteHistory(const TunerConfig& config, const std::vector<TrialOutcome>& hi
 }
 
 long NodesOf(const LaunchOptions& options) {
+  // --ips lists the nodes (with --nnodes, if given, the same count: the path checks it).
+  if (options.WasGiven("ips")) {
+    return std::max<long>(1, static_cast<long>(SplitAndStrip(options.ips, ',').size()));
+  }
   const std::string nnodes = options.nnodes.value_or("1");
   try {
     return std::stol(nnodes.substr(0, nnodes.find(':')));
@@ -184,8 +188,9 @@ std::string TrialKeyJob(const LaunchOptions& options, const std::string& job_nam
 
 const char* const kTunerNeedsAMaster =
     "--auto_tuner_json with --nnodes > 1 needs --master host:port or --master "
-    "etcd://host:port, the same on every node, through which the nodes agree on every trial; "
-    "--ips and a Slurm step are not supported yet (docs/auto-tuner.md)";
+    "etcd://host:port, the same on every node, through which the nodes agree on every trial "
+    "(with --ips, an HTTP --master beside it; in a Slurm step, --master makes each trial a job "
+    "of that master; docs/auto-tuner.md)";
 
 static TunerConfig LoadConfig(const LaunchOptions& options) {
   const std::string json_path = *options.auto_tuner_json;

@@ -200,8 +200,10 @@ void WarnModeBoundFlags(const LaunchOptions& options) {
 /// (docs/master.md, "Which path"): said once, by the run and by --dry_run.
 std::optional<std::string> UnusedMasterNote(const JobDecision& d) {
   const LaunchOptions& options = d.options;
+  // The auto tuner uses it: the nodes of --ips agree on each trial through it.
   if (d.path.kind != LaunchPath::Kind::kDefault || d.rpc || d.ps_counts || !options.master ||
-      !options.WasGiven("ips") || SplitAndStrip(options.ips, ',').size() < 2) {
+      options.auto_tuner_json || !options.WasGiven("ips") ||
+      SplitAndStrip(options.ips, ',').size() < 2) {
     return std::nullopt;
   }
   return fmt::format(
@@ -672,11 +674,28 @@ int Main(int argc, char** argv) {
                                decision.slurm ||
                                (decision.path.master && decision.path.master->nnodes > 1) ||
                                SplitAndStrip(decision.options.ips, ',').size() > 1;
-    if (options.auto_tuner_json && decision.path.kind == LaunchPath::Kind::kMaster &&
-        decision.path.master && decision.path.master->nnodes > 1 &&
-        decision.path.master->master_given) {
-      exchange = [&, settings = *decision.path.master](const std::string& job_id,
-                                                       const std::string& value, bool first) {
+    // With a multi-node --ips, an HTTP --master beside it is where the nodes agree, while each
+    // trial is an --ips job of the list (docs/auto-tuner.md, "Several nodes").
+    std::optional<MasterSettings> agreement;
+    const size_t ips_count = SplitAndStrip(decision.options.ips, ',').size();
+    const bool ips_search = options.auto_tuner_json && options.WasGiven("ips") && ips_count > 1 &&
+                            decision.path.kind == LaunchPath::Kind::kDefault &&
+                            !decision.elastic.config && options.master &&
+                            !options.master->starts_with("etcd://");
+    if (ips_search) {
+      LaunchOptions as_master = options;
+      as_master.given.erase("ips");
+      as_master.ips = "127.0.0.1";
+      as_master.nnodes = std::to_string(ips_count);
+      agreement = SelectLaunchPath(as_master, env).master;
+    } else if (options.auto_tuner_json && decision.path.kind == LaunchPath::Kind::kMaster &&
+               decision.path.master && decision.path.master->nnodes > 1 &&
+               decision.path.master->master_given) {
+      agreement = decision.path.master;
+    }
+    if (agreement) {
+      exchange = [&, settings = *agreement](const std::string& job_id, const std::string& value,
+                                            bool first) {
         if (job_id.empty()) return internal::ExchangeResult{};  // Jobs of a master hold nothing.
         LaunchOptions at = options;
         at.auto_tuner_json.reset();
@@ -746,7 +765,11 @@ int Main(int argc, char** argv) {
                          ? internal::RunAutoTuner(
                                options,
                                [&](const LaunchOptions& trial) {
-                                 return RunDecided(Decide(trial, env), env, announce);
+                                 if (!ips_search)
+                                   return RunDecided(Decide(trial, env), env, announce);
+                                 LaunchOptions of_ips = trial;  // The --master is the tuner's.
+                                 of_ips.master.reset();
+                                 return RunDecided(Decide(of_ips, env), env, announce);
                                },
                                exchange)
                          : RunDecided(std::move(decision), env, announce);

@@ -606,6 +606,29 @@ class AutoTunerTwoNodeTest(LaunchTestCase):
             self.assertFalse(list((self.dir / name).glob("Job*")), "a trial ran")
 
 
+class AutoTunerIpsTwoNodeTest(AutoTunerTwoNodeTest):
+    """The same two-node search with the nodes listed by --ips: each trial an --ips job of both
+    (fixed ports from FLAGS_START_PORT, no rendezvous), the agreement on each trial through the
+    HTTP --master beside the list (docs/auto-tuner.md, "Several nodes")."""
+
+    def start_nodes(self, launcher_args=(), trainer_args=(), devices=("0,1,2,3", "0,1,2,3"),
+                    cfg=None):
+        master = self.master()
+        from etcd import PortReservation
+        start_port = PortReservation(1)
+        self.addCleanup(start_port.close)
+        procs = {}
+        for (name, host), visible in zip((("a", "127.0.0.2"), ("b", "127.0.0.3")), devices):
+            env = self.node_env(visible)
+            env["FLAGS_START_PORT"] = str(start_port.ports[0])
+            procs[name] = self.start_launch(
+                ["--ips", "127.0.0.2,127.0.0.3", "--master", master, "--host", host,
+                 "--nproc_per_node", 1, *launcher_args, "--auto_tuner_json", "tuner.json",
+                 TRAINER, "./params.json", *trainer_args],
+                env=env, cwd=self.node_dir(name, cfg), name=name)
+        return procs
+
+
 class AutoTunerEtcdTwoNodeTest(AutoTunerTwoNodeTest):
     """The same two-node search through etcd (--master etcd://, Paddle's way), Debian's etcd on a
     free loopback port: every trial an etcd job of both nodes, the agreement through etcd keys
