@@ -21,6 +21,7 @@ struct Line {
   int indent = 0;
   bool content = false;  // Neither blank nor a comment.
   bool tab = false;      // A tab in the indentation.
+  bool scalar = false;   // A line of a block scalar's text ('#' lines too): never a key.
 };
 
 // A mapping line: its key, where its value begins (just past the ':'), and the value's text
@@ -192,6 +193,44 @@ bool PlainSafe(const std::string& s) {
   return true;
 }
 
+// Whether the line's value opens a block scalar (`key: |`, `- >-`, `- key: |2 # c`): what
+// follows, deeper than it or blank, is the scalar's text.
+bool OpensBlockScalar(std::string_view text, const Line& line) {
+  // Past the dashes of sequence items ("- ", "- - "): the item's own value or mapping entry.
+  size_t at = line.begin + static_cast<size_t>(line.indent);
+  while (at < line.end && text[at] == '-' && (at + 1 == line.end || text[at + 1] == ' ')) {
+    ++at;
+    while (at < line.end && text[at] == ' ') ++at;
+  }
+  Line rest = line;
+  rest.indent = static_cast<int>(at - line.begin);
+  std::string_view value;
+  if (const std::optional<KeyLine> entry = ParseKeyLine(text, rest)) {
+    value = entry->value;
+  } else {
+    value = text.substr(at, line.end - at);
+  }
+  return !value.empty() && (value[0] == '|' || value[0] == '>');
+}
+
+// Marks the lines of every block scalar: a '#' line in one is its text, not a comment, so that
+// a key added after it does not land inside it.
+void MarkBlockScalars(std::string_view text, std::vector<Line>& lines) {
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (!lines[i].content || !OpensBlockScalar(text, lines[i])) continue;
+    size_t j = i + 1;
+    for (; j < lines.size(); ++j) {
+      Line& line = lines[j];
+      const bool blank = text.find_first_not_of(" \t", line.begin) >= line.end;
+      if (blank) continue;
+      if (line.indent <= lines[i].indent) break;
+      line.content = true;
+      line.scalar = true;
+    }
+    i = j - 1;
+  }
+}
+
 }  // namespace
 
 std::string YamlValue(std::string_view value_json) {
@@ -216,7 +255,8 @@ std::string YamlValue(std::string_view value_json) {
 
 std::string SetYamlValue(std::string_view text, std::string_view dotted_key,
                          std::string_view value_json) {
-  const std::vector<Line> lines = SplitLines(text);
+  std::vector<Line> lines = SplitLines(text);
+  MarkBlockScalars(text, lines);
   std::vector<std::string> keys;
   for (size_t at = 0;;) {
     const size_t dot = dotted_key.find('.', at);
@@ -257,6 +297,10 @@ std::string SetYamlValue(std::string_view text, std::string_view dotted_key,
       const Line& line = lines[i];
       if (!line.content) continue;
       if (line.tab) Fail(path, i, "a tab in the indentation is not read");
+      if (line.scalar) {  // A block scalar's text: deeper than its key, never a key itself.
+        last_content = i;
+        continue;
+      }
       const bool first_line = !child_indent;
       if (!child_indent) child_indent = line.indent;
       last_content = i;

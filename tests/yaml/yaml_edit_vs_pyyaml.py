@@ -19,9 +19,18 @@ import tempfile
 import yaml
 
 
+class Literal(str):
+    """A string PyYAML writes as a block scalar (|), '#' lines inside it."""
+
+
+yaml.SafeDumper.add_representer(
+    Literal, lambda dumper, s: dumper.represent_scalar("tag:yaml.org,2002:str", s, style="|"))
+
+
 def scalar(rng):
     return rng.choice([rng.randint(0, 100), "abc", "x y", True, None, 1.5, "on", "01", "a:b",
-                       "'q'", "#h", "-1", "yes"])
+                       "'q'", "#h", "-1", "yes", Literal("one\n# not a comment\n  deeper\n"),
+                       Literal("one\n  deeper\n# not a comment\n")])
 
 
 def mapping(rng, depth):

@@ -57,6 +57,12 @@ TEST(YamlEditTest, AMissingLastKeyIsAddedAtTheEndOfItsMapping) {
   EXPECT_EQ(SetYamlValue("", "a", "1"), "a: 1\n");
   EXPECT_EQ(SetYamlValue("# only a comment\n", "a", "1"), "# only a comment\na: 1\n");
   EXPECT_EQ(SetYamlValue("a:\nb: 1\n", "a.c", "3"), "a:\n  c: 3\nb: 1\n");
+  // A block scalar's '#' lines are its text: the key goes after them, not inside the scalar.
+  EXPECT_EQ(SetYamlValue("a: |\n  text\n  # not a comment\n", "b", "1"),
+            "a: |\n  text\n  # not a comment\nb: 1\n");
+  EXPECT_EQ(SetYamlValue("m:\n  s: >-\n    one\n\n    # two\n# a real comment\nn: 1\n", "m.t", "2"),
+            "m:\n  s: >-\n    one\n\n    # two\n  t: 2\n# a real comment\nn: 1\n");
+  EXPECT_EQ(SetYamlValue("l:\n- |\n  # text\n", "k", "1"), "l:\n- |\n  # text\nk: 1\n");
 }
 
 TEST(YamlEditTest, WhatItDoesNotRewriteIsOneLineNamingTheKeyAndLine) {
