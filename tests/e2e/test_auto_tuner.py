@@ -79,6 +79,15 @@ class AutoTunerTest(LaunchTestCase):
                                 *extra, TRAINER, "./params.json", *trainer_args],
                                env=env, timeout=timeout)
 
+    def dry_run(self, cfg):
+        """--dry_run of the search of `cfg` on the 8 devices: its JSON plan."""
+        (self.dir / "tuner.json").write_text(json.dumps(cfg))
+        result = self.run_launch(["--auto_tuner_json", "tuner.json", "--nproc_per_node", "1",
+                                  "--dry_run", TRAINER],
+                                 env=self.env(CUDA_VISIBLE_DEVICES="0,1,2,3,4,5,6,7"))
+        self.assertEqual(result.code, 0, result)
+        return json.loads(result.stdout)
+
     def history(self):
         with open(self.dir / "tuner_history.csv") as f:
             return list(csv.DictReader(f))
@@ -382,12 +391,7 @@ esac
             mp_degree=[1, 2], sharding_degree="auto", micro_batch_size=[1],
             schedule_mode="memory")
         cfg["model_cfg"]["global_batch_size"] = 32
-        (self.dir / "tuner.json").write_text(json.dumps(cfg))
-        plan = self.run_launch(["--auto_tuner_json", "tuner.json", "--nproc_per_node", "1",
-                                "--dry_run", TRAINER],
-                               env=self.env(CUDA_VISIBLE_DEVICES="0,1,2,3,4,5,6,7"))
-        self.assertEqual(plan.code, 0, plan)
-        listed = json.loads(plan.stdout)
+        listed = self.dry_run(cfg)
         self.assertEqual((listed["devices"], listed["estimated_num_gpus"]), (8, 32))
         self.assertEqual([l["layout"] for l in listed["layouts"]],
                          ["dp1 mp2 pp1 vpp1 sharding1 stage1 mbs1 recompute=- (for dp16, gbs2)",
@@ -429,13 +433,7 @@ esac
         self.assertEqual(len([l for l in trial_lines(again) if "(from " in l]), 2, again)
 
     def test_dry_run_lists_the_layouts_with_their_prunes(self):
-        cfg = tuner_json(invalid_strategy=["dp8_mbs1"])
-        (self.dir / "tuner.json").write_text(json.dumps(cfg))
-        result = self.run_launch(["--auto_tuner_json", "tuner.json", "--nproc_per_node", "1",
-                                  "--dry_run", TRAINER],
-                                 env=self.env(CUDA_VISIBLE_DEVICES="0,1,2,3,4,5,6,7"))
-        self.assertEqual(result.code, 0, result)
-        plan = json.loads(result.stdout)
+        plan = self.dry_run(tuner_json(invalid_strategy=["dp8_mbs1"]))
         self.assertEqual(plan["devices"], 8)
         pruned = {l["layout"]: l["pruned"] for l in plan["layouts"]}
         self.assertEqual(pruned["dp8 mp1 pp1 vpp1 sharding1 stage1 mbs1 recompute=-"],
