@@ -193,37 +193,50 @@ bool PlainSafe(const std::string& s) {
   return true;
 }
 
-// Whether the line's value opens a block scalar (`key: |`, `- >-`, `- key: |2 # c`): what
-// follows, deeper than it or blank, is the scalar's text.
-bool OpensBlockScalar(std::string_view text, const Line& line) {
+// Whether the line's value opens a block scalar (`key: |`, `- >-`, `- key: |2 # c`, `key: !!str
+// |`): the column its text must be deeper than (the key's, or the dash's for an item), or
+// nullopt. What follows, deeper than that or blank, is the scalar's text.
+std::optional<int> BlockScalarColumn(std::string_view text, const Line& line) {
   // Past the dashes of sequence items ("- ", "- - "): the item's own value or mapping entry.
   size_t at = line.begin + static_cast<size_t>(line.indent);
+  int column = line.indent;
   while (at < line.end && text[at] == '-' && (at + 1 == line.end || text[at + 1] == ' ')) {
+    column = static_cast<int>(at - line.begin);
     ++at;
     while (at < line.end && text[at] == ' ') ++at;
   }
   Line rest = line;
   rest.indent = static_cast<int>(at - line.begin);
-  std::string_view value;
+  std::string value;  // A copy: the entry's own string goes with it.
   if (const std::optional<KeyLine> entry = ParseKeyLine(text, rest)) {
     value = entry->value;
+    column = rest.indent;
   } else {
-    value = text.substr(at, line.end - at);
+    value = std::string(text.substr(at, line.end - at));
   }
-  return !value.empty() && (value[0] == '|' || value[0] == '>');
+  // A tag or an anchor may come before the indicator.
+  while (!value.empty() && (value[0] == '!' || value[0] == '&')) {
+    const size_t space = value.find(' ');
+    if (space == std::string::npos) return std::nullopt;
+    value.erase(0, value.find_first_not_of(' ', space));
+  }
+  if (value.empty() || (value[0] != '|' && value[0] != '>')) return std::nullopt;
+  return column;
 }
 
 // Marks the lines of every block scalar: a '#' line in one is its text, not a comment, so that
 // a key added after it does not land inside it.
 void MarkBlockScalars(std::string_view text, std::vector<Line>& lines) {
   for (size_t i = 0; i < lines.size(); ++i) {
-    if (!lines[i].content || !OpensBlockScalar(text, lines[i])) continue;
+    if (!lines[i].content) continue;
+    const std::optional<int> column = BlockScalarColumn(text, lines[i]);
+    if (!column) continue;
     size_t j = i + 1;
     for (; j < lines.size(); ++j) {
       Line& line = lines[j];
       const bool blank = text.find_first_not_of(" \t", line.begin) >= line.end;
       if (blank) continue;
-      if (line.indent <= lines[i].indent) break;
+      if (line.indent <= *column) break;
       line.content = true;
       line.scalar = true;
     }

@@ -63,6 +63,8 @@ TEST(YamlEditTest, AMissingLastKeyIsAddedAtTheEndOfItsMapping) {
   EXPECT_EQ(SetYamlValue("m:\n  s: >-\n    one\n\n    # two\n# a real comment\nn: 1\n", "m.t", "2"),
             "m:\n  s: >-\n    one\n\n    # two\n  t: 2\n# a real comment\nn: 1\n");
   EXPECT_EQ(SetYamlValue("l:\n- |\n  # text\n", "k", "1"), "l:\n- |\n  # text\nk: 1\n");
+  EXPECT_EQ(SetYamlValue("a: !!str |\n  x\n  # text\n", "b", "1"),
+            "a: !!str |\n  x\n  # text\nb: 1\n");
 }
 
 TEST(YamlEditTest, WhatItDoesNotRewriteIsOneLineNamingTheKeyAndLine) {
