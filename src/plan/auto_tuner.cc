@@ -6,6 +6,8 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <numeric>
@@ -343,6 +345,48 @@ std::vector<std::string> Strings(const Json& value, const std::string& key) {
   return out;
 }
 
+// search_algo.sharding_overlap of a grid search (utils.py
+// gen_sharding_overlap_args_of_grid_search): per layout shape, ["--flag", value, ...] pairs,
+// ["-o", "Key=value", ...], [file.json, "dotted.key", value] or [file.yaml, key, value, ...].
+std::map<std::string, std::vector<std::string>> ParseShardingOverlap(const Json& overlap) {
+  const std::string where = "search_algo.sharding_overlap";
+  if (!overlap.is_object()) Bad(where, "expected an object of sharding_mp, sharding_pp, ...");
+  std::map<std::string, std::vector<std::string>> out;
+  for (const auto& [shape, args] : overlap.items()) {
+    const std::string key = where + "." + shape;
+    if (shape != "sharding_mp" && shape != "sharding_pp" && shape != "sharding_mp_pp" &&
+        shape != "no_overlap") {
+      Bad(key, "expected sharding_mp, sharding_pp, sharding_mp_pp or no_overlap");
+    }
+    if (!args.is_array() || args.empty() || args.size() > 64 || !args[0].is_string()) {
+      Bad(key, "expected a list starting with a --flag, -o or a .json or .yaml file");
+    }
+    std::vector<std::string>& parts = out[shape];
+    for (const Json& part : args) {
+      if (part.is_object() || part.is_array()) Bad(key, "expected strings, numbers or booleans");
+      parts.push_back(part.dump());
+    }
+    const std::string first = args[0].get<std::string>();
+    if (first.find(".json") != std::string::npos) {
+      if (parts.size() != 3 || !args[1].is_string())
+        Bad(key, "expected [file.json, \"key\", value]");
+    } else if (first.find(".yaml") != std::string::npos) {
+      if (parts.size() < 3 || parts.size() % 2 == 0) {
+        Bad(key, "expected [file.yaml, key, value, key, value, ...]");
+      }
+      for (size_t k = 1; k < parts.size(); k += 2) {
+        if (!args[k].is_string()) Bad(key, "a key of the YAML file must be a string");
+      }
+    } else if (first.find("--") != std::string::npos) {
+      if (parts.size() % 2) Bad(key, "expected pairs of a --flag and its value");
+    } else if (first.find("-o") == std::string::npos) {
+      Bad(key,
+          fmt::format("'{}' is neither a --flag, -o nor a .json or .yaml file", OneLine(first)));
+    }
+  }
+  return out;
+}
+
 // search_algo dp_estimation's keys: estimated_num_gpus (required) and conversion.
 void ParseDpEstimation(const Json& algo, long nodes, long gpus_per_node, TunerConfig& c) {
   const std::string key = "search_algo.estimated_num_gpus";
@@ -400,7 +444,8 @@ void ParseDpEstimation(const Json& algo, long nodes, long gpus_per_node, TunerCo
       Bad(where, "unknown key");
     }
   }
-  // Paddle converts only with a step time (main.py); without one the section does nothing.
+  // Paddle converts only with a step time (main.py) and ignores the section without one: an
+  // error here, as for any key that would do nothing.
   if (out.step_time.empty()) Bad("search_algo.conversion.step_time", "required by conversion");
   c.conversion = out;
 }
@@ -447,6 +492,15 @@ TunerConfig ParseTunerConfig(const std::string& text, const std::string& json_pa
     }
     for (const auto& [key, value] : algo.items()) {
       if (key == "name") continue;
+      if (key == "sharding_overlap") {
+        if (c.search_algo != "grid") {
+          Bad("search_algo." + key,
+              "only with grid (dp_estimation's overlap trials are not "
+              "built yet)");
+        }
+        c.sharding_overlap = ParseShardingOverlap(value);
+        continue;
+      }
       if (key != "estimated_num_gpus" && key != "conversion") {
         Bad("search_algo." + key, "not supported yet");
       }
@@ -1365,9 +1419,12 @@ void ConvertOutcome(TrialOutcome& trial, const TunerConfig& config,
   const std::vector<std::string> names = ConversionColumns(config);
   const double devices =
       static_cast<double>(trial.cfg.trial_gpus ? trial.cfg.trial_gpus : config.num_gpus);
+  // Python's round(): the nearest decimal of the exact binary value, a tie (25.125) to the
+  // even digit, as glibc's printf rounds.
   const auto round_to = [](double v, int places) {
-    const double scale = std::pow(10.0, places);
-    return std::round(v * scale) / scale;
+    char text[64];
+    std::snprintf(text, sizeof text, "%.*f", places, v);
+    return std::strtod(text, nullptr);
   };
   // Python's truthiness: a metric or step time of 0 converts to None, as in Paddle.
   const auto unify = [&](const std::optional<double>& v) -> std::optional<double> {
@@ -1417,8 +1474,14 @@ std::string CsvRow(const TrialOutcome& h, const TunerConfig& config) {
       config.estimated_num_gpus
           ? fmt::format("{},{},{},", c.estimated_dp, c.trial_gpus, c.trial_nodes)
           : "";
+  // As many cells as the header has, whether or not the trial was converted.
   std::string converted;
-  for (const auto& [name, value] : h.converted) converted += (value ? Fmt(*value) : "") + ",";
+  const size_t columns = ConversionColumns(config).size();
+  for (size_t k = 0; k < columns; ++k) {
+    const std::optional<double> value =
+        k < h.converted.size() ? h.converted[k].second : std::nullopt;
+    converted += (value ? Fmt(*value) : "") + ",";
+  }
   return fmt::format(
       "{},{},{},{},{},{},{},{},{},{},{}{},{},{}{},{},{}{},{}\n", h.job_id, c.mp, c.sharding_degree,
       c.pp, c.dp, c.sharding_stage, c.mbs, c.vpp, c.use_recompute ? PyBool(c.use_recompute) : "",
@@ -1445,7 +1508,7 @@ std::string EnhancedHistoryCsv(const std::vector<TrialOutcome>& history,
   if (!config.conversion) return "";
   std::vector<const TrialOutcome*> rows;
   for (const TrialOutcome& h : history) {
-    if (!h.pruned && h.error.empty() && !h.oom) rows.push_back(&h);
+    if (!h.pruned && h.error.empty() && !h.oom && h.metric) rows.push_back(&h);
   }
   // The first comm_bw's unified value (recorder.py's additional_metric_key), highest first.
   const auto key = [](const TrialOutcome* h) {
@@ -1476,6 +1539,10 @@ std::vector<TrialOutcome> ParseHistoryCsv(const std::string& text, const TunerCo
   }
   for (size_t k = 0; k < conv; ++k) {
     if (header[14 + n + est + k] != conversion[k]) return out;
+  }
+  if (est && (header[12 + n] != "estimated_dp_degree" || header[13 + n] != "num_gpus" ||
+              header[14 + n] != "nodes")) {
+    return out;
   }
   for (size_t k = 0; k < n; ++k) {
     const std::string& name =
@@ -1615,6 +1682,34 @@ std::string TrialDirName(int job_id, const TrialConfig& c) {
          custom;
 }
 
+namespace {
+
+// utils.py gen_sharding_overlap_args_of_grid_search: the layout's shape names its entry
+// (sharding with mp, with pp, with both, or no_overlap); flags go as pairs, -o entries as they
+// are, file keys as edits.
+void AppendShardingOverlap(const TrialConfig& c, const TunerConfig& config,
+                           std::vector<std::string>& args, std::vector<FileEdit>& edits) {
+  if (config.sharding_overlap.empty()) return;
+  const char* shape = "no_overlap";
+  if (c.sharding_degree > 1 && c.mp > 1 && c.pp == 1) shape = "sharding_mp";
+  if (c.sharding_degree > 1 && c.mp == 1 && c.pp > 1) shape = "sharding_pp";
+  if (c.sharding_degree > 1 && c.mp > 1 && c.pp > 1) shape = "sharding_mp_pp";
+  const auto it = config.sharding_overlap.find(shape);
+  if (it == config.sharding_overlap.end()) return;
+  const std::vector<std::string>& parts = it->second;
+  const std::string first = PyStr(parts[0]);
+  if (first.find(".json") != std::string::npos) {
+    edits.push_back({first, PyStr(parts[1]), parts[2]});
+  } else if (first.find(".yaml") != std::string::npos) {
+    for (size_t k = 1; k + 1 < parts.size(); k += 2) {
+      edits.push_back({first, PyStr(parts[k]), parts[k + 1]});
+    }
+  } else {
+    for (const std::string& part : parts) args.push_back(PyStr(part));
+  }
+}
+
+}  // namespace
 std::vector<std::string> TrialArguments(const std::vector<std::string>& raw,
                                         const TrialConfig& c, const TunerConfig& config,
                                         bool best_run, std::vector<FileEdit>& edits) {
@@ -1679,6 +1774,8 @@ std::vector<std::string> TrialArguments(const std::vector<std::string>& raw,
       args.push_back(e.second);
     }
   }
+  // Last, as Paddle's gen_new_args ends: the sharding overlap of the layout's shape.
+  AppendShardingOverlap(c, config, args, edits);
   return args;
 }
 

@@ -7,9 +7,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
 #include "pdlaunch/base/errors.h"
@@ -169,8 +171,9 @@ void WriteHistory(const TunerConfig& config, const std::vector<TrialOutcome>& hi
 
 long NodesOf(const LaunchOptions& options) {
   // --ips lists the nodes (with --nnodes, if given, the same count: the path checks it).
-  if (options.WasGiven("ips")) {
-    return std::max<long>(1, static_cast<long>(SplitAndStrip(options.ips, ',').size()));
+  // --ips of one address beside --master and --nnodes is that master's job of --nnodes.
+  if (options.WasGiven("ips") && SplitAndStrip(options.ips, ',').size() > 1) {
+    return static_cast<long>(SplitAndStrip(options.ips, ',').size());
   }
   const std::string nnodes = options.nnodes.value_or("1");
   try {
@@ -338,6 +341,29 @@ struct TrialRun {
   double search_seconds = 0;  // kMerged across nodes: the longest search of any node.
 };
 
+// Sets an environment variable (the trials' processes inherit the launcher's environment) and
+// puts back what was there, or nothing, when it goes.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    ::setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      ::setenv(name_, old_->c_str(), 1);
+    } else {
+      ::unsetenv(name_);
+    }
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
 // dp_estimation: the trial of one replica runs on the first mp x pp devices of the job's (Paddle
 // names devices 0 .. n-1 whatever --devices said), as many processes as the job would give them.
 void OneReplicaDevices(const Search& search, const TrialConfig& cfg, LaunchOptions& trial) {
@@ -381,16 +407,17 @@ TrialRun RunTrial(Search& search, const TunerConfig& config, const TrialConfig& 
   TheRunReport().device_usage.clear();
   const size_t processes_before = TheRunReport().processes.size();
   const Clock::time_point t0 = Clock::now();
-  // Paddle's searches other than grid set FLAGS_shard_bypass_dygraph_optimizer for the trials:
-  // 1 for a replica without sharding under dp_estimation (its optimizer skips the sharding
-  // step), else 0. Set around the trial only: the best run is the user's own environment.
-  const bool bypass_flag = config.search_algo != "grid";
-  if (bypass_flag) {
-    ::setenv("FLAGS_shard_bypass_dygraph_optimizer",
-             config.estimated_num_gpus && cfg.sharding_degree == 1 ? "1" : "0", 1);
+  // Paddle's dp_estimation and customize searches set FLAGS_shard_bypass_dygraph_optimizer for
+  // their trials: 1 for a replica without sharding under dp_estimation (its optimizer skips the
+  // sharding step), else 0. Around the trial only: the user's own value, or none, is back for
+  // the next stage and the best run.
+  std::optional<ScopedEnv> bypass;
+  if (config.search_algo == "dp_estimation" || config.search_algo == "customize") {
+    bypass.emplace("FLAGS_shard_bypass_dygraph_optimizer",
+                   config.estimated_num_gpus && cfg.sharding_degree == 1 ? "1" : "0");
   }
   const int code = search.run_job(trial);
-  if (bypass_flag) ::unsetenv("FLAGS_shard_bypass_dygraph_optimizer");
+  bypass.reset();
   EndOpenConsoleLine();  // A rank stopped mid-line: the trial's line starts a line of its own.
   TrialRun run;
   run.outcome.cfg = cfg;
@@ -408,6 +435,7 @@ TrialRun RunTrial(Search& search, const TunerConfig& config, const TrialConfig& 
                            [](const ProcessRecord& r) { return r.rank == 0; });
   if (TheRunReport().signal) {
     ClassifyOutcome(here, run.outcome);
+    ConvertOutcome(run.outcome, config, here.step_time);
     run.end = TrialRun::End::kInterrupted;
     run.code = code;
     return run;
@@ -417,7 +445,8 @@ TrialRun RunTrial(Search& search, const TunerConfig& config, const TrialConfig& 
     ExchangeResult told;
     {
       const ScopedQuietInfo quiet;
-      told = search.exchange(job_name + "_outcome", EncodeNodeOutcome(here), /*first=*/false);
+      told = search.exchange(job_name + "_outcome", EncodeNodeOutcome(here), /*first=*/false,
+                             job_name);
     }
     std::vector<NodeOutcome> nodes;
     for (const std::string& value : told.values) {
@@ -432,6 +461,7 @@ TrialRun RunTrial(Search& search, const TunerConfig& config, const TrialConfig& 
       run.end = TrialRun::End::kInterrupted;
       run.code = told.code;
       ClassifyOutcome(here, run.outcome);
+      ConvertOutcome(run.outcome, config, here.step_time);
       return run;
     }
     if (told.code != 0 || nodes.empty()) {
@@ -463,7 +493,7 @@ int AgreeOnPlan(Search& search, const std::string& name,
   ExchangeResult agreed;
   {
     const ScopedQuietInfo quiet;
-    agreed = search.exchange(name, mine, /*first=*/true);
+    agreed = search.exchange(name, mine, /*first=*/true, "");
   }
   if (agreed.code != 0) {
     PDLOG_ERROR("auto tuner: the {} nodes did not meet to agree on the search",
@@ -492,6 +522,8 @@ std::optional<long> SearchGlobalBatchSize(Search& search, const TunerConfig& tun
   // Its layouts have no custom_search_dim or refined_recompute values: nor have its history's
   // columns, and its trials' arguments.
   TunerConfig config = tuner;
+  config.search_algo = "gbs";  // Paddle's name for this stage's search; no conversion in it.
+  config.conversion.reset();
   config.custom_dims.clear();
   config.refined_recompute.clear();
   const fs::path csv = search.base / "tuner_gbs_history.csv";
@@ -805,7 +837,7 @@ int RunAutoTuner(const LaunchOptions& options,
             ? ", the converted metrics in " +
                   config.history_csv.substr(0, config.history_csv.size() - 4) + "_enhanced.csv"
             : "");
-    if (several) exchange("", "", false);
+    if (several) exchange("", "", false, "");
     return 0;
   }
   if (!config.run_best) return 0;
@@ -821,7 +853,7 @@ int RunAutoTuner(const LaunchOptions& options,
   run.training_script_args = TrialArguments(options.training_script_args, winner.cfg, config, true, edits);
   ApplyEdits(edits, "best_cfg", run.training_script_args, search.warned);
   const int code = run_job(run);
-  if (several) exchange("", "", false);  // The best was a job of every node: all are past.
+  if (several) exchange("", "", false, "");  // The best was a job of every node: all are past.
   return code;
 }
 

@@ -40,7 +40,7 @@ std::string RandomNodeId() {
 
 class EtcdExchange : public ExternalEvents {
  public:
-  EtcdExchange(std::unique_ptr<KvStore> store, std::string scope, int nodes,
+  EtcdExchange(std::shared_ptr<KvStore> store, std::string scope, int nodes,
                double unavailable_limit)
       : store_(std::move(store)),
         scope_(std::move(scope)),
@@ -68,7 +68,7 @@ class EtcdExchange : public ExternalEvents {
   void Revoke(int64_t& lease);
   bool Over() const { return values_.has_value() || error_.has_value() || timed_out_; }
 
-  std::unique_ptr<KvStore> store_;
+  std::shared_ptr<KvStore> store_;
   std::string scope_;
   size_t nodes_;
   double unavailable_limit_;  // Seconds etcd may stay unreachable in a row.
@@ -253,7 +253,7 @@ ExchangeResult EtcdExchange::Exchange(const std::string& name, const std::string
 
 }  // namespace
 
-StoreExchangeCall MakeStoreExchange(std::unique_ptr<KvStore> store, std::string scope, int nodes,
+StoreExchangeCall MakeStoreExchange(std::shared_ptr<KvStore> store, std::string scope, int nodes,
                                     double unavailable_limit) {
   auto exchange =
       std::make_shared<EtcdExchange>(std::move(store), std::move(scope), nodes, unavailable_limit);

@@ -695,7 +695,7 @@ int Main(int argc, char** argv) {
     }
     if (agreement) {
       exchange = [&, settings = *agreement](const std::string& job_id, const std::string& value,
-                                            bool first) {
+                                            bool first, const std::string& /*trial*/) {
         if (job_id.empty()) return internal::ExchangeResult{};  // Jobs of a master hold nothing.
         LaunchOptions at = options;
         at.auto_tuner_json.reset();
@@ -730,24 +730,23 @@ int Main(int argc, char** argv) {
         decision.elastic.config && decision.elastic.config->np_min > 1) {
       // Across nodes, the agreement goes through etcd too.
       const ElasticConfig& elastic = *decision.elastic.config;
-      auto call = internal::MakeStoreExchange(
-          MakeEtcdStore(elastic.server, std::chrono::milliseconds(3000)),
-          options.job_id.value_or("default"), elastic.np_min, elastic.timeout_seconds);
+      // One client: the exchange's, which also removes each trial's keys.
       std::shared_ptr<KvStore> store =
           MakeEtcdStore(elastic.server, std::chrono::milliseconds(3000));
+      auto call = internal::MakeStoreExchange(store, options.job_id.value_or("default"),
+                                              elastic.np_min, elastic.timeout_seconds);
       exchange = [&options, call, store, rendezvous = options.rendezvous_timeout,
                   outcome = elastic.ttl_seconds + options.grace + 10](
-                     const std::string& job_id, const std::string& value, bool first) {
+                     const std::string& job_id, const std::string& value, bool first,
+                     const std::string& trial_job) {
         // The plan waits for the nodes to start, as a rendezvous does; an outcome, for nodes
         // that ended the same trial: a node's departure ends it on the others within its TTL.
         if (job_id.empty()) return call("", "", 0);
         internal::ExchangeResult result = call(job_id, value, first ? rendezvous : outcome);
-        constexpr std::string_view kOutcome = "_outcome";
-        if (result.code == 0 && job_id.ends_with(kOutcome)) {
+        if (result.code == 0 && !trial_job.empty()) {
           // Every node is past the trial's job: its keys go (a failed etcd job keeps its
           // failure record for nodes that come late; none of a trial's does).
-          const ElasticKeys trial(
-              internal::TrialKeyJob(options, job_id.substr(0, job_id.size() - kOutcome.size())));
+          const ElasticKeys trial(internal::TrialKeyJob(options, trial_job));
           try {
             store->DeletePrefix(trial.prefix());
             store->Delete(trial.status());

@@ -207,7 +207,7 @@ ExchangeResult ExchangeOverMaster(const LaunchOptions& options, MasterSettings s
 /// than with its lease.
 using StoreExchangeCall = std::function<ExchangeResult(const std::string& name,
                                                        const std::string& value, double timeout)>;
-StoreExchangeCall MakeStoreExchange(std::unique_ptr<KvStore> store, std::string scope, int nodes,
+StoreExchangeCall MakeStoreExchange(std::shared_ptr<KvStore> store, std::string scope, int nodes,
                                     double unavailable_limit);
 
 /// Runs a parameter-server job (launch_ps.cc); returns the launcher's exit code. `announce`

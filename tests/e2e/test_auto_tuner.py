@@ -626,6 +626,15 @@ class AutoTunerIpsTwoNodeTest(AutoTunerTwoNodeTest):
                 env=env, cwd=self.node_dir(name, cfg), name=name)
         return procs
 
+    def test_the_master_beside_the_list_is_used_without_a_warning(self):
+        procs = self.start_nodes()
+        for name, proc in procs.items():
+            result = self.finish(proc, 120)
+            self.assertEqual(result.code, 0, f"node {name}: {result!r}")
+            self.assertNotIn("is not used", result.stderr)
+            self.assertIn("auto tuner: the 2 nodes search the same", result.stderr)
+            self.assertRegex(result.stderr, r"node [01] of 2 in --ips")  # Trials of the list.
+
 
 class AutoTunerEtcdTwoNodeTest(AutoTunerTwoNodeTest):
     """The same two-node search through etcd (--master etcd://, Paddle's way), Debian's etcd on a

@@ -94,6 +94,9 @@ struct TunerConfig {
     bool need_unify = false;  ///< Also per device: the values divided by the trial's devices.
   };
   std::optional<Conversion> conversion;
+  /// search_algo.sharding_overlap (grid): the arguments for a layout's shape, by the shape's name
+  /// (sharding_mp, sharding_pp, sharding_mp_pp, no_overlap), each element as JSON text.
+  std::map<std::string, std::vector<std::string>> sharding_overlap;
   /// What the run layer should say as a warning (Paddle's, e.g. dp_degree set to [1]).
   std::vector<std::string> warnings;
 };

@@ -197,6 +197,61 @@ TEST(AutoTunerTest, ArgumentsPerRunCmdStyle) {
             "AccStep1");
 }
 
+// search_algo.sharding_overlap of a grid search (utils.py
+// gen_sharding_overlap_args_of_grid_search): the layout's shape picks the entry; flags go as
+// pairs with str() of the value, -o entries as they are, file keys as edits; after everything
+// else gen_new_args appends.
+TEST(AutoTunerTest, ShardingOverlapArgumentsByTheLayoutsShape) {
+  std::string text = kSmall;
+  text.insert(1, R"("search_algo": {"name": "grid", "sharding_overlap": {
+      "sharding_mp": ["--sharding_parallel_config", "enable_stage1_overlap", "--level", 2],
+      "sharding_pp": ["p.json", "overlap.pp", true],
+      "sharding_mp_pp": ["c.yaml", "a.b", 1, "c", "x"],
+      "no_overlap": ["-o", "Overlap=False"]}},)");
+  const TunerConfig config = ParseTunerConfig(text, "t.json", 1, 8);
+  const auto args = [&](long mp, long pp, long sharding, std::vector<FileEdit>& edits) {
+    TrialConfig c;
+    c.mp = mp;
+    c.pp = pp;
+    c.sharding_degree = sharding;
+    c.global_batch_size = 4;
+    return TrialArguments({"t.py"}, c, config, false, edits);
+  };
+  std::vector<FileEdit> edits;
+  EXPECT_EQ(args(2, 1, 2, edits),
+            (std::vector<std::string>{"t.py", "--dp", "1", "-o", "Distributed.mp_degree=2",
+                                      "--sharding_parallel_config", "enable_stage1_overlap",
+                                      "--level", "2"}));
+  EXPECT_EQ(args(2, 1, 1, edits),  // No sharding: no_overlap.
+            (std::vector<std::string>{"t.py", "--dp", "1", "-o", "Distributed.mp_degree=2", "-o",
+                                      "Overlap=False"}));
+  edits.clear();
+  EXPECT_EQ(args(1, 2, 2, edits).size(), 5u);  // t.py --dp 1 -o Distributed.mp_degree=1.
+  ASSERT_EQ(edits.size(), 2u);  // train.mbs of p.json (run_cmd), then the overlap's key.
+  EXPECT_EQ((std::vector<std::string>{edits[1].file, edits[1].dotted_key, edits[1].value_json}),
+            (std::vector<std::string>{"p.json", "overlap.pp", "true"}));
+  edits.clear();
+  args(2, 2, 2, edits);
+  ASSERT_EQ(edits.size(), 3u);
+  EXPECT_EQ(edits[1].dotted_key + "=" + edits[1].value_json, "a.b=1");
+  EXPECT_EQ(edits[2].dotted_key + "=" + edits[2].value_json, "c=\"x\"");
+
+  const auto error = [&](const std::string& overlap) {
+    std::string bad = kSmall;
+    bad.insert(1, R"("search_algo": {"name": "grid", "sharding_overlap": )" + overlap + "},");
+    return ErrorOf<UsageError>([&] { ParseTunerConfig(bad, "t.json", 1, 8); });
+  };
+  EXPECT_EQ(error(R"({"sharding_dp": ["--x", 1]})"),
+            "--auto_tuner_json: search_algo.sharding_overlap.sharding_dp: expected sharding_mp, "
+            "sharding_pp, sharding_mp_pp or no_overlap");
+  EXPECT_EQ(error(R"({"sharding_mp": ["--x", 1, "--y"]})"),
+            "--auto_tuner_json: search_algo.sharding_overlap.sharding_mp: expected pairs of a "
+            "--flag and its value");
+  EXPECT_EQ(error(R"({"sharding_mp": ["p.json", "k"]})"),
+            "--auto_tuner_json: search_algo.sharding_overlap.sharding_mp: expected [file.json, "
+            "\"key\", value]");
+}
+
 TEST(AutoTunerTest, HistoryPrunesChainOutOfMemory) {
   TrialConfig small;
   small.mbs = 1;
@@ -766,6 +821,9 @@ TEST(AutoTunerTest, DpEstimationRunsOneReplicaOfEachLayoutByHand) {
   EXPECT_DOUBLE_EQ(*ran.converted[2].second, 19.53);
   EXPECT_DOUBLE_EQ(*ran.converted[3].second, 47.16981);
   EXPECT_DOUBLE_EQ(*ran.converted[4].second, 11.79);
+  TrialOutcome tie = Ran(first, 1, 100.5);  // 100.5 / 4 = 25.125: Python's round gives 25.12.
+  ConvertOutcome(tie, config, 1.0);
+  EXPECT_EQ(tie.converted[0].second, 25.12);
   TrialOutcome no_step = Ran(SearchSpace(config)[3].first, 2, 300.0);
   ConvertOutcome(no_step, config, std::nullopt);  // No step time: nothing to convert.
   EXPECT_EQ(no_step.converted[1].second, std::nullopt);
@@ -794,6 +852,9 @@ TEST(AutoTunerTest, DpEstimationRunsOneReplicaOfEachLayoutByHand) {
                 "3,2,1,2,1,1,2,1,,,4,8,4,4,1,0,200,50,182.92683,45.73,145.63107,36.41,,\n"
                 "1,4,1,1,1,1,2,1,,,4,8,4,4,1,0,100,25,78.125,19.53,47.16981,11.79,,\n"
                 "2,2,1,1,1,1,2,1,,,2,4,8,2,1,0,300,150,,,,,,\n");
+  // A trial interrupted before its conversion still fills every column (empty cells).
+  TrialOutcome unconverted = Ran(first, 5, std::nullopt);
+  EXPECT_EQ(HistoryCsv({unconverted}, config), header + "5,4,1,1,1,1,2,1,,,4,8,4,4,1,0,,,,,,,,\n");
   // Resume reads it all back.
   const std::vector<TrialOutcome> back = ParseHistoryCsv(csv, config);
   ASSERT_EQ(back.size(), 4u);
@@ -821,7 +882,8 @@ TEST(AutoTunerTest, BadDpEstimationFilesNameTheKey) {
   EXPECT_EQ(error(R"({"name": "grid", "estimated_num_gpus": 64})"),
             "--auto_tuner_json: search_algo.estimated_num_gpus: only with dp_estimation");
   EXPECT_EQ(error(R"({"name": "dp_estimation", "estimated_num_gpus": 64, "sharding_overlap": {}})"),
-            "--auto_tuner_json: search_algo.sharding_overlap: not supported yet");
+            "--auto_tuner_json: search_algo.sharding_overlap: only with grid (dp_estimation's "
+            "overlap trials are not built yet)");
   EXPECT_EQ(error(R"({"name": "dp_estimation", "estimated_num_gpus": 64,
                       "conversion": {"comm_bw": [100]}})"),
             "--auto_tuner_json: search_algo.conversion.step_time: required by conversion");
