@@ -3,12 +3,14 @@
 first process of the next started, from the --report of a search of five layouts with
 tests/helpers/fake_trainer.py (no GPU; CUDA_VISIBLE_DEVICES names 8 devices).
 
-    python3 bench/tuner_gap.py [--launch build/launch] [--rounds 5] [--nodes 2 [--etcd]]
+    python3 bench/tuner_gap.py [--launch build/launch] [--rounds 5] [--nodes 2 [--etcd|--ips]]
 
 --nodes 2: two launchers on 127.0.0.2 and 127.0.0.3 (4 devices each) through --master
 127.0.0.2:<free port>; the gaps are node a's, so they include the exchange of each trial's
 outcome through the master and the next trial's rendezvous. --etcd: through --master
-etcd://<Debian's etcd on a free loopback port> instead (tests/e2e/etcd.py starts it).
+etcd://<Debian's etcd on a free loopback port> instead (tests/e2e/etcd.py starts it). --ips:
+the nodes listed by --ips 127.0.0.2,127.0.0.3 (each trial an --ips job on a free fixed port)
+and agreeing through the HTTP --master beside the list.
 """
 import argparse
 import datetime
@@ -43,6 +45,7 @@ def main():
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--nodes", type=int, choices=(1, 2), default=1)
     parser.add_argument("--etcd", action="store_true")
+    parser.add_argument("--ips", action="store_true")
     args = parser.parse_args()
     launch = str(Path(args.launch).resolve())
     gaps = []
@@ -66,10 +69,15 @@ def main():
                 else:
                     # A port below the ephemeral range, locked as the launcher locks its own: one
                     # from bind(0) may be handed to an outgoing connection before the master binds.
-                    reservation = PortReservation(1)
+                    reservation = PortReservation(2)
                     master = (f"etcd://{etcd.endpoint}" if etcd
                               else f"127.0.0.2:{reservation.ports[0]}")
                     env = dict(os.environ, CUDA_VISIBLE_DEVICES="0,1,2,3")
+                    # --ips: the nodes by the list, the trainers on a fixed free port.
+                    nodes_by = (["--ips", "127.0.0.2,127.0.0.3"] if args.ips
+                                else ["--nnodes", "2"])
+                    if args.ips:
+                        env["FLAGS_START_PORT"] = str(reservation.ports[1])
                     nodes = []
                     for name, host in (("a", "127.0.0.2"), ("b", "127.0.0.3")):
                         node = work / name
@@ -77,7 +85,7 @@ def main():
                         for f in ("tuner.json", "params.json"):
                             (node / f).write_text((work / f).read_text())
                         nodes.append(subprocess.Popen(
-                            [launch, "--master", master, "--nnodes", "2", "--host", host,
+                            [launch, "--master", master, *nodes_by, "--host", host,
                              "--auto_tuner_json", "tuner.json", "--nproc_per_node", "1", "--report",
                              "r.json", *trainer], cwd=node, env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL))
