@@ -178,7 +178,8 @@ bool SameBeside(const TrialConfig& a, const TrialConfig& b, const std::set<std::
          (ignore.count("use_recompute") || same("recompute", a.use_recompute, b.use_recompute)) &&
          same("recompute", a.recompute_granularity, b.recompute_granularity) &&
          same("refined", a.refined, b.refined) && a.global_batch_size == b.global_batch_size &&
-         a.estimated_dp == b.estimated_dp && SameCustom(a, b, ignore);
+         a.estimated_dp == b.estimated_dp && a.sharding_overlap == b.sharding_overlap &&
+         SameCustom(a, b, ignore);
 }
 
 // invalid_strategy entries ("stage3_mp*", "dp2_pp1"): every part must match; "*" means > 1
@@ -348,15 +349,19 @@ std::vector<std::string> Strings(const Json& value, const std::string& key) {
 // search_algo.sharding_overlap of a grid search (utils.py
 // gen_sharding_overlap_args_of_grid_search): per layout shape, ["--flag", value, ...] pairs,
 // ["-o", "Key=value", ...], [file.json, "dotted.key", value] or [file.yaml, key, value, ...].
-std::map<std::string, std::vector<std::string>> ParseShardingOverlap(const Json& overlap) {
+// Under dp_estimation (gen_sharding_overlap_args): no no_overlap entry, flags as they are, and a
+// YAML entry [file.yaml, key, value with overlap, value without].
+std::map<std::string, std::vector<std::string>> ParseShardingOverlap(const Json& overlap,
+                                                                     bool grid) {
   const std::string where = "search_algo.sharding_overlap";
   if (!overlap.is_object()) Bad(where, "expected an object of sharding_mp, sharding_pp, ...");
   std::map<std::string, std::vector<std::string>> out;
   for (const auto& [shape, args] : overlap.items()) {
     const std::string key = where + "." + shape;
     if (shape != "sharding_mp" && shape != "sharding_pp" && shape != "sharding_mp_pp" &&
-        shape != "no_overlap") {
-      Bad(key, "expected sharding_mp, sharding_pp, sharding_mp_pp or no_overlap");
+        (shape != "no_overlap" || !grid)) {
+      Bad(key, grid ? "expected sharding_mp, sharding_pp, sharding_mp_pp or no_overlap"
+                    : "expected sharding_mp, sharding_pp or sharding_mp_pp");
     }
     if (!args.is_array() || args.empty() || args.size() > 64 || !args[0].is_string()) {
       Bad(key, "expected a list starting with a --flag, -o or a .json or .yaml file");
@@ -370,6 +375,10 @@ std::map<std::string, std::vector<std::string>> ParseShardingOverlap(const Json&
     if (first.find(".json") != std::string::npos) {
       if (parts.size() != 3 || !args[1].is_string())
         Bad(key, "expected [file.json, \"key\", value]");
+    } else if (first.find(".yaml") != std::string::npos && !grid) {
+      if (parts.size() != 4 || !args[1].is_string()) {
+        Bad(key, "expected [file.yaml, \"key\", value with overlap, value without]");
+      }
     } else if (first.find(".yaml") != std::string::npos) {
       if (parts.size() < 3 || parts.size() % 2 == 0) {
         Bad(key, "expected [file.yaml, key, value, key, value, ...]");
@@ -378,7 +387,7 @@ std::map<std::string, std::vector<std::string>> ParseShardingOverlap(const Json&
         if (!args[k].is_string()) Bad(key, "a key of the YAML file must be a string");
       }
     } else if (first.find("--") != std::string::npos) {
-      if (parts.size() % 2) Bad(key, "expected pairs of a --flag and its value");
+      if (grid && parts.size() % 2) Bad(key, "expected pairs of a --flag and its value");
     } else if (first.find("-o") == std::string::npos) {
       Bad(key,
           fmt::format("'{}' is neither a --flag, -o nor a .json or .yaml file", OneLine(first)));
@@ -493,12 +502,10 @@ TunerConfig ParseTunerConfig(const std::string& text, const std::string& json_pa
     for (const auto& [key, value] : algo.items()) {
       if (key == "name") continue;
       if (key == "sharding_overlap") {
-        if (c.search_algo != "grid") {
-          Bad("search_algo." + key,
-              "only with grid (dp_estimation's overlap trials are not "
-              "built yet)");
+        if (c.search_algo != "grid" && c.search_algo != "dp_estimation") {
+          Bad("search_algo." + key, "only with grid or dp_estimation");
         }
-        c.sharding_overlap = ParseShardingOverlap(value);
+        c.sharding_overlap = ParseShardingOverlap(value, c.search_algo == "grid");
         continue;
       }
       if (key != "estimated_num_gpus" && key != "conversion") {
@@ -778,6 +785,7 @@ std::string Describe(const TrialConfig& c) {
   for (const auto& [op, value] : c.refined) out += fmt::format(" {}={}", op, value);
   for (const auto& [key, value] : c.custom) out += fmt::format(" {}={}", key, PyStr(value));
   if (c.estimated_dp) out += fmt::format(" (for dp{}, gbs{})", c.estimated_dp, c.global_batch_size);
+  if (c.sharding_overlap) out += *c.sharding_overlap ? " overlap=on" : " overlap=off";
   return out;
 }
 
@@ -1003,6 +1011,30 @@ std::vector<std::pair<TrialConfig, std::optional<std::string>>> SingleReplicaLay
                            t.trial_gpus, cfg.given_nodes, cfg.gpus_per_node);
     }
     out.emplace_back(t, reason);
+  }
+  // sharding_overlap: each replica that runs, widened by sharding to the job's devices, without
+  // and with the overlap (its gain over the replica's converted metrics: AddOverlapPerformance).
+  if (cfg.sharding_overlap.empty()) return out;
+  const long given = cfg.given_nodes * cfg.gpus_per_node;
+  const size_t replicas = out.size();
+  for (size_t k = 0; k < replicas; ++k) {
+    if (out[k].second) continue;  // Paddle widens only the replicas it keeps.
+    const TrialConfig& replica = out[k].first;
+    const long sharding = given / replica.trial_gpus;
+    if (sharding <= 1) continue;
+    TrialConfig wide = replica;
+    wide.sharding_degree = sharding;
+    wide.estimated_dp = 0;
+    wide.trial_gpus = replica.trial_gpus * sharding;
+    wide.trial_nodes = wide.trial_gpus <= cfg.gpus_per_node
+                           ? 1
+                           : (wide.trial_gpus + cfg.gpus_per_node - 1) / cfg.gpus_per_node;
+    wide.global_batch_size = replica.global_batch_size * sharding;
+    wide.acc_steps = wide.global_batch_size / sharding / wide.mbs;
+    for (const bool overlap : {false, true}) {
+      wide.sharding_overlap = overlap;
+      out.emplace_back(wide, std::nullopt);
+    }
   }
   return out;
 }
@@ -1408,13 +1440,18 @@ std::vector<std::string> ConversionColumns(const TunerConfig& config) {
     out.push_back(fmt::format("bw_{}_{}", bw, config.metric_name));
     out.push_back(fmt::format("unified_bw_{}_{}", bw, config.metric_name));
   }
+  if (!config.sharding_overlap.empty() && config.estimated_num_gpus) {
+    for (const std::string& bw : config.conversion->comm_bw_names) {
+      out.push_back(fmt::format("overlap_bw_{}_{}", bw, config.metric_name));
+    }
+  }
   return out;
 }
 
 void ConvertOutcome(TrialOutcome& trial, const TunerConfig& config,
                     const std::optional<double>& step_time) {
   trial.converted.clear();
-  if (!config.conversion) return;
+  if (!config.conversion || trial.cfg.sharding_overlap) return;  // As main.py: not the widened.
   const TunerConfig::Conversion& conv = *config.conversion;
   const std::vector<std::string> names = ConversionColumns(config);
   const double devices =
@@ -1449,7 +1486,12 @@ namespace {
 
 // dp_estimation's columns after global_batch_size: the cluster's dp degree, the trial's devices
 // and nodes (Paddle's estimated_dp_degree, num_gpus and nodes keys).
-constexpr const char* kEstimationColumns = "estimated_dp_degree,num_gpus,nodes,";
+// With sharding_overlap, a fourth: sharding_overlap (True, False, or empty for a replica).
+std::string EstimationColumns(const TunerConfig& config) {
+  if (!config.estimated_num_gpus) return "";
+  return config.sharding_overlap.empty() ? "estimated_dp_degree,num_gpus,nodes,"
+                                         : "estimated_dp_degree,num_gpus,nodes,sharding_overlap,";
+}
 
 std::string CsvHeader(const TunerConfig& config) {
   std::string custom_columns;
@@ -1461,8 +1503,7 @@ std::string CsvHeader(const TunerConfig& config) {
       "job_id,mp_degree,sharding_degree,pp_degree,dp_degree,sharding_stage,micro_batch_size,"
       "vpp_degree,use_recompute,recompute_granularity,{}acc_steps,global_batch_size,{}exec_time,"
       "{},{}max_mem_usage,error_info\n",
-      custom_columns, config.estimated_num_gpus ? kEstimationColumns : "", config.metric_name,
-      converted);
+      custom_columns, EstimationColumns(config), config.metric_name, converted);
 }
 
 std::string CsvRow(const TrialOutcome& h, const TunerConfig& config) {
@@ -1470,10 +1511,14 @@ std::string CsvRow(const TrialOutcome& h, const TunerConfig& config) {
   std::string custom_values;
   for (const auto& [key, value] : c.custom) custom_values += PyStr(value) + ",";
   for (const auto& [op, value] : c.refined) custom_values += std::to_string(value) + ",";
-  const std::string estimation =
+  std::string estimation =
       config.estimated_num_gpus
-          ? fmt::format("{},{},{},", c.estimated_dp, c.trial_gpus, c.trial_nodes)
+          ? fmt::format("{},{},{},", c.estimated_dp ? std::to_string(c.estimated_dp) : "",
+                        c.trial_gpus, c.trial_nodes)
           : "";
+  if (config.estimated_num_gpus && !config.sharding_overlap.empty()) {
+    estimation += (c.sharding_overlap ? PyBool(c.sharding_overlap) : "") + ",";
+  }
   // As many cells as the header has, whether or not the trial was converted.
   std::string converted;
   const size_t columns = ConversionColumns(config).size();
@@ -1503,12 +1548,57 @@ std::string HistoryCsv(const std::vector<TrialOutcome>& history, const TunerConf
   return out;
 }
 
+void AddOverlapPerformance(std::vector<TrialOutcome>& history, const TunerConfig& config) {
+  if (history.empty() || !config.conversion) return;
+  const TrialOutcome& overlap = history.back();
+  if (!overlap.cfg.sharding_overlap || !*overlap.cfg.sharding_overlap || !overlap.metric) return;
+  // The same layout (dp, mp, pp, vpp, mbs, recompute, stage): the replica, and the widened run
+  // without overlap of the same sharding.
+  const auto same = [&](const TrialConfig& c) {
+    return c.dp == overlap.cfg.dp && c.mp == overlap.cfg.mp && c.pp == overlap.cfg.pp &&
+           c.vpp == overlap.cfg.vpp && c.mbs == overlap.cfg.mbs &&
+           c.use_recompute == overlap.cfg.use_recompute &&
+           c.recompute_granularity == overlap.cfg.recompute_granularity &&
+           c.sharding_stage == overlap.cfg.sharding_stage && c.custom == overlap.cfg.custom &&
+           c.refined == overlap.cfg.refined;
+  };
+  TrialOutcome* replica = nullptr;
+  const TrialOutcome* without = nullptr;
+  for (TrialOutcome& h : history) {
+    if (h.pruned || !same(h.cfg)) continue;
+    if (!h.cfg.sharding_overlap) replica = &h;
+    if (h.cfg.sharding_overlap && !*h.cfg.sharding_overlap &&
+        h.cfg.sharding_degree == overlap.cfg.sharding_degree) {
+      without = &h;
+    }
+  }
+  if (!replica || !without || !replica->metric || !without->metric || *without->metric == 0) {
+    return;
+  }
+  const double ratio = (*overlap.metric - *without->metric) / *without->metric;
+  const std::vector<std::string> names = ConversionColumns(config);
+  replica->converted.resize(names.size());
+  const size_t bws = config.conversion->comm_bw.size();
+  for (size_t k = 0; k < bws; ++k) {
+    const std::optional<double>& bw = replica->converted[1 + 2 * k].second;
+    char text[64];
+    std::optional<double> value;
+    if (bw) {
+      std::snprintf(text, sizeof text, "%.5f", *bw * (1 + ratio));
+      value = std::strtod(text, nullptr);
+    }
+    replica->converted[1 + 2 * bws + k] = {names[1 + 2 * bws + k], value};
+  }
+}
+
 std::string EnhancedHistoryCsv(const std::vector<TrialOutcome>& history,
                                const TunerConfig& config) {
   if (!config.conversion) return "";
   std::vector<const TrialOutcome*> rows;
   for (const TrialOutcome& h : history) {
-    if (!h.pruned && h.error.empty() && !h.oom && h.metric) rows.push_back(&h);
+    if (!h.pruned && h.error.empty() && !h.oom && h.metric && !h.cfg.sharding_overlap) {
+      rows.push_back(&h);
+    }
   }
   // The first comm_bw's unified value (recorder.py's additional_metric_key), highest first.
   const auto key = [](const TrialOutcome* h) {
@@ -1531,7 +1621,7 @@ std::vector<TrialOutcome> ParseHistoryCsv(const std::string& text, const TunerCo
   const size_t custom = config.custom_dims.size();
   const size_t n = custom + config.refined_recompute.size();
   // dp_estimation's three columns after global_batch_size, the conversion's after the metric.
-  const size_t est = config.estimated_num_gpus ? 3 : 0;
+  const size_t est = config.estimated_num_gpus ? (config.sharding_overlap.empty() ? 3 : 4) : 0;
   const std::vector<std::string> conversion = ConversionColumns(config);
   const size_t conv = conversion.size();
   if (header.size() != 16 + n + est + conv || header[13 + n + est] != config.metric_name) {
@@ -1541,7 +1631,7 @@ std::vector<TrialOutcome> ParseHistoryCsv(const std::string& text, const TunerCo
     if (header[14 + n + est + k] != conversion[k]) return out;
   }
   if (est && (header[12 + n] != "estimated_dp_degree" || header[13 + n] != "num_gpus" ||
-              header[14 + n] != "nodes")) {
+              header[14 + n] != "nodes" || (est == 4 && header[15 + n] != "sharding_overlap"))) {
     return out;
   }
   for (size_t k = 0; k < n; ++k) {
@@ -1590,9 +1680,10 @@ std::vector<TrialOutcome> ParseHistoryCsv(const std::string& text, const TunerCo
       c.acc_steps = std::stol(f[10 + n]);
       c.global_batch_size = std::stol(f[11 + n]);
       if (est) {
-        c.estimated_dp = std::stol(f[12 + n]);
+        c.estimated_dp = f[12 + n].empty() ? 0 : std::stol(f[12 + n]);
         c.trial_gpus = std::stol(f[13 + n]);
         c.trial_nodes = std::stol(f[14 + n]);
+        if (est == 4 && !f[15 + n].empty()) c.sharding_overlap = f[15 + n] == "True";
       }
       o.exec_time = std::stod(f[12 + n + est]);
       if (!f[13 + n + est].empty()) o.metric = std::stod(f[13 + n + est]);
@@ -1670,6 +1761,7 @@ std::string GbsTrialDirName(int job_id, const TrialConfig& c) {
 
 std::string TrialDirName(int job_id, const TrialConfig& c) {
   std::string custom;
+  if (c.sharding_overlap) custom += fmt::format("_Overlap_{}", PyBool(c.sharding_overlap));
   for (const auto& [op, value] : c.refined) custom += fmt::format("_{}{}", CamelKey(op), value);
   for (const auto& [key, value] : c.custom) custom += "_" + CamelKey(key) + PyStr(value);
   return fmt::format(
@@ -1690,6 +1782,30 @@ namespace {
 void AppendShardingOverlap(const TrialConfig& c, const TunerConfig& config,
                            std::vector<std::string>& args, std::vector<FileEdit>& edits) {
   if (config.sharding_overlap.empty()) return;
+  if (config.estimated_num_gpus) {
+    // dp_estimation (gen_sharding_overlap_args): only its widened replicas, by mp and pp. The
+    // variant with the overlap gets the entry; the one without gets a YAML entry's second value
+    // and nothing else (Paddle gives both the same flags and JSON value, so that its
+    // comparison compares a run with itself).
+    if (!c.sharding_overlap || (c.mp == 1 && c.pp == 1)) return;
+    const char* shape = c.mp > 1 && c.pp > 1 ? "sharding_mp_pp"
+                        : c.mp > 1           ? "sharding_mp"
+                                             : "sharding_pp";
+    const auto it = config.sharding_overlap.find(shape);
+    if (it == config.sharding_overlap.end()) return;
+    const std::vector<std::string>& parts = it->second;
+    const std::string first = PyStr(parts[0]);
+    if (first.find(".yaml") != std::string::npos) {
+      edits.push_back({first, PyStr(parts[1]), parts[*c.sharding_overlap ? 2 : 3]});
+    } else if (!*c.sharding_overlap) {
+      return;
+    } else if (first.find(".json") != std::string::npos) {
+      edits.push_back({first, PyStr(parts[1]), parts[2]});
+    } else {
+      for (const std::string& part : parts) args.push_back(PyStr(part));
+    }
+    return;
+  }
   const char* shape = "no_overlap";
   if (c.sharding_degree > 1 && c.mp > 1 && c.pp == 1) shape = "sharding_mp";
   if (c.sharding_degree > 1 && c.mp == 1 && c.pp > 1) shape = "sharding_pp";

@@ -652,10 +652,14 @@ int RunAutoTuner(const LaunchOptions& options,
   for (const auto& [cfg, why] : space) {
     if (!why) candidates.push_back(cfg);
   }
-  PDLOG_INFO("auto tuner: {} layouts for {} device(s), {} pruned before launching, {} candidates "
-             "(history: {})",
-             space.size(), config.num_gpus, space.size() - candidates.size(), candidates.size(),
-             config.history_csv);
+  PDLOG_INFO(
+      "auto tuner: {} layouts for {} device(s){}, {} pruned before launching, {} "
+      "candidates (history: {})",
+      space.size(), config.num_gpus,
+      config.estimated_num_gpus
+          ? fmt::format(" (estimated; one replica of each on this node's {})", config.gpus_per_node)
+          : "",
+      space.size() - candidates.size(), candidates.size(), config.history_csv);
   if (candidates.empty()) {
     throw LaunchError("auto tuner: every layout was pruned; --dry_run lists them with the reasons");
   }
@@ -752,6 +756,8 @@ int RunAutoTuner(const LaunchOptions& options,
       if (several) search_seconds = run.search_seconds;
       history.push_back(outcome);
     }
+    // dp_estimation with sharding_overlap: the overlap's gain, onto its replica's row.
+    AddOverlapPerformance(history, config);
     const std::optional<size_t> now_best = BestTrial(history, config);
     const bool improved = now_best && now_best != best && *now_best == history.size() - 1;
     best = now_best;
@@ -780,7 +786,7 @@ int RunAutoTuner(const LaunchOptions& options,
   }
   if (!best) {
     PDLOG_ERROR("auto tuner: no trial gave the metric {}; see the trials' logs under {}",
-                config.metric_name, base.string());
+                config.metric_name, base.empty() ? "." : base.string());
     return 1;
   }
   // The best five.

@@ -432,6 +432,41 @@ esac
         self.assertEqual(again.code, 0, again)
         self.assertEqual(len([l for l in trial_lines(again) if "(from " in l]), 2, again)
 
+    def test_dp_estimation_sharding_overlap_runs_the_widened_replica_without_and_with(self):
+        # 4 devices, layouts for 16: the replica of mp 2 (for dp 8) on 2 devices, then widened by
+        # sharding 2 to the 4 without and with the overlap, whose YAML key differs between the two.
+        (self.dir / "c.yaml").write_text("Global:\n  micro_batch_size: 1\n  overlap: false  # keep\n")
+        cfg = tuner_json(search_algo={
+            "name": "dp_estimation", "estimated_num_gpus": 16,
+            "conversion": {"step_time": "interval_runtime"},
+            "sharding_overlap": {"sharding_mp": ["./c.yaml", "Global.overlap", True, False]}},
+            mp_degree=[2], sharding_degree="auto", micro_batch_size=[1], dp_degree=[1],
+            run_cmd={"mp_degree": ["--mp", ""],
+                     "micro_batch_size": ["./c.yaml", "Global.micro_batch_size"]})
+        (self.dir / "tuner.json").write_text(json.dumps(cfg))
+        result = self.run_launch(["--auto_tuner_json", "tuner.json", "--nproc_per_node", "1",
+                                  TRAINER, "./c.yaml"],
+                                 env=self.env(CUDA_VISIBLE_DEVICES="0,1,2,3"))
+        self.assertEqual(result.code, 0, result)
+        self.assertEqual([re.sub(r" → .*", "", l) for l in trial_lines(result)], [
+            "[1/3] dp1 mp2 pp1 vpp1 sharding1 stage1 mbs1 recompute=- (for dp8, gbs2)",
+            "[2/3] dp1 mp2 pp1 vpp1 sharding2 stage1 mbs1 recompute=- overlap=off",
+            "[3/3] dp1 mp2 pp1 vpp1 sharding2 stage1 mbs1 recompute=- overlap=on"])
+        logs = sorted(self.dir.glob("Job*/workerlog.0"))
+        self.assertEqual([re.search(r"devices \S+ bypass \S+", p.read_text()).group(0)
+                          for p in logs],
+                         ["devices 0,1 bypass 1", "devices 0,1,2,3 bypass 0",
+                          "devices 0,1,2,3 bypass 0"])
+        copies = {p.name.split("_Overlap_")[1]: p.read_text()
+                  for p in self.dir.glob("c_Job*_Overlap_*.yaml")}
+        self.assertEqual(copies, {"False.yaml": "Global:\n  micro_batch_size: 1\n  overlap: false  # keep\n",
+                                  "True.yaml": "Global:\n  micro_batch_size: 1\n  overlap: true  # keep\n"})
+        rows = self.history()
+        self.assertEqual([r["sharding_overlap"] for r in rows], ["", "False", "True"])
+        # The same metric with and without: a gain of 0, the replica's bw_ value as it was.
+        self.assertEqual(rows[0]["overlap_bw_100_interval_samples_per_second"],
+                         rows[0]["bw_100_interval_samples_per_second"])
+
     def test_dry_run_lists_the_layouts_with_their_prunes(self):
         plan = self.dry_run(tuner_json(invalid_strategy=["dp8_mbs1"]))
         self.assertEqual(plan["devices"], 8)

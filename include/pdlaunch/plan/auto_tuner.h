@@ -126,6 +126,9 @@ struct TrialConfig {
   /// single-replica layout stands for (its dp x sharding there), and the devices and nodes the
   /// trial runs on (mp x pp).
   long estimated_dp = 0, trial_gpus = 0, trial_nodes = 0;
+  /// dp_estimation with search_algo.sharding_overlap: a replica widened by sharding to the job's
+  /// devices, run with (true) and without (false) the overlap's settings; nullopt otherwise.
+  std::optional<bool> sharding_overlap = std::nullopt;
   bool operator==(const TrialConfig&) const = default;
 };
 
@@ -224,13 +227,20 @@ NodeOutcome MergeNodeOutcomes(const std::vector<NodeOutcome>& nodes);
 void ClassifyOutcome(const NodeOutcome& node, TrialOutcome& trial);
 
 /// search_algo.conversion's column names (Paddle's): unified_<metric>, then bw_<bw>_<metric>
-/// and unified_bw_<bw>_<metric> for each comm_bw. Empty without a conversion.
+/// and unified_bw_<bw>_<metric> for each comm_bw, then (with sharding_overlap)
+/// overlap_bw_<bw>_<metric> for each. Empty without a conversion.
 std::vector<std::string> ConversionColumns(const TunerConfig& config);
 
 /// Sets `trial.converted` from its metric and the step time of its workerlog.0 (main.py's multi
 /// dp conversion): each value None when either is missing. Nothing without a conversion.
 void ConvertOutcome(TrialOutcome& trial, const TunerConfig& config,
                     const std::optional<double>& step_time);
+
+/// utils.py add_overlap_performance: after the overlap variant of a replica (the last of
+/// `history`) ran, its gain over the variant without overlap, (overlap - without) / without,
+/// applied to the single replica's bw_ values as its overlap_bw_ ones. Nothing unless all three
+/// gave a metric.
+void AddOverlapPerformance(std::vector<TrialOutcome>& history, const TunerConfig& config);
 
 /// dp_estimation's <stem>_history_enhanced.csv (recorder.py): the trials that ran without an
 /// error, by the first comm_bw's unified value, highest first (those without one last); the

@@ -864,6 +864,73 @@ TEST(AutoTunerTest, DpEstimationRunsOneReplicaOfEachLayoutByHand) {
   }
 }
 
+// dp_estimation with sharding_overlap (utils.py search_by_dp_estimation, gen_sharding_overlap_args,
+// add_overlap_performance): one node of 4 devices, 16 estimated, mp 2, pp 1: the replica of
+// mp 2 (for dp 8, gbs 32 / 8 = 4), then that replica widened by sharding 4 / 2 = 2 to the node's
+// devices (gbs 8) without and with the overlap; the YAML entry's two values go to the two.
+TEST(AutoTunerTest, DpEstimationShardingOverlapVariantsAndTheirGain) {
+  const char* text = R"({
+    "search_algo": {"name": "dp_estimation", "estimated_num_gpus": 16,
+                    "conversion": {"step_time": "t"},
+                    "sharding_overlap": {"sharding_mp": ["c.yaml", "overlap", true, false]}},
+    "mp_degree": [2], "sharding_degree": "auto", "micro_batch_size": [2],
+    "model_cfg": {"global_batch_size": 32, "num_layers": 4},
+    "metric_cfg": {"name": "m", "OptimizationDirection": "Maximize"},
+    "run_cmd": {"mp_degree": ["--mp", ""]}
+  })";
+  const TunerConfig config = ParseTunerConfig(text, "t.json", 1, 4);
+  EXPECT_EQ(Layouts(config),
+            (std::vector<std::string>{
+                "dp1 mp2 pp1 vpp1 sharding1 stage1 mbs2 recompute=- (for dp8, gbs4)",
+                "dp1 mp2 pp1 vpp1 sharding2 stage1 mbs2 recompute=- overlap=off",
+                "dp1 mp2 pp1 vpp1 sharding2 stage1 mbs2 recompute=- overlap=on"}));
+  const auto space = SearchSpace(config);
+  const TrialConfig& off = space[1].first;
+  const TrialConfig& on = space[2].first;
+  EXPECT_EQ((std::vector<long>{off.trial_gpus, off.global_batch_size, off.acc_steps}),
+            (std::vector<long>{4, 8, 2}));
+  EXPECT_EQ(TrialDirName(3, on),
+            "Job3_GBS8_DP1_MP2_PP1_VPP1_Sharding2_Stage1_MBS2_Recompute_None_Granularity_None_"
+            "AccStep2_Overlap_True");
+  std::vector<FileEdit> edits;
+  EXPECT_EQ(TrialArguments({"t.py"}, on, config, false, edits),
+            (std::vector<std::string>{"t.py", "--mp", "2"}));
+  ASSERT_EQ(edits.size(), 1u);
+  EXPECT_EQ(edits[0].dotted_key + "=" + edits[0].value_json, "overlap=true");
+  edits.clear();
+  TrialArguments({"t.py"}, off, config, false, edits);
+  ASSERT_EQ(edits.size(), 1u);
+  EXPECT_EQ(edits[0].value_json, "false");
+  // The replica converts (100 at step 1 s: 100 / 1.28 = 78.125 at comm_bw 100); the widened
+  // runs do not. The overlap's gain, 250 against 200 (+25 %), goes onto the replica's row:
+  // 78.125 x 1.25 = 97.65625.
+  std::vector<TrialOutcome> history = {Ran(space[0].first, 1, 100.0), Ran(off, 2, 200.0)};
+  ConvertOutcome(history[0], config, 1.0);
+  ConvertOutcome(history[1], config, 1.0);
+  EXPECT_TRUE(history[1].converted.empty());
+  history.push_back(Ran(on, 3, 250.0));
+  AddOverlapPerformance(history, config);
+  const std::string csv = HistoryCsv(history, config);
+  EXPECT_EQ(csv,
+            "job_id,mp_degree,sharding_degree,pp_degree,dp_degree,sharding_stage,micro_batch_size,"
+            "vpp_degree,use_recompute,recompute_granularity,acc_steps,global_batch_size,"
+            "estimated_dp_degree,num_gpus,nodes,sharding_overlap,exec_time,m,unified_m,bw_100_m,"
+            "unified_bw_100_m,overlap_bw_100_m,max_mem_usage,error_info\n"
+            "1,2,1,1,1,1,2,1,,,2,4,8,2,1,,0,100,100,78.125,78.125,97.65625,,\n"
+            "2,2,2,1,1,1,2,1,,,2,8,,4,1,False,0,200,,,,,,\n"
+            "3,2,2,1,1,1,2,1,,,2,8,,4,1,True,0,250,,,,,,\n");
+  // The enhanced history: the replica alone.
+  const std::string enhanced = EnhancedHistoryCsv(history, config);
+  EXPECT_EQ(enhanced.substr(enhanced.find('\n') + 1),
+            "1,2,1,1,1,1,2,1,,,2,4,8,2,1,,0,100,100,78.125,78.125,97.65625,,\n");
+  // Resume reads the variants and the gain back.
+  const std::vector<TrialOutcome> back = ParseHistoryCsv(csv, config);
+  ASSERT_EQ(back.size(), 3u);
+  EXPECT_EQ(back[2].cfg, on);
+  EXPECT_EQ(back[1].cfg, off);
+  EXPECT_EQ(back[0].converted[3].second, 97.65625);
+}
+
 TEST(AutoTunerTest, BadDpEstimationFilesNameTheKey) {
   const auto error = [](const std::string& algo, long nodes = 1, const std::string& gbs = "8") {
     return ErrorOf<UsageError>([&] {
@@ -881,9 +948,14 @@ TEST(AutoTunerTest, BadDpEstimationFilesNameTheKey) {
             "yet: run it on one node (its layouts run on mp x pp devices of that node)");
   EXPECT_EQ(error(R"({"name": "grid", "estimated_num_gpus": 64})"),
             "--auto_tuner_json: search_algo.estimated_num_gpus: only with dp_estimation");
-  EXPECT_EQ(error(R"({"name": "dp_estimation", "estimated_num_gpus": 64, "sharding_overlap": {}})"),
-            "--auto_tuner_json: search_algo.sharding_overlap: only with grid (dp_estimation's "
-            "overlap trials are not built yet)");
+  EXPECT_EQ(error(R"({"name": "dp_estimation", "estimated_num_gpus": 64,
+                      "sharding_overlap": {"no_overlap": ["--x"]}})"),
+            "--auto_tuner_json: search_algo.sharding_overlap.no_overlap: expected sharding_mp, "
+            "sharding_pp or sharding_mp_pp");
+  EXPECT_EQ(error(R"({"name": "dp_estimation", "estimated_num_gpus": 64,
+                      "sharding_overlap": {"sharding_mp": ["c.yaml", "k", true]}})"),
+            "--auto_tuner_json: search_algo.sharding_overlap.sharding_mp: expected [file.yaml, "
+            "\"key\", value with overlap, value without]");
   EXPECT_EQ(error(R"({"name": "dp_estimation", "estimated_num_gpus": 64,
                       "conversion": {"comm_bw": [100]}})"),
             "--auto_tuner_json: search_algo.conversion.step_time: required by conversion");
