@@ -522,6 +522,26 @@ void FuzzElastic(const LaunchOptions& options, const FuzzInput& input) {
       PDLAUNCH_FUZZ_CHECK(DecodeNodeOutcome(EncodeNodeOutcome(*outcome)) == outcome);
       PDLAUNCH_FUZZ_CHECK(outcome->exit_code >= 0 && outcome->exit_code <= 255);
     }
+    // The tuner's history CSV as a resume reads it (every column kind: custom and refined
+    // dimensions, dp_estimation's, the conversion's, the overlap's): rows it cannot read are
+    // skipped, and what it read is written and read back as the same layouts.
+    {
+      static const TunerConfig kTuner = ParseTunerConfig(
+          R"({"search_algo": {"name": "dp_estimation", "estimated_num_gpus": 16,
+                "conversion": {"step_time": "t", "comm_bw": [100, 12.5]},
+                "sharding_overlap": {"sharding_mp": ["c.yaml", "o", true, false]}},
+              "model_cfg": {"global_batch_size": 8, "num_layers": 4},
+              "custom_search_dim": {"flash": {"value": [true, false], "prune": false}},
+              "refined_recompute": ["mlp"], "metric_cfg": {"name": "m"},
+              "run_cmd": {"refined_recompute": ["p.json", "rr"], "flash": ["--flash", ""]}})",
+          "t.json", 1, 8);
+      std::string csv = token;  // '|' ends a line: one token holds a whole file.
+      std::replace(csv.begin(), csv.end(), '|', '\n');
+      const std::vector<TrialOutcome> rows = ParseHistoryCsv(csv, kTuner);
+      const std::vector<TrialOutcome> again = ParseHistoryCsv(HistoryCsv(rows, kTuner), kTuner);
+      PDLAUNCH_FUZZ_CHECK(again.size() == rows.size());
+      for (size_t k = 0; k < rows.size(); ++k) PDLAUNCH_FUZZ_CHECK(again[k].cfg == rows[k].cfg);
+    }
     // A YAML config of run_cmd (the auto tuner's edit): refused with one line, or edited so
     // that setting the same key again changes nothing.
     if (auto edited = Try([&] { return SetYamlValue(token, "a.b", "2"); })) {
