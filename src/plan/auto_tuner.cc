@@ -397,7 +397,7 @@ std::map<std::string, std::vector<std::string>> ParseShardingOverlap(const Json&
 }
 
 // search_algo dp_estimation's keys: estimated_num_gpus (required) and conversion.
-void ParseDpEstimation(const Json& algo, long nodes, long gpus_per_node, TunerConfig& c) {
+void ParseDpEstimation(const Json& algo, long gpus_per_node, TunerConfig& c) {
   const std::string key = "search_algo.estimated_num_gpus";
   if (!algo.contains("estimated_num_gpus")) {
     Bad(key, "dp_estimation needs it: the devices the layouts are estimated for");
@@ -409,11 +409,6 @@ void ParseDpEstimation(const Json& algo, long nodes, long gpus_per_node, TunerCo
                          kMaxDegree));
   }
   c.estimated_num_gpus = e.get<long>();
-  if (nodes > 1) {
-    Bad("search_algo.name",
-        "dp_estimation across several nodes is not built yet: run it on one "
-        "node (its layouts run on mp x pp devices of that node)");
-  }
   if (!algo.contains("conversion")) return;
   const Json& conv = algo["conversion"];
   if (!conv.is_object()) Bad("search_algo.conversion", "expected an object");
@@ -513,7 +508,7 @@ TunerConfig ParseTunerConfig(const std::string& text, const std::string& json_pa
       }
       if (c.search_algo != "dp_estimation") Bad("search_algo." + key, "only with dp_estimation");
     }
-    if (c.search_algo == "dp_estimation") ParseDpEstimation(algo, nodes, gpus_per_node, c);
+    if (c.search_algo == "dp_estimation") ParseDpEstimation(algo, gpus_per_node, c);
   }
   // dp_estimation: the candidates are those of the estimated cluster (utils.py
   // default_candidates), its nodes estimated_num_gpus / gpus_per_node.
@@ -1288,7 +1283,8 @@ std::string EncodeNodeOutcome(const NodeOutcome& n) {
               {"exit_code", n.exit_code},
               {"exec_time", n.exec_time},
               {"search_seconds", n.search_seconds},
-              {"step_time", number(n.step_time)}}
+              {"step_time", number(n.step_time)},
+              {"skipped", n.skipped}}
       .dump();
 }
 
@@ -1323,7 +1319,8 @@ std::optional<NodeOutcome> DecodeNodeOutcome(const std::string& text) {
       !seconds("search_seconds", n.search_seconds) || !j.contains("exit_code") ||
       !j["exit_code"].is_number_integer() || j["exit_code"].get<long>() < 0 ||
       j["exit_code"].get<long>() > 255 ||
-      (j.contains("step_time") && !optional_number("step_time", n.step_time))) {
+      (j.contains("step_time") && !optional_number("step_time", n.step_time)) ||
+      (j.contains("skipped") && !boolean("skipped", n.skipped))) {
     return std::nullopt;
   }
   n.exit_code = static_cast<int>(j["exit_code"].get<long>());
@@ -1333,6 +1330,8 @@ std::optional<NodeOutcome> DecodeNodeOutcome(const std::string& text) {
 NodeOutcome MergeNodeOutcomes(const std::vector<NodeOutcome>& nodes) {
   NodeOutcome merged;
   for (const NodeOutcome& n : nodes) {
+    merged.search_seconds = std::max(merged.search_seconds, n.search_seconds);
+    if (n.skipped) continue;  // Not among the nodes of a dp_estimation replica.
     merged.oom = merged.oom || n.oom;
     merged.timed_out = merged.timed_out || n.timed_out;
     if (merged.exit_code == 0 && !n.timed_out) merged.exit_code = n.exit_code;

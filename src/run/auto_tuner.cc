@@ -211,6 +211,13 @@ static TunerConfig LoadConfig(const LaunchOptions& options) {
   TunerConfig config = ParseTunerConfig(ReadFile(json_path, 1 << 20), json_path,
                                         std::max(1L, NodesOf(options)), std::max(1L, gpus));
   for (const std::string& warning : config.warnings) PDLOG_WARN("auto tuner: {}", warning);
+  if (config.estimated_num_gpus && config.given_nodes > 1 &&
+      !(options.master && options.master->starts_with("etcd://"))) {
+    throw UsageError(
+        "--auto_tuner_json: dp_estimation across several nodes runs through --master "
+        "etcd://host:port, as Paddle's: a replica of fewer nodes is an etcd job of the first "
+        "of them (docs/auto-tuner.md)");
+  }
   // Opened as Paddle opens it: relative to the working directory.
   if (!config.memory_estimation_tool.empty() &&
       !fs::is_regular_file(config.memory_estimation_tool, ec)) {
@@ -329,6 +336,10 @@ struct Search {
   // dp_estimation: this node's devices in the job's order (empty on CPUs), of which a trial of
   // one replica takes the first mp x pp.
   std::vector<int> device_ids;
+  // This node's place among the nodes' sorted names (AgreeOnPlan), and the names: a
+  // dp_estimation replica of k nodes runs on the first k.
+  int node_index = 0;
+  std::vector<std::string> node_names;
   bool warned = false;                            // A run_cmd file rewritten in place was said.
   int launched = 0;  // Trials run here, of every stage (the first gets warmup_time).
 };
@@ -340,6 +351,20 @@ struct TrialRun {
   int code = 0;               // kInterrupted, kNotAgreed: the launcher's exit code.
   double search_seconds = 0;  // kMerged across nodes: the longest search of any node.
 };
+
+// This node's name among the nodes of a search: its address (--host, else POD_IP), else its
+// host name, and the launcher's pid (nodes may share a host).
+std::string NodeName(const LaunchOptions& options) {
+  std::string host = options.host.value_or("");
+  if (host.empty()) {
+    if (const char* pod_ip = std::getenv("POD_IP")) host = pod_ip;
+  }
+  if (host.empty()) {
+    char name[256] = {};
+    if (::gethostname(name, sizeof name - 1) == 0) host = name;
+  }
+  return fmt::format("{} {}", OneLine(host.substr(0, 200)), ::getpid());
+}
 
 // Sets an environment variable (the trials' processes inherit the launcher's environment) and
 // puts back what was there, or nothing, when it goes.
@@ -404,6 +429,20 @@ TrialRun RunTrial(Search& search, const TunerConfig& config, const TrialConfig& 
   trial.job_of_a_sequence = search.several;
   trial.etcd_key_job = TrialKeyJob(search.options, job_name);
   if (cfg.trial_gpus) OneReplicaDevices(search, cfg, trial);
+  // dp_estimation across nodes: a replica of k nodes is a job of the first k (AgreeOnPlan's
+  // order, the same on every node); the others wait for its outcome.
+  const bool subset = search.several && cfg.trial_nodes &&
+                      cfg.trial_nodes < static_cast<long>(search.node_names.size());
+  const bool takes_part = !subset || search.node_index < cfg.trial_nodes;
+  if (subset) {
+    trial.nnodes = std::to_string(cfg.trial_nodes);
+    if (!takes_part) {
+      PDLOG_INFO(
+          "auto tuner: {} runs on the first {} of the {} nodes; this node waits for its "
+          "outcome",
+          job_name, cfg.trial_nodes, search.node_names.size());
+    }
+  }
   TheRunReport().device_usage.clear();
   const size_t processes_before = TheRunReport().processes.size();
   const Clock::time_point t0 = Clock::now();
@@ -416,7 +455,7 @@ TrialRun RunTrial(Search& search, const TunerConfig& config, const TrialConfig& 
     bypass.emplace("FLAGS_shard_bypass_dygraph_optimizer",
                    config.estimated_num_gpus && cfg.sharding_degree == 1 ? "1" : "0");
   }
-  const int code = search.run_job(trial);
+  const int code = takes_part ? search.run_job(trial) : 0;
   bypass.reset();
   EndOpenConsoleLine();  // A rank stopped mid-line: the trial's line starts a line of its own.
   TrialRun run;
@@ -427,7 +466,8 @@ TrialRun RunTrial(Search& search, const TunerConfig& config, const TrialConfig& 
   here.exec_time = std::chrono::duration<double>(Clock::now() - t0).count();
   here.timed_out = *trial.deadline_hit;
   here.search_seconds = std::chrono::duration<double>(Clock::now() - search.search_start).count();
-  ReadTrialLogs(trial.log_dir, config, here);
+  here.skipped = !takes_part;
+  if (takes_part) ReadTrialLogs(trial.log_dir, config, here);
   // Every node has a workerlog.0 (each names its logs by local index): the one that ran global
   // rank 0 has the metric.
   const auto& records = TheRunReport().processes;
@@ -445,8 +485,10 @@ TrialRun RunTrial(Search& search, const TunerConfig& config, const TrialConfig& 
     ExchangeResult told;
     {
       const ScopedQuietInfo quiet;
+      // A node that ran no part of the trial waits out the others' run: its deadline, then
+      // their teardown.
       told = search.exchange(job_name + "_outcome", EncodeNodeOutcome(here), /*first=*/false,
-                             job_name);
+                             job_name, takes_part ? 0 : deadline + search.options.grace + 60);
     }
     std::vector<NodeOutcome> nodes;
     for (const std::string& value : told.values) {
@@ -490,24 +532,40 @@ int AgreeOnPlan(Search& search, const std::string& name,
   std::error_code ec;
   if (fs::is_regular_file(history_csv, ec)) plan += ReadFile(history_csv);
   const std::string mine = fmt::format("{}, plan {}", summary, ExchangeDigest(plan));
+  // After the plan, a line naming this node (its address, else host name, and pid): sorted, the
+  // nodes' names give each its place, by which dp_estimation picks the nodes of a replica.
+  const std::string me = NodeName(search.options);
   ExchangeResult agreed;
   {
     const ScopedQuietInfo quiet;
-    agreed = search.exchange(name, mine, /*first=*/true, "");
+    agreed = search.exchange(name, mine + "\n" + me, /*first=*/true, "", 0);
   }
   if (agreed.code != 0) {
     PDLOG_ERROR("auto tuner: the {} nodes did not meet to agree on the search",
                 NodesOf(search.options));
     return agreed.code;
   }
+  std::vector<std::string> names;
   for (size_t node = 0; node < agreed.values.size(); ++node) {
-    if (agreed.values[node] != mine) {
+    const std::string& value = agreed.values[node];
+    const size_t newline = value.find('\n');
+    if (value.substr(0, newline) != mine) {
       throw LaunchError(fmt::format(
           "auto tuner: the nodes do not search the same {} (here: {}; node {} of the exchange: "
           "{}): give every node the same --auto_tuner_json, devices and history CSV",
-          what, mine, node, OneLine(agreed.values[node])));
+          what, mine, node, OneLine(value.substr(0, newline))));
     }
+    names.push_back(newline == std::string::npos ? "" : value.substr(newline + 1));
   }
+  std::sort(names.begin(), names.end());
+  if (std::adjacent_find(names.begin(), names.end()) != names.end()) {
+    throw LaunchError(
+        fmt::format("auto tuner: two nodes name themselves '{}': give each its own "
+                    "--host",
+                    OneLine(*std::adjacent_find(names.begin(), names.end()))));
+  }
+  search.node_index = static_cast<int>(std::find(names.begin(), names.end(), me) - names.begin());
+  search.node_names = names;
   PDLOG_INFO("auto tuner: the {} nodes search the same {}", agreed.values.size(), summary);
   return 0;
 }
@@ -843,7 +901,7 @@ int RunAutoTuner(const LaunchOptions& options,
             ? ", the converted metrics in " +
                   config.history_csv.substr(0, config.history_csv.size() - 4) + "_enhanced.csv"
             : "");
-    if (several) exchange("", "", false, "");
+    if (several) exchange("", "", false, "", 0);
     return 0;
   }
   if (!config.run_best) return 0;
@@ -859,7 +917,7 @@ int RunAutoTuner(const LaunchOptions& options,
   run.training_script_args = TrialArguments(options.training_script_args, winner.cfg, config, true, edits);
   ApplyEdits(edits, "best_cfg", run.training_script_args, search.warned);
   const int code = run_job(run);
-  if (several) exchange("", "", false, "");  // The best was a job of every node: all are past.
+  if (several) exchange("", "", false, "", 0);  // The best was a job of every node: all are past.
   return code;
 }
 

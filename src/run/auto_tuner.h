@@ -18,11 +18,13 @@ extern const char* const kTunerNeedsAMaster;
 /// the job's master): publishes `value` as job `job_id` and returns every node's; `first` is the
 /// plan's, before any trial, when the nodes may still be starting; `trial` is the job (a trial,
 /// by its job name) that every node is past once this exchange is done, so that what it left in
-/// the store can go (empty for the plan's). Called with an empty `job_id` after the best run (a
-/// job of all the nodes: every node is past every exchange), it lets the exchange drop what it
-/// still holds.
-using TunerExchange = std::function<ExchangeResult(
-    const std::string& job_id, const std::string& value, bool first, const std::string& trial)>;
+/// the store can go (empty for the plan's); `wait` (seconds, 0: the exchange's own) is the least
+/// it waits for the others, for a node that ran no part of the trial and waits out its run.
+/// Called with an empty `job_id` after the best run (a job of all the nodes: every node is past
+/// every exchange), it lets the exchange drop what it still holds.
+using TunerExchange =
+    std::function<ExchangeResult(const std::string& job_id, const std::string& value, bool first,
+                                 const std::string& trial, double wait)>;
 
 /// The etcd key name of the search's job `job_name` (auto_tuner_<n>, gbs_tuner_<n>, best_cfg):
 /// `<--job_id, else default>.<job_name>` (LaunchOptions::etcd_key_job).

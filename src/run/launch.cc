@@ -695,7 +695,7 @@ int Main(int argc, char** argv) {
     }
     if (agreement) {
       exchange = [&, settings = *agreement](const std::string& job_id, const std::string& value,
-                                            bool first, const std::string& /*trial*/) {
+                                            bool first, const std::string& /*trial*/, double wait) {
         if (job_id.empty()) return internal::ExchangeResult{};  // Jobs of a master hold nothing.
         LaunchOptions at = options;
         at.auto_tuner_json.reset();
@@ -707,7 +707,7 @@ int Main(int argc, char** argv) {
         // that ended the same trial: their jobs end within a heartbeat of each other.
         const double timeout = first ? settings.rendezvous_timeout
                                      : 3 * settings.heartbeat_timeout + options.grace + 10;
-        return internal::ExchangeOverMaster(at, settings, job_id, value, timeout);
+        return internal::ExchangeOverMaster(at, settings, job_id, value, std::max(timeout, wait));
       };
     }
     if (options.auto_tuner_json && decision.elastic.config) {
@@ -738,11 +738,12 @@ int Main(int argc, char** argv) {
       exchange = [&options, call, store, rendezvous = options.rendezvous_timeout,
                   outcome = elastic.ttl_seconds + options.grace + 10](
                      const std::string& job_id, const std::string& value, bool first,
-                     const std::string& trial_job) {
+                     const std::string& trial_job, double wait) {
         // The plan waits for the nodes to start, as a rendezvous does; an outcome, for nodes
         // that ended the same trial: a node's departure ends it on the others within its TTL.
         if (job_id.empty()) return call("", "", 0);
-        internal::ExchangeResult result = call(job_id, value, first ? rendezvous : outcome);
+        internal::ExchangeResult result =
+            call(job_id, value, std::max(first ? rendezvous : outcome, wait));
         if (result.code == 0 && !trial_job.empty()) {
           // Every node is past the trial's job: its keys go (a failed etcd job keeps its
           // failure record for nodes that come late; none of a trial's does).

@@ -467,6 +467,16 @@ esac
         self.assertEqual(rows[0]["overlap_bw_100_interval_samples_per_second"],
                          rows[0]["bw_100_interval_samples_per_second"])
 
+    def test_dp_estimation_across_nodes_needs_etcd(self):
+        result = self.tune(tuner_json(search_algo={"name": "dp_estimation",
+                                                   "estimated_num_gpus": 16}),
+                           extra=["--master", "127.0.0.1:1", "--nnodes", 2])
+        self.assertEqual(result.code, 2, result)
+        self.assertEqual(result.stderr.strip().splitlines()[-1],
+                         "launch: error: --auto_tuner_json: dp_estimation across several nodes "
+                         "runs through --master etcd://host:port, as Paddle's: a replica of fewer "
+                         "nodes is an etcd job of the first of them (docs/auto-tuner.md)")
+
     def test_dry_run_lists_the_layouts_with_their_prunes(self):
         plan = self.dry_run(tuner_json(invalid_strategy=["dp8_mbs1"]))
         self.assertEqual(plan["devices"], 8)
@@ -689,6 +699,32 @@ class AutoTunerEtcdTwoNodeTest(AutoTunerTwoNodeTest):
 
     def node_env(self, visible):
         return self.env(CUDA_VISIBLE_DEVICES=visible, PADDLE_ELASTIC_TTL="3")
+
+    def test_dp_estimation_runs_a_replica_of_fewer_nodes_on_the_first_of_them(self):
+        # 4 devices a node, layouts for 16 with mp 4: the replica of pp 1 (for dp 4) needs 4
+        # devices, one node; that of pp 2 (for dp 2) needs 8, both. The nodes' names sorted put
+        # node a (127.0.0.2) first: it alone runs the first.
+        cfg = tuner_json(search_algo={"name": "dp_estimation", "estimated_num_gpus": 16},
+                         mp_degree=[4], pp_degree=[1, 2], sharding_degree="auto", dp_degree=[1],
+                         micro_batch_size=[1], schedule_mode="memory")
+        cfg["model_cfg"]["global_batch_size"] = 16
+        procs = self.start_nodes(cfg=cfg)
+        results = {name: self.finish(proc, 180) for name, proc in procs.items()}
+        for name, result in results.items():
+            self.assertEqual(result.code, 0, f"node {name}: {result!r}")
+        self.assertEqual(trial_lines(results["a"]), trial_lines(results["b"]))
+        self.assertEqual([re.sub(r" → .*", "", l) for l in trial_lines(results["a"])], [
+            "[1/2] dp1 mp4 pp1 vpp1 sharding1 stage1 mbs1 recompute=- (for dp4, gbs4)",
+            "[2/2] dp1 mp4 pp2 vpp1 sharding1 stage1 mbs1 recompute=- (for dp2, gbs8)"])
+        self.assertTrue(all("→ 110 interval_samples_per_second" in l
+                            for l in trial_lines(results["a"])), results["a"].stdout)
+        self.assertEqual(sorted(p.name[:4] for p in (self.dir / "a").glob("Job*")),
+                         ["Job1", "Job2"])
+        self.assertEqual([p.name[:4] for p in (self.dir / "b").glob("Job*")], ["Job2"])
+        self.assertIn("auto_tuner_1 runs on the first 1 of the 2 nodes; this node waits for its "
+                      "outcome", results["b"].stderr)
+        self.assertEqual((self.dir / "a" / "tuner_history.csv").read_text(),
+                         (self.dir / "b" / "tuner_history.csv").read_text())
 
     def test_the_search_leaves_no_key_behind_but_its_exchanges_for_seconds(self):
         procs = self.start_nodes()

@@ -205,6 +205,9 @@ struct NodeOutcome {
   int exit_code = 0;          ///< The trial job's, on this node.
   double exec_time = 0;       ///< Seconds the trial took here.
   double search_seconds = 0;  ///< Since this node's search began (max_search_time).
+  /// dp_estimation across nodes: this node was not among the replica's nodes and ran nothing;
+  /// only its search_seconds count in the merge.
+  bool skipped = false;
 
   bool operator==(const NodeOutcome&) const = default;
 };

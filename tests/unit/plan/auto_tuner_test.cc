@@ -689,6 +689,26 @@ TEST(AutoTunerTest, NodeOutcomesMergeAsOneTrial) {
   a.metric.reset();
   ClassifyOutcome(MergeNodeOutcomes({a, b}), trial);
   EXPECT_EQ(trial.error, "timeout");
+  // dp_estimation across nodes: a node that was not among the replica's nodes counts only for
+  // the search's time, whatever else its record says.
+  NodeOutcome ran;
+  ran.rank0 = true;
+  ran.metric = 110;
+  ran.exec_time = 2;
+  ran.search_seconds = 5;
+  NodeOutcome waited;
+  waited.skipped = true;
+  waited.exit_code = 9;
+  waited.oom = true;
+  waited.exec_time = 30;
+  waited.search_seconds = 40;
+  const NodeOutcome one = MergeNodeOutcomes({waited, ran});
+  EXPECT_EQ(one.search_seconds, 40);
+  EXPECT_EQ(one.exec_time, 2);
+  ClassifyOutcome(one, trial);
+  EXPECT_EQ(trial.error, "");
+  EXPECT_EQ(trial.metric, 110);
+  EXPECT_EQ(DecodeNodeOutcome(EncodeNodeOutcome(waited)), waited);
 }
 
 TEST(AutoTunerTest, NodeOutcomesRoundTripAndPeersAreChecked) {
@@ -943,9 +963,6 @@ TEST(AutoTunerTest, BadDpEstimationFilesNameTheKey) {
   EXPECT_EQ(error(R"({"name": "dp_estimation", "estimated_num_gpus": 12})"),
             "--auto_tuner_json: search_algo.estimated_num_gpus: expected a multiple of this "
             "node's 8 devices (up to 1048576)");
-  EXPECT_EQ(error(R"({"name": "dp_estimation", "estimated_num_gpus": 64})", 2),
-            "--auto_tuner_json: search_algo.name: dp_estimation across several nodes is not built "
-            "yet: run it on one node (its layouts run on mp x pp devices of that node)");
   EXPECT_EQ(error(R"({"name": "grid", "estimated_num_gpus": 64})"),
             "--auto_tuner_json: search_algo.estimated_num_gpus: only with dp_estimation");
   EXPECT_EQ(error(R"({"name": "dp_estimation", "estimated_num_gpus": 64,
