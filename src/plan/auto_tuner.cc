@@ -454,6 +454,14 @@ void ParseDpEstimation(const Json& algo, long gpus_per_node, TunerConfig& c) {
   c.conversion = out;
 }
 
+// Python's round(v, places): the nearest decimal of the exact binary value, a tie (25.125) to
+// the even digit, as glibc's printf rounds.
+double RoundLikePython(double v, int places) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.*f", places, v);
+  return std::strtod(text, nullptr);
+}
+
 std::string Fmt(double v) {
   std::string s = fmt::format("{:.5f}", v);
   while (s.ends_with('0')) s.pop_back();
@@ -758,6 +766,7 @@ TunerConfig ParseTunerConfig(const std::string& text, const std::string& json_pa
   const std::string stem = fs::path(json_path).filename().string().substr(
       0, fs::path(json_path).filename().string().rfind(".json"));
   c.history_csv = (dir / (stem + "_history.csv")).string();
+  c.enhanced_csv = (dir / (stem + "_history_enhanced.csv")).string();
   c.resume_csv = c.history_csv;
   if (root.contains("resume_csv_file_path")) {
     if (!root["resume_csv_file_path"].is_string()) Bad("resume_csv_file_path", "expected a path");
@@ -971,6 +980,17 @@ std::optional<std::string> StaticPrune(const TrialConfig& c, const TunerConfig& 
 
 namespace {
 
+// gen_new_ctx's nodes for a trial of `gpus` devices: one, whole nodes, or the fewest of the
+// job's that split the devices evenly; 0 when none does.
+long NodesOfTrial(long gpus, const TunerConfig& cfg) {
+  if (gpus <= cfg.gpus_per_node) return 1;
+  if (gpus % cfg.gpus_per_node == 0) return gpus / cfg.gpus_per_node;
+  for (long n = 2; n <= cfg.given_nodes; ++n) {
+    if (gpus % n == 0 && gpus / n <= cfg.gpus_per_node) return n;
+  }
+  return 0;
+}
+
 // utils.py search_by_dp_estimation: each layout of the estimated cluster that the static rules
 // kept, as one data-parallel replica (dp, sharding and stage 1) on mp x pp devices, its batch the
 // cluster's divided by the cluster's dp x sharding; a layout equal to an earlier one (stages
@@ -988,16 +1008,7 @@ std::vector<std::pair<TrialConfig, std::optional<std::string>>> SingleReplicaLay
     t.trial_gpus = t.mp * t.pp;
     t.global_batch_size = *cfg.global_batch_size / t.estimated_dp;
     t.acc_steps = t.global_batch_size / t.mbs;
-    // gen_new_ctx's nodes: one, whole nodes, or the fewest that split the devices evenly.
-    if (t.trial_gpus <= cfg.gpus_per_node) {
-      t.trial_nodes = 1;
-    } else if (t.trial_gpus % cfg.gpus_per_node == 0) {
-      t.trial_nodes = t.trial_gpus / cfg.gpus_per_node;
-    } else {
-      for (long n = 2; n <= cfg.given_nodes && !t.trial_nodes; ++n) {
-        if (t.trial_gpus % n == 0 && t.trial_gpus / n <= cfg.gpus_per_node) t.trial_nodes = n;
-      }
-    }
+    t.trial_nodes = NodesOfTrial(t.trial_gpus, cfg);
     if (std::find(seen.begin(), seen.end(), t) != seen.end()) continue;
     seen.push_back(t);
     std::optional<std::string> reason;
@@ -1021,9 +1032,7 @@ std::vector<std::pair<TrialConfig, std::optional<std::string>>> SingleReplicaLay
     wide.sharding_degree = sharding;
     wide.estimated_dp = 0;
     wide.trial_gpus = replica.trial_gpus * sharding;
-    wide.trial_nodes = wide.trial_gpus <= cfg.gpus_per_node
-                           ? 1
-                           : (wide.trial_gpus + cfg.gpus_per_node - 1) / cfg.gpus_per_node;
+    wide.trial_nodes = NodesOfTrial(wide.trial_gpus, cfg);
     wide.global_batch_size = replica.global_batch_size * sharding;
     wide.acc_steps = wide.global_batch_size / sharding / wide.mbs;
     for (const bool overlap : {false, true}) {
@@ -1455,17 +1464,10 @@ void ConvertOutcome(TrialOutcome& trial, const TunerConfig& config,
   const std::vector<std::string> names = ConversionColumns(config);
   const double devices =
       static_cast<double>(trial.cfg.trial_gpus ? trial.cfg.trial_gpus : config.num_gpus);
-  // Python's round(): the nearest decimal of the exact binary value, a tie (25.125) to the
-  // even digit, as glibc's printf rounds.
-  const auto round_to = [](double v, int places) {
-    char text[64];
-    std::snprintf(text, sizeof text, "%.*f", places, v);
-    return std::strtod(text, nullptr);
-  };
   // Python's truthiness: a metric or step time of 0 converts to None, as in Paddle.
   const auto unify = [&](const std::optional<double>& v) -> std::optional<double> {
     if (!v || *v == 0 || !conv.need_unify) return v;
-    return round_to(*v / devices, 2);
+    return RoundLikePython(*v / devices, 2);
   };
   const std::optional<double> metric = trial.metric;
   trial.converted.emplace_back(names[0], unify(metric));
@@ -1474,7 +1476,7 @@ void ConvertOutcome(TrialOutcome& trial, const TunerConfig& config,
         static_cast<double>(conv.model_size_b) * (conv.amp ? 6.0 : 4.0) / conv.comm_bw[k];
     std::optional<double> multi;
     if (metric && *metric != 0 && step_time && *step_time != 0) {
-      multi = round_to(*step_time / (*step_time + comm_time) * *metric, 5);
+      multi = RoundLikePython(*step_time / (*step_time + comm_time) * *metric, 5);
     }
     trial.converted.emplace_back(names[1 + 2 * k], multi);
     trial.converted.emplace_back(names[2 + 2 * k], unify(multi));
@@ -1486,23 +1488,26 @@ namespace {
 // dp_estimation's columns after global_batch_size: the cluster's dp degree, the trial's devices
 // and nodes (Paddle's estimated_dp_degree, num_gpus and nodes keys).
 // With sharding_overlap, a fourth: sharding_overlap (True, False, or empty for a replica).
-std::string EstimationColumns(const TunerConfig& config) {
-  if (!config.estimated_num_gpus) return "";
-  return config.sharding_overlap.empty() ? "estimated_dp_degree,num_gpus,nodes,"
-                                         : "estimated_dp_degree,num_gpus,nodes,sharding_overlap,";
+std::vector<std::string> EstimationColumns(const TunerConfig& config) {
+  if (!config.estimated_num_gpus) return {};
+  std::vector<std::string> names = {"estimated_dp_degree", "num_gpus", "nodes"};
+  if (!config.sharding_overlap.empty()) names.push_back("sharding_overlap");
+  return names;
 }
 
 std::string CsvHeader(const TunerConfig& config) {
   std::string custom_columns;
   for (const TunerConfig::CustomDim& dim : config.custom_dims) custom_columns += dim.key + ",";
   for (const std::string& op : config.refined_recompute) custom_columns += op + ",";
+  std::string estimation;
+  for (const std::string& name : EstimationColumns(config)) estimation += name + ",";
   std::string converted;
   for (const std::string& name : ConversionColumns(config)) converted += name + ",";
   return fmt::format(
       "job_id,mp_degree,sharding_degree,pp_degree,dp_degree,sharding_stage,micro_batch_size,"
       "vpp_degree,use_recompute,recompute_granularity,{}acc_steps,global_batch_size,{}exec_time,"
       "{},{}max_mem_usage,error_info\n",
-      custom_columns, EstimationColumns(config), config.metric_name, converted);
+      custom_columns, estimation, config.metric_name, converted);
 }
 
 std::string CsvRow(const TrialOutcome& h, const TunerConfig& config) {
@@ -1580,13 +1585,9 @@ void AddOverlapPerformance(std::vector<TrialOutcome>& history, const TunerConfig
   const size_t bws = config.conversion->comm_bw.size();
   for (size_t k = 0; k < bws; ++k) {
     const std::optional<double>& bw = replica->converted[1 + 2 * k].second;
-    char text[64];
-    std::optional<double> value;
-    if (bw) {
-      std::snprintf(text, sizeof text, "%.5f", *bw * (1 + ratio));
-      value = std::strtod(text, nullptr);
-    }
-    replica->converted[1 + 2 * bws + k] = {names[1 + 2 * bws + k], value};
+    replica->converted[1 + 2 * bws + k] = {
+        names[1 + 2 * bws + k],
+        bw ? std::optional<double>(RoundLikePython(*bw * (1 + ratio), 5)) : std::nullopt};
   }
 }
 
@@ -1619,8 +1620,9 @@ std::vector<TrialOutcome> ParseHistoryCsv(const std::string& text, const TunerCo
   // The custom dimensions' columns, then refined_recompute's, follow recompute_granularity.
   const size_t custom = config.custom_dims.size();
   const size_t n = custom + config.refined_recompute.size();
-  // dp_estimation's three columns after global_batch_size, the conversion's after the metric.
-  const size_t est = config.estimated_num_gpus ? (config.sharding_overlap.empty() ? 3 : 4) : 0;
+  // dp_estimation's columns after global_batch_size, the conversion's after the metric.
+  const std::vector<std::string> estimation = EstimationColumns(config);
+  const size_t est = estimation.size();
   const std::vector<std::string> conversion = ConversionColumns(config);
   const size_t conv = conversion.size();
   if (header.size() != 16 + n + est + conv || header[13 + n + est] != config.metric_name) {
@@ -1629,9 +1631,8 @@ std::vector<TrialOutcome> ParseHistoryCsv(const std::string& text, const TunerCo
   for (size_t k = 0; k < conv; ++k) {
     if (header[14 + n + est + k] != conversion[k]) return out;
   }
-  if (est && (header[12 + n] != "estimated_dp_degree" || header[13 + n] != "num_gpus" ||
-              header[14 + n] != "nodes" || (est == 4 && header[15 + n] != "sharding_overlap"))) {
-    return out;
+  for (size_t k = 0; k < est; ++k) {
+    if (header[12 + n + k] != estimation[k]) return out;
   }
   for (size_t k = 0; k < n; ++k) {
     const std::string& name =
@@ -1775,50 +1776,37 @@ std::string TrialDirName(int job_id, const TrialConfig& c) {
 
 namespace {
 
-// utils.py gen_sharding_overlap_args_of_grid_search: the layout's shape names its entry
-// (sharding with mp, with pp, with both, or no_overlap); flags go as pairs, -o entries as they
-// are, file keys as edits.
+// utils.py gen_sharding_overlap_args_of_grid_search (grid) and gen_sharding_overlap_args
+// (dp_estimation, its widened replicas only): the layout's shape names its entry (sharding with
+// mp, with pp, with both, or no_overlap under grid); flags and -o entries go as they are, file
+// keys as edits. Under dp_estimation the run with the overlap gets the entry and the one
+// without a YAML entry's second value and nothing else (Paddle gives both the same flags and
+// JSON value, so that its comparison compares a run with itself).
 void AppendShardingOverlap(const TrialConfig& c, const TunerConfig& config,
                            std::vector<std::string>& args, std::vector<FileEdit>& edits) {
-  if (config.sharding_overlap.empty()) return;
-  if (config.estimated_num_gpus) {
-    // dp_estimation (gen_sharding_overlap_args): only its widened replicas, by mp and pp. The
-    // variant with the overlap gets the entry; the one without gets a YAML entry's second value
-    // and nothing else (Paddle gives both the same flags and JSON value, so that its
-    // comparison compares a run with itself).
-    if (!c.sharding_overlap || (c.mp == 1 && c.pp == 1)) return;
-    const char* shape = c.mp > 1 && c.pp > 1 ? "sharding_mp_pp"
-                        : c.mp > 1           ? "sharding_mp"
-                                             : "sharding_pp";
-    const auto it = config.sharding_overlap.find(shape);
-    if (it == config.sharding_overlap.end()) return;
-    const std::vector<std::string>& parts = it->second;
-    const std::string first = PyStr(parts[0]);
-    if (first.find(".yaml") != std::string::npos) {
-      edits.push_back({first, PyStr(parts[1]), parts[*c.sharding_overlap ? 2 : 3]});
-    } else if (!*c.sharding_overlap) {
-      return;
-    } else if (first.find(".json") != std::string::npos) {
-      edits.push_back({first, PyStr(parts[1]), parts[2]});
-    } else {
-      for (const std::string& part : parts) args.push_back(PyStr(part));
-    }
-    return;
+  const bool estimation = config.estimated_num_gpus.has_value();
+  if (config.sharding_overlap.empty() || (estimation && !c.sharding_overlap)) return;
+  const char* shape = "no_overlap";  // Not an entry under dp_estimation: nothing then.
+  if (c.sharding_degree > 1 && (c.mp > 1 || c.pp > 1)) {
+    shape = c.mp > 1 && c.pp > 1 ? "sharding_mp_pp" : c.mp > 1 ? "sharding_mp" : "sharding_pp";
   }
-  const char* shape = "no_overlap";
-  if (c.sharding_degree > 1 && c.mp > 1 && c.pp == 1) shape = "sharding_mp";
-  if (c.sharding_degree > 1 && c.mp == 1 && c.pp > 1) shape = "sharding_pp";
-  if (c.sharding_degree > 1 && c.mp > 1 && c.pp > 1) shape = "sharding_mp_pp";
   const auto it = config.sharding_overlap.find(shape);
   if (it == config.sharding_overlap.end()) return;
   const std::vector<std::string>& parts = it->second;
   const std::string first = PyStr(parts[0]);
-  if (first.find(".json") != std::string::npos) {
-    edits.push_back({first, PyStr(parts[1]), parts[2]});
-  } else if (first.find(".yaml") != std::string::npos) {
-    for (size_t k = 1; k + 1 < parts.size(); k += 2) {
-      edits.push_back({first, PyStr(parts[k]), parts[k + 1]});
+  const bool with = !estimation || *c.sharding_overlap;
+  if (first.find(".yaml") != std::string::npos) {
+    if (estimation) {
+      edits.push_back({first, PyStr(parts[1]), parts[with ? 2 : 3]});
+    } else {
+      for (size_t k = 1; k + 1 < parts.size(); k += 2) {
+        edits.push_back({first, PyStr(parts[k]), parts[k + 1]});
+      }
     }
+  } else if (!with) {
+    return;
+  } else if (first.find(".json") != std::string::npos) {
+    edits.push_back({first, PyStr(parts[1]), parts[2]});
   } else {
     for (const std::string& part : parts) args.push_back(PyStr(part));
   }

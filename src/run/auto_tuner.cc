@@ -162,18 +162,15 @@ void ReadTrialLogs(const fs::path& dir, const TunerConfig& config, NodeOutcome& 
 // when it converts, both after every trial.
 void WriteHistory(const TunerConfig& config, const std::vector<TrialOutcome>& history) {
   WriteAtomically(config.history_csv, HistoryCsv(history, config));
-  if (config.conversion) {
-    const std::string& csv = config.history_csv;
-    WriteAtomically(csv.substr(0, csv.size() - 4) + "_enhanced.csv",
-                    EnhancedHistoryCsv(history, config));
-  }
+  if (config.conversion) WriteAtomically(config.enhanced_csv, EnhancedHistoryCsv(history, config));
 }
 
 long NodesOf(const LaunchOptions& options) {
   // --ips lists the nodes (with --nnodes, if given, the same count: the path checks it).
   // --ips of one address beside --master and --nnodes is that master's job of --nnodes.
-  if (options.WasGiven("ips") && SplitAndStrip(options.ips, ',').size() > 1) {
-    return static_cast<long>(SplitAndStrip(options.ips, ',').size());
+  if (const size_t ips = SplitAndStrip(options.ips, ',').size();
+      options.WasGiven("ips") && ips > 1) {
+    return static_cast<long>(ips);
   }
   const std::string nnodes = options.nnodes.value_or("1");
   try {
@@ -195,7 +192,10 @@ const char* const kTunerNeedsAMaster =
     "(with --ips, an HTTP --master beside it; in a Slurm step, --master makes each trial a job "
     "of that master; docs/auto-tuner.md)";
 
-static TunerConfig LoadConfig(const LaunchOptions& options) {
+// The tuner file for this node's devices; `device_ids`, when given, gets those devices' ids in
+// the job's order (dp_estimation's replicas take the first of them).
+static TunerConfig LoadConfig(const LaunchOptions& options,
+                              std::vector<int>* device_ids = nullptr) {
   const std::string json_path = *options.auto_tuner_json;
   if (!json_path.ends_with(".json")) {
     throw UsageError(fmt::format("--auto_tuner_json: '{}' must be a .json file", OneLine(json_path)));
@@ -207,7 +207,10 @@ static TunerConfig LoadConfig(const LaunchOptions& options) {
   // The devices of this node, as the job would use them (Paddle: len(--devices), else 8).
   const DevicePlan devices = ResolveCollectiveDevices(options);
   long gpus = 0;
-  for (const auto& ids : devices.devices_per_proc) gpus += static_cast<long>(std::max<size_t>(1, ids.size()));
+  for (const auto& ids : devices.devices_per_proc) {
+    gpus += static_cast<long>(std::max<size_t>(1, ids.size()));
+    if (device_ids) device_ids->insert(device_ids->end(), ids.begin(), ids.end());
+  }
   TunerConfig config = ParseTunerConfig(ReadFile(json_path, 1 << 20), json_path,
                                         std::max(1L, NodesOf(options)), std::max(1L, gpus));
   for (const std::string& warning : config.warnings) PDLOG_WARN("auto tuner: {}", warning);
@@ -685,13 +688,8 @@ int RunAutoTuner(const LaunchOptions& options,
                  const std::function<int(const LaunchOptions&)>& run_job,
                  const TunerExchange& exchange) {
   const std::string json_path = *options.auto_tuner_json;
-  TunerConfig config = LoadConfig(options);
   Search search(options, run_job, exchange);
-  if (config.estimated_num_gpus) {
-    for (const auto& ids : ResolveCollectiveDevices(options).devices_per_proc) {
-      search.device_ids.insert(search.device_ids.end(), ids.begin(), ids.end());
-    }
-  }
+  TunerConfig config = LoadConfig(options, &search.device_ids);
   const fs::path& base = search.base;
   const bool several = search.several;
   const Clock::time_point start = Clock::now();
@@ -897,10 +895,7 @@ int RunAutoTuner(const LaunchOptions& options,
         "auto tuner: dp_estimation ran one replica of each layout for {} devices; the best "
         "is not run here (best_cfg.json in {}{})\n",
         *config.estimated_num_gpus, config.best_cfg_dir,
-        config.conversion
-            ? ", the converted metrics in " +
-                  config.history_csv.substr(0, config.history_csv.size() - 4) + "_enhanced.csv"
-            : "");
+        config.conversion ? ", the converted metrics in " + config.enhanced_csv : "");
     if (several) exchange("", "", false, "", 0);
     return 0;
   }

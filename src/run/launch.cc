@@ -670,14 +670,13 @@ int Main(int argc, char** argv) {
     internal::TunerExchange exchange;
     // Without --master, the first node would host each job on a port of its own, printing a
     // new command for the others every time: a search across nodes needs the address given.
-    const bool several_nodes = (decision.elastic.config && decision.elastic.config->np_max > 1) ||
-                               decision.slurm ||
-                               (decision.path.master && decision.path.master->nnodes > 1) ||
-                               SplitAndStrip(decision.options.ips, ',').size() > 1;
+    const size_t ips_count = SplitAndStrip(decision.options.ips, ',').size();
+    const bool several_nodes =
+        (decision.elastic.config && decision.elastic.config->np_max > 1) || decision.slurm ||
+        (decision.path.master && decision.path.master->nnodes > 1) || ips_count > 1;
     // With a multi-node --ips, an HTTP --master beside it is where the nodes agree, while each
     // trial is an --ips job of the list (docs/auto-tuner.md, "Several nodes").
     std::optional<MasterSettings> agreement;
-    const size_t ips_count = SplitAndStrip(decision.options.ips, ',').size();
     const bool ips_search = options.auto_tuner_json && options.WasGiven("ips") && ips_count > 1 &&
                             decision.path.kind == LaunchPath::Kind::kDefault &&
                             !decision.elastic.config && options.master &&
@@ -764,12 +763,10 @@ int Main(int argc, char** argv) {
     const int code = options.auto_tuner_json
                          ? internal::RunAutoTuner(
                                options,
-                               [&](const LaunchOptions& trial) {
-                                 if (!ips_search)
-                                   return RunDecided(Decide(trial, env), env, announce);
-                                 LaunchOptions of_ips = trial;  // The --master is the tuner's.
-                                 of_ips.master.reset();
-                                 return RunDecided(Decide(of_ips, env), env, announce);
+                               [&](LaunchOptions trial) {
+                                 // With --ips, the --master is the tuner's, not the trial's.
+                                 if (ips_search) trial.master.reset();
+                                 return RunDecided(Decide(trial, env), env, announce);
                                },
                                exchange)
                          : RunDecided(std::move(decision), env, announce);

@@ -56,6 +56,7 @@ struct TunerConfig {
   bool run_best = true;
   std::string best_cfg_dir;       ///< Default: <json dir>/best_cfg.
   std::string history_csv;        ///< <json dir>/<stem>_history.csv.
+  std::string enhanced_csv;       ///< <json dir>/<stem>_history_enhanced.csv (dp_estimation).
   std::string resume_csv;         ///< resume_csv_file_path, default history_csv.
   long nodes = 1, gpus_per_node = 8, num_gpus = 8;
   /// search_algo "customize": the CSV of layouts to run, in its order (configs_csv; relative to
