@@ -93,8 +93,17 @@ class AutoTunerTest(LaunchTestCase):
             return list(csv.DictReader(f))
 
     def test_finds_the_best_prunes_what_cannot_win_and_runs_it(self):
-        result = self.tune(tuner_json())
+        result = self.tune(tuner_json(), extra=("--report", "r.json"))
         self.assertEqual(result.code, 0, result)
+        # The final table of the best, then --report with every process: the four trials' and
+        # the best run's, one each.
+        table = result.stdout[result.stdout.index("auto tuner: the best layouts"):].splitlines()
+        self.assertEqual(table[:3], [
+            "auto tuner: the best layouts (interval_samples_per_second, higher is best):",
+            "  1. dp4 mp2 pp1 vpp1 sharding1 stage1 mbs2 recompute=-  240  (Job4)",
+            "  2. dp8 mp1 pp1 vpp1 sharding1 stage1 mbs1 recompute=-  180  (Job2)"])
+        report = json.loads((self.dir / "r.json").read_text())
+        self.assertEqual(len(report["processes"]), 5, report["processes"])
         lines = [l for l in result.stdout.splitlines() if l.startswith("[")]
         # Each trial's line estimates how long the search may still take (the mean trial so
         # far times the candidates the history does not prune yet); after the fourth the history
