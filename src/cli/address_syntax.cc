@@ -135,7 +135,15 @@ void CheckAddressArguments(const LaunchOptions& options) {
     for (std::string_view scheme : {"etcd://", "http://"}) {
       if (master.starts_with(scheme)) master.remove_prefix(scheme.size());
     }
-    if (master.find(':') != std::string_view::npos) CheckEndpointToken(master, "--master", true);
+    // Paddle 3's forms: ip:port, :PORT (the host is the first node of --ips) and a bare host
+    // (its port from PADDLE_PORT or the --ips handshake); SelectLaunchPath says what each needs.
+    if (master.starts_with(':') && master.find(':', 1) == std::string_view::npos) {
+      ParseInt(master.substr(1), fmt::format("--master: port of '{}'", master), 1, 65535);
+    } else if (master.find(':') != std::string_view::npos && !IsIpv6(master)) {
+      CheckEndpointToken(master, "--master", true);
+    } else {
+      CheckHostToken(master, "--master");
+    }
   }
   if (options.elastic_server) {
     std::string_view server = *options.elastic_server;

@@ -52,10 +52,10 @@ struct FlagSpec {
   Kind kind;
   // Who declared it (the interface a command line uses; a prefix is resolved by ResolveFlag).
   Tier tier;
-  Store store;               // nullptr for --help and --version.
-  std::string_view group;    // Help section.
-  std::string_view help;     // Empty: no help text.
-  std::string_view refused;  // Non-empty: not supported yet; the reason in parentheses.
+  Store store;                // nullptr for --help and --version.
+  std::string_view group;     // Help section.
+  std::string_view help;      // Empty: no help text.
+  std::string_view refused;   // Non-empty: not supported yet; the reason in parentheses.
   std::string_view env = {};  // Environment twin (paddle-new-launch.md §2.2); empty: none.
 };
 
@@ -252,10 +252,6 @@ void StoreLogLevel(LaunchOptions& options, std::string_view flag, const std::str
   options.log_level = upper;
 }
 
-void StoreLogOverwrite(LaunchOptions& options, std::string_view, const std::string&) {
-  options.log_overwrite = true;
-}
-
 double ToPositiveSeconds(std::string_view flag, const std::string& value) {
   const double seconds = ToSeconds(flag, value);
   if (seconds <= 0) ThrowInvalid(flag, "positive float", value);
@@ -359,8 +355,7 @@ const auto kFlags = std::to_array<FlagSpec>({
      "Devices to use, e.g. 0,1: labels of the visible-devices variable of the device family "
      "found (CUDA_VISIBLE_DEVICES, XPU_VISIBLE_DEVICES, <TYPE>_VISIBLE_DEVICES with "
      "PADDLE_XCCL_BACKEND=<type>); aliases --gpus, --npus",
-     "",
-     "PADDLE_DEVICES"},
+     "", "PADDLE_DEVICES"},
     {"--npus", "gpus", Kind::kValue, N, &StoreText<&LO::gpus>, kLaunchGroup, "Alias of --devices.",
      ""},
     {"--log_level", "log_level", Kind::kValue, N, &StoreLogLevel, kLaunchGroup,
@@ -403,8 +398,16 @@ const auto kFlags = std::to_array<FlagSpec>({
      "First port of the trainers' fixed ports; takes precedence over env FLAGS_START_PORT, "
      "which takes precedence over env PADDLE_START_PORT.",
      ""},
-    {"--log_overwrite", "log_overwrite", Kind::kFlag, O, &StoreLogOverwrite, kOwnGroup,
-     "Truncate the log files instead of appending to them.", "", "PADDLE_LOG_OVERWRITE"},
+    {"--log_overwrite", "log_overwrite", Kind::kOptionalBool, O, &StoreBool<&LO::log_overwrite>,
+     kOwnGroup,
+     "Truncate the log files instead of appending to them: --log_overwrite, or with a value "
+     "(True, 1, false, ...). Default: false",
+     "", "PADDLE_LOG_OVERWRITE"},
+    {"--nodes_meet", "nodes_meet", Kind::kOptionalBool, O, &StoreBool<&LO::nodes_meet>, kOwnGroup,
+     "The nodes of a multi-node --ips meet at a master on the first before any rank starts, "
+     "check that they agree, and fail as one (docs/multi-node.md). false: they never talk, as "
+     "Paddle 2's. Default: true",
+     "", "PDLAUNCH_NODES_MEET"},
     {"--echo", "echo", Kind::kValue, O, &StoreEcho, kOwnGroup,
      "Show these local processes' output on the console, each line prefixed with its rank "
      "([rank 3]: ...; the node's host first in a multi-node job): all, or local ranks such as "
@@ -447,7 +450,7 @@ const FlagSpec* FindExact(std::string_view name) {
 
 // Spellings of other launchers (torchrun's dashes, its renamed flags) that mean one of ours.
 std::string_view KnownSpelling(std::string_view name) {
-  static constexpr std::array<std::pair<std::string_view, std::string_view>, 12> kOthers = {{
+  static constexpr std::array<std::pair<std::string_view, std::string_view>, 13> kOthers = {{
       {"max_restarts", "--max_restart"},
       {"node_rank", "--rank"},
       {"master_addr", "--master"},
@@ -455,7 +458,8 @@ std::string_view KnownSpelling(std::string_view name) {
       {"rdzv_endpoint", "--master"},
       {"rdzv_id", "--job_id"},
       {"nproc", "--nproc_per_node"},
-      {"local_ranks_filter", ""},
+      {"local_ranks_filter", "--echo"},
+      {"module", "-m"},
       {"tee", ""},
       {"redirects", ""},
       {"standalone", ""},
@@ -471,9 +475,8 @@ const FlagSpec* FindExact(std::string_view name);
 
 // " (did you mean --nproc_per_node?)" for --nproc-per-node or torchrun's --max-restarts.
 std::string Hint(std::string_view token) {
-  std::string name(token.substr(2, token.find('=') == std::string_view::npos
-                                       ? std::string_view::npos
-                                       : token.find('=') - 2));
+  std::string name(token.substr(
+      2, token.find('=') == std::string_view::npos ? std::string_view::npos : token.find('=') - 2));
   std::replace(name.begin(), name.end(), '-', '_');
   if (const FlagSpec* flag = FindExact("--" + name)) {
     return fmt::format(" (did you mean {}?)", flag->name);
@@ -596,10 +599,10 @@ struct Scan {
   };
   std::vector<Replaced> replaced;
   std::set<std::string> given;
-  std::set<std::string> new_flags;   // Typed flags of Tier::kNew.
+  std::set<std::string> new_flags;           // Typed flags of Tier::kNew.
   std::map<std::string, std::string> typed;  // Destination → the name typed last.
-  std::optional<Kind> exit_request;  // kHelp or kVersion.
-  size_t script = 0;                 // Index of the training script in argv.
+  std::optional<Kind> exit_request;          // kHelp or kVersion.
+  size_t script = 0;                         // Index of the training script in argv.
 };
 
 void Record(const FlagSpec& flag, Scan& scan) {
@@ -683,7 +686,8 @@ Scan ScanArguments(const std::vector<std::string>& args) {
       ++index;
       break;
     }
-    if (!LooksLikeOption(args[index])) break;
+    // `-m module`, as Python's (and torchrun's): the training command starts here.
+    if (!LooksLikeOption(args[index]) || args[index] == "-m") break;
     index = ScanOption(args, index, scan);
   }
   scan.script = index;
@@ -836,9 +840,8 @@ std::string HelpGroup(const GroupInfo& group) {
   if (!group.description.empty()) out += "\n";
   for (const FlagSpec& flag : kFlags) {
     if (flag.group != group.name) continue;
-    const std::string help = flag.env.empty()
-                                 ? std::string(flag.help)
-                                 : fmt::format("{} [env {}]", flag.help, flag.env);
+    const std::string help =
+        flag.env.empty() ? std::string(flag.help) : fmt::format("{} [env {}]", flag.help, flag.env);
     out += HelpEntry(Invocation(flag), help);
   }
   if (group.name == kBaseGroup) {
@@ -891,6 +894,11 @@ CommandLine ParseArguments(const std::vector<std::string>& args) {
   options.training_script = args[scan.script];
   options.training_script_args.assign(args.begin() + static_cast<std::ptrdiff_t>(scan.script) + 1,
                                       args.end());
+  if (options.training_script == "-m" && options.training_script_args.empty()) {
+    throw UsageError(
+        "argument -m: expected a module name (launch [options] -m package.module "
+        "[args ...])");
+  }
   ValidateChoices(options);
   return command_line;
 }
@@ -942,9 +950,10 @@ std::vector<std::string> ApplyEnvironmentTwins(LaunchOptions& options, const Env
     const auto it = env.find(std::string(flag.env));
     if (it == env.end() || StripSpace(it->second).empty()) continue;
     if (nested && IsSetForRanks(flag.env)) {
-      notes.push_back(fmt::format("{} is inherited from the job that started this launcher: "
-                                  "ignored (pass --{} to set it)",
-                                  flag.env, flag.dest));
+      notes.push_back(
+          fmt::format("{} is inherited from the job that started this launcher: "
+                      "ignored (pass --{} to set it)",
+                      flag.env, flag.dest));
       continue;
     }
     if (flag.kind == Kind::kFlag) {

@@ -128,6 +128,7 @@ Lines ConfigurationLines(const LaunchOptions& o) {
       {"host", PythonStr(o.host)},
       {"http_port", PythonStr(o.http_port)},
       {"ips", PythonStr(o.ips)},
+      {"nodes_meet", PythonStr(o.nodes_meet)},
       {"job_id", PythonStr(o.job_id)},
       {"log_dir", PythonStr(o.log_dir)},
       {"log_overwrite", PythonStr(o.log_overwrite)},

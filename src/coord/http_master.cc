@@ -49,6 +49,8 @@ const std::string& ServerName() {
 }
 
 constexpr char kRevisionHeader[] = "X-Pdlaunch-Revision";
+constexpr std::string_view kHandshakeRequest = "connect master";
+constexpr std::string_view kHandshakeAnswer = "connect success";
 constexpr char kJobHeader[] = "X-Pdlaunch-Job";
 
 class Session;
@@ -71,7 +73,7 @@ struct KvHttpServer::State : std::enable_shared_from_this<KvHttpServer::State> {
   KvMemoryStore store;
   std::function<void()> on_change;
   std::string job;
-  std::list<std::weak_ptr<Session>> sessions;       // Every open connection (each erases its own).
+  std::list<std::weak_ptr<Session>> sessions;  // Every open connection (each erases its own).
   // The long-polls waiting for a change, by the prefix they wait on: a change costs one test per
   // distinct prefix (at most kMaxParkedPrefixes), not one per parked connection.
   using Parked = std::list<std::weak_ptr<Session>>;
@@ -155,6 +157,36 @@ class Session : public std::enable_shared_from_this<Session> {
     Close();
   }
 
+  // Paddle 3's --ips handshake (context/__init__.py, update_by_ips): a node sends the 14 bytes
+  // "connect master" and reads "connect success". The master's own port answers it, so that
+  // the handshake and the HTTP master are one socket: nothing to close and rebind between
+  // them. Paddle's host answers once every node has connected; this one answers at once, and
+  // the rendezvous that follows waits for the nodes (docs/multi-node.md, "The nodes meet").
+  // Returns true when the bytes so far are (or may still become) the handshake.
+  bool TakeHandshake(beast::error_code ec, size_t n) {
+    if (!maybe_handshake_ || ec) return false;
+    buffer_.commit(n);
+    received_ += n;
+    n_committed_ = true;
+    const std::string_view got(static_cast<const char*>(buffer_.data().data()), buffer_.size());
+    const std::string_view word = kHandshakeRequest;
+    if (got.size() < word.size() && word.starts_with(got)) {
+      ReadSome();  // Not all of it yet.
+      return true;
+    }
+    maybe_handshake_ = false;
+    if (!got.starts_with(word)) return false;
+    PDLOG_DEBUG("master: handshake from {}", peer_.to_string());
+    stream_.expires_after(Duration(state_->limits.idle_seconds));
+    ++state_->writing;
+    asio::async_write(stream_, asio::buffer(kHandshakeAnswer),
+                      [self = shared_from_this()](beast::error_code, size_t) {
+                        --self->state_->writing;
+                        self->Close();
+                      });
+    return true;
+  }
+
   void OnRead(beast::error_code ec, size_t n) {
     bool request_ready = false;
     Guard([&] {
@@ -162,11 +194,15 @@ class Session : public std::enable_shared_from_this<Session> {
         got_bytes_ = true;
         stream_.expires_at(request_deadline_);
       }
+      if (TakeHandshake(ec, n)) return;
       std::string error;
-      const uint64_t max_request = state_->limits.max_header_bytes +
-                                   state_->limits.max_body_bytes + http_feed::kMaxBufferedBytes;
-      http_feed::Fed fed = http_feed::Take(*parser_, buffer_, ec, n, received_, max_request, error,
-                                           /*stop_after_header=*/!header_checked_);
+      const uint64_t max_request = state_->limits.max_header_bytes + state_->limits.max_body_bytes +
+                                   http_feed::kMaxBufferedBytes;
+      // Bytes the handshake's test committed are in the buffer already.
+      const size_t fresh = n_committed_ ? 0 : n;
+      n_committed_ = false;
+      http_feed::Fed fed = http_feed::Take(*parser_, buffer_, ec, fresh, received_, max_request,
+                                           error, /*stop_after_header=*/!header_checked_);
       if (fed == http_feed::Fed::kFailed) return Drop(error);
       if (!header_checked_ && parser_->is_header_done()) {
         header_checked_ = true;
@@ -202,8 +238,8 @@ class Session : public std::enable_shared_from_this<Session> {
     Guard([&] {
       const http::request<http::string_body>& request = parser_->get();
       version_ = request.version();
-      const KvHttpRequest kv{std::string(request.method_string()),
-                             std::string(request.target()), request.body()};
+      const KvHttpRequest kv{std::string(request.method_string()), std::string(request.target()),
+                             request.body()};
       before = state_->store.revision();
       response = state_->store.Handle(kv, Now());
       handled = true;
@@ -283,6 +319,8 @@ class Session : public std::enable_shared_from_this<Session> {
   Clock::time_point request_deadline_;
   uint64_t received_ = 0;
   bool got_bytes_ = false;
+  bool maybe_handshake_ = true;  // Until the first bytes say it is not Paddle's handshake.
+  bool n_committed_ = false;     // TakeHandshake committed this read's bytes.
   bool header_checked_ = false;
   unsigned version_ = 11;
   bool parked_ = false;

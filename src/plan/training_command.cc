@@ -29,8 +29,7 @@ std::vector<std::string> PathCandidates(const std::string& name, const std::stri
   size_t begin = 0;
   while (true) {
     size_t colon = path.find(':', begin);
-    const std::string dir =
-        path.substr(begin, colon == std::string::npos ? colon : colon - begin);
+    const std::string dir = path.substr(begin, colon == std::string::npos ? colon : colon - begin);
     if (dir.empty()) {
       candidates.push_back("./" + name);
     } else {
@@ -76,14 +75,20 @@ TrainingCommand ResolveTrainingCommand(const std::string& script,
                                        const std::optional<std::string>& python_override,
                                        const std::string& path) {
   TrainingCommand command;
-  if (script.ends_with(".py")) {
-    if (!Exists(script)) throw LaunchError(fmt::format("training script not found: '{}'", script));
+  const bool module = script == "-m";
+  const bool pyxes = script.ends_with(".pyxes");
+  if (module || pyxes || script.ends_with(".py")) {
+    if (!module && !Exists(script)) {
+      throw LaunchError(fmt::format("training script not found: '{}'", script));
+    }
     const bool overridden = python_override && !python_override->empty();
     std::string python = overridden ? *python_override : std::string(kDefaultPython);
     command.executable = ResolveProgram(
         python, path, "Python interpreter",
         overridden ? " (from PADDLE_LAUNCH_PYTHON)" : " (set PADDLE_LAUNCH_PYTHON to choose one)");
-    command.argv = {command.executable, "-u", script};
+    // Paddle runs a .pyxes file (compiled Python) without -u; -m module unbuffered, as a .py.
+    command.argv = pyxes ? std::vector<std::string>{command.executable, script}
+                         : std::vector<std::string>{command.executable, "-u", script};
   } else {
     command.executable = ResolveProgram(script, path, "training program", "");
     command.argv = {script};

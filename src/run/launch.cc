@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,6 +16,8 @@
 #include <string_view>
 #include <system_error>
 
+#include "base/small_file.h"
+#include "pdlaunch/base/endpoint.h"
 #include "pdlaunch/base/errors.h"
 #include "pdlaunch/base/logging.h"
 #include "pdlaunch/base/version.h"
@@ -39,6 +42,7 @@
 #include "pdlaunch/process/supervisor.h"
 #include "pdlaunch/process/watchdog.h"
 #include "run/auto_tuner.h"
+#include "run/collective_plan.h"
 #include "run/launch_support.h"
 
 namespace pdlaunch {
@@ -49,96 +53,19 @@ namespace {
 using internal::BuildTrainerProcesses;
 using internal::CheckFixedPortsFree;
 using internal::ChooseEcho;
+using internal::CollectivePlan;
 using internal::DecidePs;
 using internal::EnvironmentMap;
 using internal::GatherNodeEnv;
 using internal::GetEnv;
 using internal::GivenStartPort;
 using internal::LocalPorts;
-using internal::PlanLocalPorts;
+using internal::LogDevicePlan;
+using internal::PlanCollective;
 using internal::PrepareLogDir;
 using internal::PsDecision;
 using internal::ResolveCollectiveDevices;
 using internal::TempDir;
-
-/// Paddle's default start port for multi-node jobs (contract §3.4).
-constexpr int kDefaultMultiNodeStartPort = 6070;
-
-/// Fixed ports for several nodes or under PaddleCloud (contract §3.4), else free locked ports.
-LocalPorts PlanPorts(const LaunchOptions& options, const NodeIdentity& node, int num_local,
-                     bool cloud) {
-  std::optional<int> start = GivenStartPort(options);
-  if (!start && (node.node_ips.size() > 1 || cloud)) start = kDefaultMultiNodeStartPort;
-  return PlanLocalPorts(start, num_local);
-}
-
-/// Fixed ports are checked on the node that uses them: its trainers' ports, and MASTER_PORT on
-/// node 0 (where the rendezvous store listens).
-void CheckLocalPortsFree(const Cluster& cluster) {
-  std::vector<int> ports;
-  for (const Trainer& trainer : cluster.local_pod().trainers)
-    ports.push_back(trainer.endpoint.port);
-  if (cluster.local_index == 0) ports.push_back(cluster.master.port);
-  CheckPortsFree(ports);
-}
-
-/// Which entry of --ips this node is; host names in --ips are resolved (forward) only if needed.
-NodeIdentity ResolveThisNode(const LaunchOptions& options) {
-  const NodeEnv env = GatherNodeEnv(options.ips, options.host);
-  NodeIdentity node = ResolveNode(options.ips, options.host, env);
-  if (node.node_ips.size() > 1) {
-    PDLOG_INFO("This node is {}, node {} of {} in --ips (found by {})",
-               node.node_ips[static_cast<size_t>(node.node_index)], node.node_index,
-               node.node_ips.size(), node.how);
-  }
-  return node;
-}
-
-/// The cluster from the PaddleCloud variables (contract §5.2).
-Cluster PlanCloudCluster(const LaunchOptions& options, const CloudEnv& cloud,
-                         const DevicePlan& devices) {
-  const int start = GivenStartPort(options).value_or(kDefaultCloudStartPort);
-  CloudCluster result = BuildCloudCluster(cloud, options.ips, devices, start);
-  for (const std::string& warning : result.warnings) PDLOG_WARN("{}", warning);
-  const Cluster& cluster = result.cluster;
-  PDLOG_INFO("PaddleCloud job: this node is {}, node {} of {} in PADDLE_TRAINERS",
-             cluster.local_pod().ip, cluster.local_index, cluster.pods.size());
-  return std::move(result.cluster);
-}
-
-/// The plan's warnings and notes; the legacy console adds its mode lines, which today's
-/// launcher does not print (the mode line on stdout: not in a dry run, whose stdout is JSON).
-void LogDevicePlan(const DevicePlan& plan, bool todays_console, bool print_mode_line = true) {
-  for (const std::string& line : plan.warnings) PDLOG_WARN("{}", line);
-  for (const std::string& line : plan.info) PDLOG_INFO("{}", line);
-  if (todays_console) return;
-  if (plan.backend == "gloo") PDLOG_WARN("launch start with CPUONLY mode");
-  if (print_mode_line) fmt::print("{}\n", plan.mode_line);
-}
-
-/// Everything needed to start the local trainers, decided before anything starts.
-struct CollectivePlan {
-  Cluster cluster;
-  LocalPorts ports;
-  DevicePlan devices;
-};
-
-CollectivePlan PlanCollective(const LaunchOptions& options, const EnvMap& env) {
-  CollectivePlan plan;
-  plan.devices = ResolveCollectiveDevices(options);
-  const std::optional<CloudEnv> cloud = DetectCloud(env);
-  if (cloud && UsesCloudCluster(*cloud)) {
-    plan.cluster = PlanCloudCluster(options, *cloud, plan.devices);
-  } else {
-    const NodeIdentity node = ResolveThisNode(options);
-    const int num_local = static_cast<int>(plan.devices.devices_per_proc.size());
-    plan.ports = PlanPorts(options, node, num_local, cloud.has_value());
-    plan.cluster =
-        BuildCollectiveCluster(node, plan.devices, plan.ports.ports, plan.ports.master_port);
-  }
-  if (!plan.ports.reservation) CheckLocalPortsFree(plan.cluster);
-  return plan;
-}
 
 }  // namespace
 
@@ -148,6 +75,9 @@ CollectivePlan PlanCollective(const LaunchOptions& options, const EnvMap& env) {
 struct JobDecision {
   LaunchOptions options;  ///< With `--master etcd://` mapped to the elastic flags.
   LaunchPath path;
+  /// A collective job of the legacy interface over several --ips nodes, which meet at this
+  /// master before any rank starts (docs/multi-node.md, "The nodes meet").
+  std::optional<MasterSettings> meeting;
   JobMode mode = JobMode::kCollective;
   bool rpc = false;
   bool ps_counts = false;  ///< Today's PS form: counts, not endpoint lists (§7.2.2).
@@ -170,8 +100,8 @@ void ApplySlurmStep(LaunchOptions& options, const SlurmStep& step) {
     } catch (const LaunchError&) {
     }
     if (found.empty()) {
-      throw LaunchError(fmt::format("cannot resolve the Slurm node name '{}' (from {})", name,
-                                    step.source));
+      throw LaunchError(
+          fmt::format("cannot resolve the Slurm node name '{}' (from {})", name, step.source));
     }
     addresses.push_back(found.front());
   }
@@ -225,7 +155,8 @@ void CheckDeviceUsage(const LaunchOptions& options, const EnvMap& env) {
       !visible.xccl_backend && !options.nproc_per_node && !start) {
     return;
   }
-  FakeDeviceProbe probe(0);  // No device unless listed: never a usage error the machine would not give.
+  FakeDeviceProbe probe(
+      0);  // No device unless listed: never a usage error the machine would not give.
   DevicePlan plan;
   try {
     plan = ResolveDevices(internal::DeviceList(options), options.nproc_per_node, options.backend,
@@ -240,9 +171,41 @@ void CheckDeviceUsage(const LaunchOptions& options, const EnvMap& env) {
   const int processes = std::max<int>(1, static_cast<int>(plan.devices_per_proc.size()));
   const int needed = processes + 1;  // + MASTER_PORT.
   if (start && *start + needed - 1 > 65535) {
-    throw UsageError(fmt::format(
-        "--start_port {}: {} process{} and MASTER_PORT need ports {}..{}, past 65535", *start,
-        processes, processes == 1 ? "" : "es", *start, *start + needed - 1));
+    throw UsageError(
+        fmt::format("--start_port {}: {} process{} and MASTER_PORT need ports {}..{}, past 65535",
+                    *start, processes, processes == 1 ? "" : "es", *start, *start + needed - 1));
+  }
+}
+
+/// --ips from a file (Paddle 3 reads the first token of each line when the value opens as a
+/// file), in both interfaces; then today's interface cuts it to --nnodes, saying so.
+void ReadIpsList(LaunchOptions& options, std::vector<std::string>& warnings) {
+  if (!options.WasGiven("ips")) return;
+  struct stat st {};
+  if (::stat(options.ips.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+    constexpr off_t kMaxHostfile = 16 << 20;
+    const std::optional<std::string> text =
+        st.st_size <= kMaxHostfile ? ReadSmallFile(options.ips) : std::nullopt;
+    const std::vector<std::string> nodes = text ? ParseHostfile(*text) : std::vector<std::string>();
+    if (nodes.empty()) {
+      throw UsageError(fmt::format("--ips {}: {}", options.ips,
+                                   !text ? "cannot be read (or over 16 MiB)"
+                                         : "the file lists no address (one host per line)"));
+    }
+    PDLOG_DEBUG("--ips {}: {} nodes read from the file", options.ips, nodes.size());
+    options.ips = fmt::format("{}", fmt::join(nodes, ","));
+  }
+  const std::string nnodes = options.nnodes.value_or("");
+  if (options.WasGiven("nnodes") && nnodes.find(':') == std::string::npos &&
+      UsesNewInterface(options) && options.nodes_meet) {
+    std::string warning;
+    const int count = ParseInt(StripSpace(nnodes), "argument --nnodes", 1, 1 << 24);
+    const std::vector<std::string> cut =
+        CutIpsToNnodes(SplitAndStrip(options.ips, ','), count, &warning);
+    if (!warning.empty()) {
+      warnings.push_back(std::move(warning));
+      options.ips = fmt::format("{}", fmt::join(cut, ","));
+    }
   }
 }
 
@@ -250,9 +213,12 @@ JobDecision Decide(const LaunchOptions& given_options, const EnvMap& env) {
   JobDecision d;
   d.options = given_options;
   LaunchOptions& options = d.options;
+  std::vector<std::string> warnings;
+  ReadIpsList(options, warnings);
   CheckAddressArguments(options);  // A malformed address never reaches the resolver.
   CheckAddressVariables(options, env);
   d.path = SelectLaunchPath(options, env);
+  d.path.warnings.insert(d.path.warnings.begin(), warnings.begin(), warnings.end());
   // --start_port, FLAGS_START_PORT and PADDLE_START_PORT, in every mode: a bad one must not wait
   // until a path plans its ports (a --master node would be hosting by then).
   GivenStartPort(options);
@@ -283,8 +249,7 @@ JobDecision Decide(const LaunchOptions& given_options, const EnvMap& env) {
       CheckProcessCount(options.FlagName(dest), *count, 0, " (0 means 1)");
     }
   }
-  if (d.path.kind == LaunchPath::Kind::kMaster && d.mode != JobMode::kCollective &&
-      !d.ps_counts) {
+  if (d.path.kind == LaunchPath::Kind::kMaster && d.mode != JobMode::kCollective && !d.ps_counts) {
     throw UsageError(
         "--master/--nnodes takes --server_num/--trainer_num, not --servers/--trainers lists or "
         "heter workers (give the lists to every node without --master instead)");
@@ -299,7 +264,26 @@ JobDecision Decide(const LaunchOptions& given_options, const EnvMap& env) {
     d.slurm = DetectSlurmStep(env);
     if (d.slurm && d.slurm->nodes.size() < 2) d.slurm.reset();  // One node: nothing to do.
   }
+  // The legacy interface's nodes of --ips meet too, unless told not to (a job mixed with
+  // Paddle 2's launchers) or the cluster comes from elsewhere (PaddleCloud, etcd).
+  if (d.mode == JobMode::kCollective && d.path.kind == LaunchPath::Kind::kDefault && !d.rpc &&
+      !d.elastic.config && options.nodes_meet && options.WasGiven("ips") &&
+      SplitAndStrip(options.ips, ',').size() > 1 && !DetectCloud(env) &&
+      !UsesNewInterface(options)) {
+    d.meeting = IpsMasterSettings(options, env, &d.path.warnings);
+    d.meeting->legacy_ips = true;
+  }
   return d;
+}
+
+/// This node's entry of an --ips job's list: its rank, its address, and whether it hosts the
+/// master. `say` logs which entry it is (the legacy job's plan says it again otherwise).
+void PlaceThisNode(const LaunchOptions& options, MasterSettings& settings, bool say) {
+  const NodeIdentity node =
+      internal::ResolveThisNode(fmt::format("{}", fmt::join(settings.ips, ",")), options.host, say);
+  settings.rank = node.node_index;
+  settings.host = node.node_ips.at(static_cast<size_t>(node.node_index));
+  settings.hosting = static_cast<size_t>(node.node_index) == settings.master_index;
 }
 
 /// Where the run's topology comes from, for --report and --dry_run.
@@ -307,11 +291,24 @@ const char* PathName(const JobDecision& d) {
   if (d.elastic.config) return "elastic";
   if (d.slurm) return "slurm";
   switch (d.path.kind) {
-    case LaunchPath::Kind::kMaster: return "master";
-    case LaunchPath::Kind::kEtcd: return "elastic";
-    case LaunchPath::Kind::kDefault: break;
+    case LaunchPath::Kind::kMaster:
+      return "master";
+    case LaunchPath::Kind::kEtcd:
+      return "elastic";
+    case LaunchPath::Kind::kDefault:
+      break;
   }
   return d.options.WasGiven("ips") ? "ips" : "local";
+}
+
+/// Where the nodes of an --ips job meet, for --dry_run.
+std::string MeetingNote(const MasterSettings& m) {
+  return fmt::format(
+      "the nodes of --ips meet at the master on node {} ({}), port {}, before any rank starts",
+      m.master_index, m.master_host,
+      m.handshake ? fmt::format("found by Paddle's handshake ({}-{})", kHandshakeFirstPort,
+                                kHandshakeLastPort)
+                  : std::to_string(m.master_port));
 }
 
 DryRunPlan::PsJob PsJobOf(const PsPlan& plan) {
@@ -353,12 +350,15 @@ int PlanDryRun(JobDecision decision) {
       GetEnv("PATH").value_or("/bin:/usr/bin"));  // A missing script: the real run's error.
   plan.command = command.argv;
   if (const std::optional<std::string> note = UnusedMasterNote(decision)) PDLOG_WARN("{}", *note);
+  for (const std::string& warning : decision.path.warnings) PDLOG_WARN("{}", warning);
+  if (decision.meeting) plan.notes.push_back(MeetingNote(*decision.meeting));
   if (decision.path.kind == LaunchPath::Kind::kMaster || decision.rpc || decision.ps_counts) {
     const MasterSettings& master = *decision.path.master;
     plan.notes.push_back(fmt::format(
         "the cluster is decided at the rendezvous: {} nodes through the master {}", master.nnodes,
-        master.master_given ? fmt::format("{}:{}", master.master_host, master.master_port)
-                            : std::string("this node would host (its address and a free port)")));
+        !master.ips.empty()   ? MeetingNote(master)
+        : master.master_given ? fmt::format("{}:{}", master.master_host, master.master_port)
+                              : std::string("this node would host (its address and a free port)")));
   } else if (decision.elastic.config) {
     LogElasticDecision(decision);
     const ElasticConfig& elastic = *decision.elastic.config;
@@ -381,8 +381,8 @@ int PlanDryRun(JobDecision decision) {
       plan.device_mode = ps.accelerators > 0 ? "gpu" : "cpu";
       plan.ps = PsJobOf(ps.plan);
       for (const PsProcess& p : ps.plan.processes) {
-        plan.processes.push_back({PsRoleName(p.role), p.global_id, p.local_index, p.log_name,
-                                  p.env});
+        plan.processes.push_back(
+            {PsRoleName(p.role), p.global_id, p.local_index, p.log_name, p.env});
       }
       local_processes = ps.plan.processes.size();
     }
@@ -448,13 +448,22 @@ int RunDecided(JobDecision decision, const EnvMap& env, const std::function<void
   const bool ps_counts = decision.ps_counts;
   if (!decision.elastic.config) WarnModeBoundFlags(options);
   if (const std::optional<std::string> note = UnusedMasterNote(decision)) PDLOG_WARN("{}", *note);
+  for (const std::string& warning : path.warnings) PDLOG_WARN("{}", warning);
   const TrainingCommand command = ResolveTrainingCommand(
       options.training_script, options.training_script_args, GetEnv("PADDLE_LAUNCH_PYTHON"),
       GetEnv("PATH").value_or("/bin:/usr/bin"));
   if (path.kind == LaunchPath::Kind::kMaster || rpc || ps_counts) {
     if (!path.master) throw UsageError("--ips cannot be combined with this job's mode");
+    MasterSettings settings = *path.master;
+    if (!settings.ips.empty()) PlaceThisNode(options, settings, /*say=*/true);
     announce();
-    return internal::RunMaster(options, *path.master, command, ps_counts, rpc);
+    return internal::RunMaster(options, settings, command, ps_counts, rpc);
+  }
+  if (decision.meeting && mode == JobMode::kCollective) {
+    MasterSettings settings = *decision.meeting;
+    PlaceThisNode(options, settings, /*say=*/false);
+    announce();
+    return internal::RunMaster(options, settings, command, false, false);
   }
   if (mode != JobMode::kCollective) return internal::RunPs(options, mode, command, announce);
   const ElasticDecision& elastic = decision.elastic;
@@ -619,6 +628,9 @@ int Main(int argc, char** argv) {
     LaunchOptions& options = command_line.options;
     const EnvMap env = EnvironmentMap();
     const std::vector<std::string> notes = ApplyEnvironmentTwins(options, env);
+    // The auto tuner's nodes agree on each trial through its own master, and each trial is an
+    // --ips job of the list as Paddle 2 ran it (docs/auto-tuner.md, "Several nodes").
+    if (options.auto_tuner_json) options.nodes_meet = false;
     SetLogLevel(options.log_level);
     // Today's interface gets today's console (docs/cli.md, "Console"), usage errors aside.
     const bool todays_console = UsesNewInterface(options);
@@ -631,12 +643,14 @@ int Main(int argc, char** argv) {
     if (options.report) {
       // A report that cannot be written is said now, before anything starts: set-up error.
       if (const std::optional<std::string> problem = ReportPathProblem(*options.report)) {
-        throw LaunchError(fmt::format("cannot write --report file '{}': {}", *options.report,
-                                      *problem));
+        throw LaunchError(
+            fmt::format("cannot write --report file '{}': {}", *options.report, *problem));
       }
     }
     report_path = options.report;
-    report.mode = decision.rpc ? "rpc" : decision.mode == JobMode::kCollective ? "collective" : "ps";
+    report.mode = decision.rpc                            ? "rpc"
+                  : decision.mode == JobMode::kCollective ? "collective"
+                                                          : "ps";
     report.launch_path = PathName(decision);
     log_dir.emplace(decision.options.log_dir);
     // The dump comes first on the console, once the path's usage checks have passed: what the

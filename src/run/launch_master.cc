@@ -24,6 +24,7 @@
 #include "pdlaunch/cli/cli.h"
 #include "pdlaunch/cli/master_config.h"
 #include "pdlaunch/cli/options.h"
+#include "pdlaunch/coord/handshake.h"
 #include "pdlaunch/coord/http_master.h"
 #include "pdlaunch/coord/job_ledger.h"
 #include "pdlaunch/coord/rendezvous.h"
@@ -121,6 +122,10 @@ class MasterNode {
 
   std::optional<int> Plan();
   std::optional<int> ChooseHost();
+  std::optional<int> MeetAtIps(Clock::time_point deadline);
+  void ServeHandshakePorts();
+  std::optional<int> FindHandshakePort(Clock::time_point deadline);
+  std::string MissingNodes() const;
   std::optional<int> ResolveMaster(Clock::time_point deadline);
   bool TryToServe();
   void SetOwnKey();
@@ -178,14 +183,15 @@ class MasterNode {
   JobTerms terms_;  // This node's --nnodes and run mode: the job's on the host.
 
   EventLoopHandle loop_;
-  std::unique_ptr<KvHttpServer> server_;    // Set on the hosting node.
-  std::unique_ptr<KvHttpClient> client_;    // Set on the others.
+  std::unique_ptr<KvHttpServer> server_;  // Set on the hosting node.
+  std::unique_ptr<KvHttpClient> client_;  // Set on the others.
   std::unique_ptr<LoopTimer> tick_;
   std::unique_ptr<LoopTimer> retry_;
-  std::function<void()> stop_;              // The running Supervise call's stop hook.
+  std::function<void()> stop_;  // The running Supervise call's stop hook.
 
   std::unique_ptr<PortReservation> master_port_;
-  std::string master_address_;  // Numeric.
+  std::unique_ptr<HandshakeClient> handshake_;  // Set while an --ips node looks for the port.
+  std::string master_address_;                  // Numeric.
   bool master_is_local_ = false;  // master_address_ is this host's: it may serve the master.
   int port_ = 0;
   std::string node_ip_;
@@ -218,6 +224,7 @@ class MasterNode {
   std::optional<std::string> rendezvous_error_;
   std::optional<JobFailure> failure_;  // The job's root cause, once known.
   bool lost_reported_ = false;
+  bool complete_seen_ = false;  // news/complete: every node's processes are done.
   int pending_puts_ = 0;
   int last_put_status_ = 0;
   bool last_put_elsewhere_ =
@@ -255,6 +262,16 @@ int MasterNode::Run() {
 bool Solo(const MasterSettings& settings) { return settings.nnodes == 1; }
 
 std::optional<int> MasterNode::Plan() {
+  if (!settings_.ips.empty()) {
+    // This node's address is its entry of the list: its job is planned (and refused if it must
+    // be) before it meets, or hosts for, any other node.
+    node_ip_ = settings_.host.value_or("127.0.0.1");
+    job_->Plan(node_ip_);
+    if (const std::optional<int> code = ChooseHost()) return code;
+    value_ = job_->Value(pod_, settings_.rank);
+    SetOwnKey();
+    return std::nullopt;
+  }
   if (Solo(settings_)) {
     node_ip_ = settings_.host.value_or("127.0.0.1");
   } else if (const std::optional<int> code = ChooseHost()) {
@@ -317,8 +334,8 @@ std::optional<int> MasterNode::ResolveMaster(Clock::time_point deadline) {
 
 void MasterNode::SetOwnKey() {
   const bool hosting = server_ != nullptr || Solo(settings_);
-  own_key_ = keys_.info(hosting && settings_.rank < 0 ? std::string(kHostKeyName) : pod_,
-                        settings_.rank);
+  own_key_ =
+      keys_.info(hosting && settings_.rank < 0 ? std::string(kHostKeyName) : pod_, settings_.rank);
 }
 
 // Serving a master on this host's address: true when this launcher now serves it, false when
@@ -339,9 +356,10 @@ bool MasterNode::TryToServe() {
 }
 
 std::optional<int> MasterNode::ChooseHost() {
-  const Clock::time_point deadline = start_ + std::chrono::duration_cast<Clock::duration>(
-                                                  std::chrono::duration<double>(
-                                                      settings_.rendezvous_timeout));
+  const Clock::time_point deadline =
+      start_ + std::chrono::duration_cast<Clock::duration>(
+                   std::chrono::duration<double>(settings_.rendezvous_timeout));
+  if (!settings_.ips.empty()) return MeetAtIps(deadline);
   if (!settings_.master_given) {
     node_ip_ = AddressWithoutMaster(settings_.host);
     master_port_ = MakeLockingPortAllocator()->Reserve(1);
@@ -356,10 +374,9 @@ std::optional<int> MasterNode::ChooseHost() {
     for (const std::string& arg : WithoutOptions(options_.command_line, {"host", "rank"})) {
       others += " " + arg;
     }
-    fmt::print(
-        "Copy the following command to other nodes to run.\n{}\n{} --master {}{}\n{}\n",
-        std::string(80, '-'), options_.program, Endpoint{node_ip_, port_}.ToString(), others,
-        std::string(80, '-'));
+    fmt::print("Copy the following command to other nodes to run.\n{}\n{} --master {}{}\n{}\n",
+               std::string(80, '-'), options_.program, Endpoint{node_ip_, port_}.ToString(), others,
+               std::string(80, '-'));
     std::fflush(stdout);
     if (settings_.rank >= 0) {
       PDLOG_WARN("--rank set in the command may not compatible in auto mode");
@@ -378,8 +395,8 @@ std::optional<int> MasterNode::ChooseHost() {
     } else if (auto source = SourceAddressFor(master_address_)) {
       node_ip_ = *source;
     } else {
-      throw LaunchError(fmt::format("no route from this host to the master {} ({})",
-                                    MasterText(), master_address_));
+      throw LaunchError(fmt::format("no route from this host to the master {} ({})", MasterText(),
+                                    master_address_));
     }
     master_is_local_ = IsLocalAddress(master_address_);
     if (master_is_local_ && !TryToServe()) {
@@ -397,6 +414,121 @@ std::optional<int> MasterNode::ChooseHost() {
                settings_.job_id, settings_.nnodes);
   }
   return std::nullopt;
+}
+
+// A node of an --ips job (docs/multi-node.md, "The nodes meet"): the node at
+// ips[master_index] hosts the master, on the port given or on the first of Paddle's handshake
+// ports it can bind; the others find that port by Paddle's handshake when none was given. Only
+// that node hosts, even where every address of the list is local (nodes simulated on one host).
+std::optional<int> MasterNode::MeetAtIps(Clock::time_point deadline) {
+  node_ip_ = settings_.host.value_or("127.0.0.1");  // The run set it: this node's entry.
+  master_is_local_ = settings_.hosting.value_or(false);
+  if (const std::optional<int> code = ResolveMaster(deadline)) return code;
+  const std::string node = fmt::format("node {} of {} in --ips", settings_.rank, settings_.nnodes);
+  if (master_is_local_) {
+    if (settings_.handshake) {
+      ServeHandshakePorts();
+    } else {
+      port_ = settings_.master_port;
+      if (!TryToServe()) {
+        throw LaunchError(fmt::format(
+            "cannot serve the master at {}: the port is taken on this host (another job's master, "
+            "or another program)",
+            MasterText()));
+      }
+    }
+    PDLOG_INFO("this node ({}, {}) hosts the master at {} for job {}{}", node_ip_, node,
+               MasterText(), settings_.job_id,
+               settings_.handshake ? "; the other nodes find its port by Paddle's handshake" : "");
+    return std::nullopt;
+  }
+  if (settings_.handshake) {
+    if (const std::optional<int> code = FindHandshakePort(deadline)) return code;
+  } else {
+    port_ = settings_.master_port;
+  }
+  PDLOG_INFO("this node is {}, {}; master {} for job {}", node_ip_, node, MasterText(),
+             settings_.job_id);
+  return std::nullopt;
+}
+
+// The master on the first of Paddle's handshake ports that binds, as Paddle 3's host does; it
+// answers the handshake on that same socket (http_master.cc).
+void MasterNode::ServeHandshakePorts() {
+  for (int port = kHandshakeFirstPort; port <= kHandshakeLastPort; ++port) {
+    port_ = port;
+    try {
+      server_ = std::make_unique<KvHttpServer>(loop_.get(), master_address_, port_,
+                                               JobServerLimits(settings_.nnodes));
+      return;
+    } catch (const std::system_error& e) {
+      PDLOG_INFO("Port {} is not available for listening. ({})", port, e.what());
+    }
+  }
+  throw LaunchError(fmt::format(
+      "No available ports between {} and {}. (this node hosts the master of --ips at {}; free "
+      "one, or give the port: --master :PORT or PADDLE_PORT)",
+      kHandshakeFirstPort, kHandshakeLastPort, master_address_));
+}
+
+// The port of the master's node, by Paddle's handshake, waited for in the loop (signals
+// handled) until the rendezvous deadline. Returns the exit code when a signal stopped the wait.
+std::optional<int> MasterNode::FindHandshakePort(Clock::time_point deadline) {
+  port_ = 0;
+  handshake_ = std::make_unique<HandshakeClient>(
+      loop_.get(), master_address_, kHandshakeFirstPort, kHandshakeLastPort, [this](int port) {
+        port_ = port;
+        PDLOG_INFO("Success found the master and port: {}, {}", settings_.master_host, port);
+        Stop();
+      });
+  Clock::time_point last_line = Clock::now();
+  const LoopTimer tick(loop_.get(), 0.25, [&] {
+    if (port_ != 0) return;
+    if (Clock::now() >= deadline) return Stop();
+    if (SecondsSince(last_line) < kStatusInterval) return;
+    last_line = Clock::now();
+    PDLOG_INFO(
+        "waiting for node {} ({}) to answer Paddle's handshake on ports {}-{} ({}); {:.0f} s of "
+        "{} s",
+        settings_.master_index, settings_.master_host, kHandshakeFirstPort, kHandshakeLastPort,
+        handshake_->status(), SecondsSince(start_), settings_.rendezvous_timeout);
+  });
+  const std::optional<int> code =
+      WaitIdle(fmt::format("the master's handshake at {} (node {} of --ips)", settings_.master_host,
+                           settings_.master_index));
+  const std::string last = handshake_->status();
+  handshake_.reset();
+  if (code) return code;
+  if (port_ == 0) {
+    throw LaunchError(fmt::format(
+        "rendezvous timed out after {} s (--rendezvous_timeout): node {} ({}) of --ips never "
+        "answered Paddle's handshake on ports {}-{} (last: {}); is its launcher started, with "
+        "the same --ips?",
+        settings_.rendezvous_timeout, settings_.master_index, settings_.master_host,
+        kHandshakeFirstPort, kHandshakeLastPort, last));
+  }
+  return std::nullopt;
+}
+
+// The entries of --ips whose node has not registered yet, for the host's waiting lines: the
+// first few, and how many.
+std::string MasterNode::MissingNodes() const {
+  std::vector<bool> seen(settings_.ips.size(), false);
+  for (const auto& [key, value] : ledger_->counted()) {
+    const std::optional<int> rank = job_->RankOf(value);
+    if (rank && *rank >= 0 && static_cast<size_t>(*rank) < seen.size()) {
+      seen[static_cast<size_t>(*rank)] = true;
+    }
+  }
+  constexpr size_t kShown = 8;
+  std::vector<std::string> missing;
+  size_t count = 0;
+  for (size_t i = 0; i < seen.size(); ++i) {
+    if (seen[i]) continue;
+    if (++count <= kShown) missing.push_back(fmt::format("{} (node {})", settings_.ips[i], i));
+  }
+  return fmt::format("{}{}", fmt::join(missing, ", "),
+                     count > kShown ? fmt::format(", ... {} more", count - kShown) : "");
 }
 
 void MasterNode::StartRendezvous() {
@@ -456,6 +588,14 @@ void MasterNode::HostDecide() {
     PDLOG_WARN("refused node {} for job {}: {}", refusal.node, settings_.job_id, refusal.why);
     store.Put(keys_.refused(refusal.pod), refusal.why, std::nullopt, /*within_limits=*/false);
     wrote = true;
+    if (!settings_.ips.empty() && phase_ == Phase::kRendezvous && !rendezvous_error_) {
+      // The list names every node: no other can take the refused one's place.
+      rendezvous_error_ =
+          fmt::format("node {} of --ips was refused: {}", refusal.node, refusal.why);
+      store.Put(keys_.formed(), EncodeFormed({0, *rendezvous_error_}), std::nullopt,
+                /*within_limits=*/false);
+      Stop();
+    }
   }
   // A node that left before the job started (its heartbeat expired) is forgotten, so that a
   // restarted node can take its place.
@@ -532,10 +672,9 @@ bool MasterNode::Adopt(const std::function<MasterWorld()>& form) {
     // A thousand addresses on every node's console say nothing: the first ones, and how many.
     constexpr size_t kShown = 16;
     const size_t shown = std::min(member_addresses_.size(), kShown);
-    const std::string more =
-        member_addresses_.size() > shown
-            ? fmt::format(", ... {} more", member_addresses_.size() - shown)
-            : std::string();
+    const std::string more = member_addresses_.size() > shown
+                                 ? fmt::format(", ... {} more", member_addresses_.size() - shown)
+                                 : std::string();
     PDLOG_INFO("all {} nodes joined in {:.3f} s; this node is rank {} of [{}{}]", settings_.nnodes,
                SecondsSince(start_), own_index_,
                fmt::join(member_addresses_.begin(), member_addresses_.begin() + shown, ", "), more);
@@ -648,27 +787,24 @@ void MasterNode::Register() {
 void MasterNode::Put(const std::string& key, const std::string& value, const std::string& query,
                      std::function<void(bool)> done) {
   ++pending_puts_;
-  client_->Request("PUT", key + query, value, 5.0,
-                   [this, done = std::move(done)](const HttpReply& reply) {
-                     --pending_puts_;
-                     last_put_status_ = reply.status;
-                     // A master that serves another job now is not this job's: its host left
-                     // (its job was over) and a job of a sequence, or another, took the port.
-                     // What is sent there is not delivered, nor does it count as contact.
-                     last_put_elsewhere_ =
-                         !foreign_ && !reply.job.empty() && reply.job != settings_.job_id;
-                     const bool ok =
-                         !last_put_elsewhere_ && (reply.status == 200 || reply.status == 412);
-                     if (ok) {
-                       last_contact_ = Clock::now();
-                     } else if (last_put_elsewhere_) {
-                       last_error_ = fmt::format("the master now serves job {}", reply.job);
-                     } else {
-                       last_error_ = reply.status == 0 ? reply.error
-                                                       : fmt::format("HTTP {}", reply.status);
-                     }
-                     if (done) done(ok);
-                   });
+  client_->Request(
+      "PUT", key + query, value, 5.0, [this, done = std::move(done)](const HttpReply& reply) {
+        --pending_puts_;
+        last_put_status_ = reply.status;
+        // A master that serves another job now is not this job's: its host left
+        // (its job was over) and a job of a sequence, or another, took the port.
+        // What is sent there is not delivered, nor does it count as contact.
+        last_put_elsewhere_ = !foreign_ && !reply.job.empty() && reply.job != settings_.job_id;
+        const bool ok = !last_put_elsewhere_ && (reply.status == 200 || reply.status == 412);
+        if (ok) {
+          last_contact_ = Clock::now();
+        } else if (last_put_elsewhere_) {
+          last_error_ = fmt::format("the master now serves job {}", reply.job);
+        } else {
+          last_error_ = reply.status == 0 ? reply.error : fmt::format("HTTP {}", reply.status);
+        }
+        if (done) done(ok);
+      });
 }
 
 void MasterNode::PutConfirmed(const std::string& key, const std::string& value,
@@ -848,16 +984,20 @@ void MasterNode::OnTick() {
   if (SecondsSince(last_status_) >= kStatusInterval) {
     last_status_ = Clock::now();
     if (!registered_) {
-      PDLOG_WARN("master not ready: {} does not answer yet ({}); retrying until {} s",
-                 MasterText(),
+      PDLOG_WARN("master not ready: {} does not answer yet ({}); retrying until {} s", MasterText(),
                  last_error_.empty() ? "no answer to the first request yet: the connection is "
                                        "queued at the master or its answer is on the way"
                                      : last_error_,
                  settings_.rendezvous_timeout);
+    } else if (ledger_ && !settings_.ips.empty()) {
+      PDLOG_INFO("waiting for {} more node(s) of {} at master {}: {} (job {}, {:.0f} s of {} s)",
+                 settings_.nnodes - static_cast<int>(ledger_->counted().size()), settings_.nnodes,
+                 MasterText(), MissingNodes(), settings_.job_id, SecondsSince(start_),
+                 settings_.rendezvous_timeout);
     } else if (ledger_) {
       PDLOG_INFO("waiting for {} more node(s) of {} at master {} (job {}, {:.0f} s of {} s)",
-                 settings_.nnodes - static_cast<int>(ledger_->counted().size()),
-                 settings_.nnodes, MasterText(), settings_.job_id, SecondsSince(start_),
+                 settings_.nnodes - static_cast<int>(ledger_->counted().size()), settings_.nnodes,
+                 MasterText(), settings_.job_id, SecondsSince(start_),
                  settings_.rendezvous_timeout);
     } else {
       PDLOG_INFO("waiting for the world of {} nodes at master {} (job {}, {:.0f} s of {} s)",
@@ -949,6 +1089,8 @@ void MasterNode::OnNews(const std::map<std::string, std::string>& kvs) {
     case NodeStep::Kind::kJobFailed:
       return OnJobFailed(step.failure);
     case NodeStep::Kind::kComplete:
+      if (!complete_seen_ && !settings_.ips.empty()) Put(keys_.heard(pod_), "1", "", nullptr);
+      complete_seen_ = true;
       if (phase_ == Phase::kCompleting) Stop();
       return;
   }
@@ -971,7 +1113,11 @@ void MasterNode::OnJobFailed(const JobFailure& failure) {
     const bool first = !failure_;
     failure_ = failure;
     if (first && failure.pod != pod_ && phase_ != Phase::kRendezvous) {
-      PDLOG_ERROR("job failed: {}; stopping this node's processes", failure.cause);
+      if (!settings_.ips.empty()) {  // The nodes of --ips fail as one, each saying why.
+        PDLOG_ERROR("ABORT!!! {}; stopping this node's processes", failure.cause);
+      } else {
+        PDLOG_ERROR("job failed: {}; stopping this node's processes", failure.cause);
+      }
     }
   }
   Stop();
@@ -1031,8 +1177,8 @@ int MasterNode::RunRanks() {
   const fs::path log_dir = PrepareLogDir(options_.log_dir);
   std::vector<std::string> peers;
   for (const auto& [key, value] : world_) peers.push_back(key == own_key_ ? value_ : value);
-  WritePodLog(log_dir / fmt::format("{}.{}.log", settings_.job_id, pod_), PythonListRepr(peers),
-              options_.log_overwrite);
+  job_->WriteRecords(log_dir, log_dir / fmt::format("{}.{}.log", settings_.job_id, pod_), peers,
+                     options_.log_overwrite);
   MasterLocal local = job_->Build(log_dir, pod_);
   // Today's console unless --legacy (docs/cli.md, "Console"): the pod lines, not these.
   const bool todays_console = UsesNewInterface(options_);
@@ -1046,6 +1192,7 @@ int MasterNode::RunRanks() {
         "Local start {} processes. First process distributed environment info (Only For "
         "Debug): {}",
         local.processes.size(), local.debug_table);
+    for (const std::string& line : local.after_start) PDLOG_INFO("{}", line);
   }
   supervisor.io = &loop_.get();
   supervisor.stop_hook = &stop_;
@@ -1054,18 +1201,18 @@ int MasterNode::RunRanks() {
   supervisor.external = deadline.get();
   supervisor.on_first_failure = [this](const SupervisedProcess& p, const ExitStatus& status) {
     if (failure_) return;  // Stopping for another node's failure: ours are consequences.
-    failure_ = JobFailure{node_ip_, pod_,
-                          fmt::format("{} {} on node {} {}",
-                                      p.role == "trainer" ? "rank" : p.role, p.rank, node_ip_,
-                                      status.signaled
-                                          ? fmt::format("was killed by signal {} ({})",
-                                                        status.value, SignalName(status.value))
-                                          : fmt::format("exited with code {}", status.value)),
-                          status.ShellCode()};
+    failure_ = JobFailure{
+        node_ip_, pod_,
+        fmt::format("{} {} on node {} {}", p.role == "trainer" ? "rank" : p.role, p.rank, node_ip_,
+                    status.signaled ? fmt::format("was killed by signal {} ({})", status.value,
+                                                  SignalName(status.value))
+                                    : fmt::format("exited with code {}", status.value)),
+        status.ShellCode()};
     PublishFailure(*failure_);
   };
   if (local.job_wide_completion) {
-    // This node's workers are done: say so; the servers stay until every node's are (news/complete).
+    // This node's workers are done: say so; the servers stay until every node's are
+    // (news/complete).
     supervisor.hold_secondaries = true;
     supervisor.on_primaries_done = [this] {
       PDLOG_INFO("this node's workers are done; its servers stay until every node's are");
@@ -1083,10 +1230,10 @@ int MasterNode::RunRanks() {
   if (result.failed && failure_ && failure_->pod == pod_) return Finish(result.exit_code);
   if (result.signal) {
     if (!failure_) {
-      failure_ = JobFailure{node_ip_, pod_,
-                               fmt::format("the launcher on node {} received {}", node_ip_,
-                                           SignalName(*result.signal)),
-                               128 + *result.signal};
+      failure_ = JobFailure{
+          node_ip_, pod_,
+          fmt::format("the launcher on node {} received {}", node_ip_, SignalName(*result.signal)),
+          128 + *result.signal};
       PublishFailure(*failure_);
     }
     return Finish(128 + *result.signal);
@@ -1117,6 +1264,16 @@ int MasterNode::Complete() {
       return Finish(failure_->exit_code);
     }
     PDLOG_INFO("all {} nodes completed", members_.size());
+  } else if (!settings_.ips.empty() && !foreign_ && !complete_seen_) {
+    // No node of an --ips job reports success while another's processes still run.
+    PDLOG_INFO("this node's processes are done; waiting for the other nodes to finish");
+    if (const std::optional<int> code = WaitIdle("the other nodes to finish")) {
+      return Finish(*code);
+    }
+    if (failure_) {
+      PDLOG_ERROR("job failed: {}", failure_->cause);
+      return Finish(failure_->exit_code);
+    }
   }
   return Finish(0);
 }
@@ -1142,11 +1299,27 @@ int MasterNode::Finish(int code) {
         },
         std::min(settings_.heartbeat_timeout, kHeardSeconds));
   }
+  if (server_ && ledger_ && !settings_.ips.empty() && phase_ == Phase::kCompleting && !failure_) {
+    // Every node of an --ips job waits for the news that all are done: each says it heard it
+    // before the master goes, or a node between two polls would find it gone and fail.
+    std::vector<std::string> pods;
+    for (const std::string& member : members_) {
+      if (member != pod_) pods.push_back(member);
+    }
+    const KvMemoryStore& store = server_->store();
+    loop_.RunUntil(
+        [&] {
+          return std::all_of(pods.begin(), pods.end(), [&](const std::string& pod) {
+            return store.Find(keys_.heard(pod)) != nullptr;
+          });
+        },
+        std::min(settings_.heartbeat_timeout, kHeardSeconds));
+  }
   if (server_) loop_.RunUntil([this] { return server_->answers_in_flight() == 0; }, kFlushSeconds);
   if (client_ && !master_lost_) {
     // A refused write is retried for up to --heartbeat_timeout (PutConfirmed).
-    const double flush = confirming_ > 0 ? settings_.heartbeat_timeout + kFlushSeconds
-                                         : kFlushSeconds;
+    const double flush =
+        confirming_ > 0 ? settings_.heartbeat_timeout + kFlushSeconds : kFlushSeconds;
     loop_.RunUntil([this] { return pending_puts_ == 0 && confirming_ == 0; }, flush);
     if (!unconfirmed_ && confirming_ > 0) {
       unconfirmed_ = fmt::format("the master at {} did not answer this node's last report ({})",
@@ -1167,11 +1340,18 @@ int MasterNode::Finish(int code) {
 
 int RunMaster(const LaunchOptions& options, MasterSettings settings, const TrainingCommand& command,
               bool ps, bool rpc) {
-  const MasterJobKind kind =
-      ps ? MasterJobKind::kPs : rpc ? MasterJobKind::kRpc : MasterJobKind::kCollective;
+  const MasterJobKind kind = ps    ? MasterJobKind::kPs
+                             : rpc ? MasterJobKind::kRpc
+                                   : MasterJobKind::kCollective;
   settings.sequential = settings.sequential || options.job_of_a_sequence;
+  if (settings.legacy_ips) {
+    MasterNode node(options, settings, MakeLegacyIpsJob(options, command), "legacy collective");
+    return node.Run();
+  }
   MasterNode node(options, settings, MakeMasterJob(kind, options, command),
-                  ps ? "ps" : rpc ? "rpc" : "collective");
+                  ps    ? "ps"
+                  : rpc ? "rpc"
+                        : "collective");
   return node.Run();
 }
 

@@ -201,10 +201,10 @@ class PsJob : public MasterJob {
       trainers += peer.trainers.size();
     }
     MasterLocal local;
-    local.processes =
-        BuildPsProcesses(ps, {{PsRole::kServer, static_cast<int>(servers)},
-                              {PsRole::kWorker, static_cast<int>(trainers)}},
-                         command_, log_dir, options_.log_overwrite);
+    local.processes = BuildPsProcesses(ps,
+                                       {{PsRole::kServer, static_cast<int>(servers)},
+                                        {PsRole::kWorker, static_cast<int>(trainers)}},
+                                       command_, log_dir, options_.log_overwrite);
     local.supervisor.remove_if_killed = {gloo_dir_.path()};
     SetPsSupervision(local.processes, local.supervisor);
     ChooseEcho(local.supervisor, options_, false, "");
@@ -287,6 +287,19 @@ class ExchangeJob : public MasterJob {
   std::shared_ptr<std::vector<std::string>> values_;
   std::string node_ip_;
 };
+
+std::optional<int> MasterJob::RankOf(const std::string& value) const {
+  try {
+    return DecodePeerInfo("", value).rank;
+  } catch (const LaunchError&) {
+    return std::nullopt;
+  }
+}
+
+void MasterJob::WriteRecords(const fs::path& /*log_dir*/, const fs::path& pod_log,
+                             const std::vector<std::string>& peers, bool truncate) {
+  WritePodLog(pod_log, PythonListRepr(peers), truncate);
+}
 
 std::unique_ptr<MasterJob> MakeExchangeJob(std::string value,
                                            std::shared_ptr<std::vector<std::string>> values) {

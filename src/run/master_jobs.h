@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,7 @@ struct MasterLocal {
   SupervisorOptions supervisor;  ///< Echo path, role messages, gloo temp dir.
   std::string mode_line;         ///< Printed on stdout before the processes start; may be empty.
   std::string debug_table;       ///< Logged at INFO ("Distributed Envs" of the first process).
+  std::vector<std::string> after_start;  ///< Logged after "Local start ..." (legacy console).
   /// Servers serve every node's workers: keep them until the whole job's workers are done.
   bool job_wide_completion = false;
 };
@@ -51,14 +53,29 @@ class MasterJob {
   virtual MasterWorld Take(const WorldEntries& world, const std::string& own_key) = 0;
   /// This node's processes, their logs in `log_dir`.
   virtual MasterLocal Build(const std::filesystem::path& log_dir, const std::string& pod) = 0;
+  /// The node rank a member's record `value` carries (its entry of --ips in such a job), for the
+  /// host's waiting lines; nullopt when it carries none.
+  virtual std::optional<int> RankOf(const std::string& value) const;
   /// False for an exchange: the job is complete once the world is formed.
   virtual bool RunsProcesses() const { return true; }
+  /// The job's own files before its processes start: today's pod log `pod_log`
+  /// (<job>.<pod>.log) with the members' records `peers` (the default), or the legacy
+  /// endpoints.log in `log_dir`.
+  virtual void WriteRecords(const std::filesystem::path& log_dir,
+                            const std::filesystem::path& pod_log,
+                            const std::vector<std::string>& peers, bool truncate);
 };
 
 enum class MasterJobKind { kCollective, kPs, kRpc };
 
 std::unique_ptr<MasterJob> MakeMasterJob(MasterJobKind kind, const LaunchOptions& options,
                                          const TrainingCommand& command);
+
+/// The legacy interface's --ips job whose nodes meet (ips_job.cc): the legacy world, variables
+/// and files; every node checks that the others were given the same list, processes, devices
+/// and ports.
+std::unique_ptr<MasterJob> MakeLegacyIpsJob(const LaunchOptions& options,
+                                            const TrainingCommand& command);
 
 /// A job without processes in which every node publishes `value` (at most 16 KiB); once the
 /// world is formed, `values` holds every member's, in the world's order.

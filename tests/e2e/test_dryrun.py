@@ -47,15 +47,31 @@ class DryRunTest(LaunchTestCase):
                           for p in plan["processes"]],
                          [(2, "10.0.0.2:6070"), (3, "10.0.0.2:6071")])
 
-    def test_a_master_beside_a_multi_node_ips_is_said_to_be_unused(self):
+    def test_a_master_beside_a_multi_node_ips_is_where_the_nodes_meet(self):
+        # Paddle 3's update_by_ips: an address of the list keeps its master.
         result = self.dry_run(["--ips", "10.0.0.1,10.0.0.2", "--host", "10.0.0.2",
                                "--master", "10.0.0.1:8090"] + self.rank_args())
         self.assertEqual(result.code, 0, result)
+        plan = json.loads(result.stdout)
+        self.assertEqual(plan["launch_path"], "master")
+        self.assertIn("the nodes of --ips meet at the master on node 0 (10.0.0.1), port 8090",
+                      " ".join(plan["notes"]))
+        # Nodes that do not meet (as Paddle 2's) do not use it, and are told so.
+        result = self.dry_run(["--ips", "10.0.0.1,10.0.0.2", "--host", "10.0.0.2",
+                               "--master", "10.0.0.1:8090", "--nodes_meet", "false"]
+                              + self.rank_args())
         plan = json.loads(result.stdout)
         self.assertEqual(plan["launch_path"], "ips")
         self.assertEqual(plan["warnings"], [
             "--master 10.0.0.1:8090 is not used: --ips lists the nodes, and the job forms from "
             "that list without a master (give one of the two)"])
+
+    def test_a_legacy_ips_job_says_where_its_nodes_meet(self):
+        result = self.dry_run(["--ips", "10.0.0.1,10.0.0.2", "--host", "10.0.0.2"]
+                              + self.rank_args())
+        plan = json.loads(result.stdout)
+        self.assertIn("the nodes of --ips meet at the master on node 0 (10.0.0.1), port found "
+                      "by Paddle's handshake (6768-6778), before any rank starts", plan["notes"])
 
     def test_master_says_what_is_decided_later(self):
         result = self.dry_run(["--master", "127.0.0.1:1", "--nnodes", 2] + self.rank_args())

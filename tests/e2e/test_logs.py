@@ -485,8 +485,10 @@ class ConsoleTest(LaunchTestCase):
         # What the planning logs (a warning, the node line of --ips) is held until the dump is
         # out, so that on a terminal (stdout and stderr together) the dump is first.
         with open(self.dir / "both", "wb") as both:
+            # One node of the list runs alone: its nodes do not meet (--nodes_meet false).
             code = subprocess.run([str(harness.BIN), "--max_restart", "3", "--host", "127.0.0.1",
-                                   "--ips", "127.0.0.1,127.0.0.2", "/bin/true"],
+                                   "--ips", "127.0.0.1,127.0.0.2", "--nodes_meet", "false",
+                                   "/bin/true"],
                                   cwd=self.dir, env=self.env(), stdout=both,
                                   stderr=subprocess.STDOUT, timeout=60).returncode
         self.assertEqual(code, 0)

@@ -265,7 +265,8 @@ class NodeChoiceTest(NetnsTestCase):
             rf"\[{re.escape(DOCKER_ADDRESS)}, {re.escape(self.ip(1))}\] \(local addresses are "
             r"\[.*\]\); pass --host or set POD_IP")
         # Node 0 (172.17.0.1) never runs: the rank of node 1 only records its environment.
-        chosen = self.finish(self.start_on(1, ["--ips", ips, "--host", self.ip(1)]
+        chosen = self.finish(self.start_on(1, ["--ips", ips, "--host", self.ip(1),
+                                               "--nodes_meet", "false"]
                                            + self.rank_args(), name="with_host"))
         self.assertEqual(chosen.code, 0, chosen)
         env = json.loads((self.rec / "env.1.json").read_text())

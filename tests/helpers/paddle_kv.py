@@ -4,11 +4,26 @@ from pdlaunch's code), to show that pdlaunch interoperates with Paddle's own lau
     paddle_kv.py serve PORT          a KV server as Paddle's kv_server.py: HTTP/1.0, one thread,
                                      GET prefix / PUT / POST / DELETE, /healthy = ok; prints
                                      "serving" when it listens
-    paddle_kv.py join HOST:PORT JOB NNODES IP REPLICAS
-                                     a Paddle node's sync_peers: PUT /JOB/info/<pod>/-1 with the
-                                     peer JSON, poll GET /JOB/info every 0.5 s until NNODES peers;
+    paddle_kv.py join HOST:PORT JOB NNODES IP REPLICAS [RANK]
+                                     a Paddle node's sync_peers: PUT /JOB/info/<pod>/RANK with the
+                                     peer JSON (RANK -1 by default; a node of --ips gives its
+                                     entry), poll GET /JOB/info every 0.5 s until NNODES peers;
                                      prints the ordered peer list as JSON and exits 0
+    paddle_kv.py handshake-host IP NPEERS
+                                     the --ips handshake of Paddle 3's master node, written from
+                                     the facts of context/__init__.py update_by_ips (not from
+                                     pdlaunch's code): bind IP on 6768, 6769, ... up to 6778, accept
+                                     until NPEERS distinct client addresses connected, send each
+                                     "connect success"; prints "port N", then serves the KV store
+                                     there as Paddle's master does
+    paddle_kv.py handshake-join MASTER_IP
+                                     the same handshake from a node that is not the master's: per
+                                     port, 3 tries of connect (5 s timeout), send "connect master",
+                                     read the answer, "connect success" ends it; the next port
+                                     after three failures (Paddle first sleeps 2 s per port: 0.2 s
+                                     here); prints "port N" and exits 0, or exits 1 after 6778
 """
+import socket
 import http.client
 import http.server
 import json
@@ -51,13 +66,13 @@ def serve(port):
     server.serve_forever()
 
 
-def join(master, job, nnodes, ip, replicas):
+def join(master, job, nnodes, ip, replicas, rank=-1):
     host, port = master.rsplit(":", 1)
     pod = "".join(random.choice(string.ascii_lowercase) for _ in range(6))
-    value = json.dumps({"name": pod, "rank": -1, "replicas": replicas, "dtype": "cpu",
+    value = json.dumps({"name": pod, "rank": rank, "replicas": replicas, "dtype": "cpu",
                         "candidate": f"{ip}:1", "endpoints": ",".join(
                             f"{ip}:{10 + i}" for i in range(replicas))})
-    key = f"/{job}/info/{pod}/-1"
+    key = f"/{job}/info/{pod}/{rank}"
     deadline = time.time() + 60
     while time.time() < deadline:
         try:
@@ -79,8 +94,57 @@ def join(master, job, nnodes, ip, replicas):
     return 1
 
 
+def handshake_host(ip, npeers):
+    for port in range(6768, 6779):
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.settimeout(200)
+        try:
+            listener.bind((ip, port))
+            listener.listen()
+            clients, addresses = [], set()
+            while len(addresses) < npeers:
+                conn, address = listener.accept()
+                addresses.add(address)
+                clients.append(conn)
+            for conn in clients:
+                conn.send(b"connect success")
+                conn.close()
+            listener.close()
+        except OSError:
+            listener.close()
+            continue
+        print(f"port {port}", flush=True)
+        server = http.server.HTTPServer((ip, port), Handler)
+        server.kv = {"/healthy": b"ok"}
+        server.serve_forever()
+    return 1
+
+
+def handshake_join(master_ip):
+    for port in range(6768, 6779):
+        time.sleep(0.2)
+        for _ in range(3):
+            try:
+                conn = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                conn.settimeout(5)
+                conn.connect((master_ip, port))
+                conn.send(b"connect master")
+                if conn.recv(1024).decode() == "connect success":
+                    conn.close()
+                    print(f"port {port}", flush=True)
+                    return 0
+            except OSError:
+                pass
+    return 1
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "serve":
         serve(int(sys.argv[2]))
+    elif sys.argv[1] == "handshake-host":
+        sys.exit(handshake_host(sys.argv[2], int(sys.argv[3])))
+    elif sys.argv[1] == "handshake-join":
+        sys.exit(handshake_join(sys.argv[2]))
     else:
-        sys.exit(join(sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5], int(sys.argv[6])))
+        sys.exit(join(sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5], int(sys.argv[6]),
+                      int(sys.argv[7]) if len(sys.argv) > 7 else -1))

@@ -5,6 +5,8 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "pdlaunch/cli/options.h"
 
@@ -25,7 +27,45 @@ struct MasterSettings {
   /// One of a sequence of jobs on this master address (the auto tuner's trials and exchanges):
   /// a master found serving another job is the previous one ending; it is waited for.
   bool sequential = false;
+
+  /// A job of several `--ips` nodes that meet at a master (docs/multi-node.md, "The nodes
+  /// meet"): the nodes in order. The run finds this node in the list; its position is its rank.
+  std::vector<std::string> ips;
+  size_t master_index = 0;  ///< The entry of `ips` whose node hosts the master.
+  /// No port was given: the nodes find it by Paddle 3's handshake on kHandshakePorts of
+  /// ips[master_index] (master_port is 0 until then).
+  bool handshake = false;
+  /// The legacy interface's --ips job: its world, variables and files are the legacy ones; the
+  /// master only makes the nodes meet, check each other and fail as one.
+  bool legacy_ips = false;
+  /// Set by the run for an --ips job once this node is found in the list: whether it hosts the
+  /// master (only the node at ips[master_index] does, even when every address is local).
+  std::optional<bool> hosting;
 };
+
+/// Paddle 3's "magic ports" (context/__init__.py, update_by_ips): the first that the master's
+/// node can bind, 6768 to 6778.
+inline constexpr int kHandshakeFirstPort = 6768;
+inline constexpr int kHandshakeLastPort = 6778;
+
+/// The nodes of an `--ips` value that Paddle 3 reads from a file (a hostfile): the first
+/// blank-separated token of each line; blank lines are skipped (Paddle would keep an empty
+/// entry). Pure: the caller reads the file.
+std::vector<std::string> ParseHostfile(std::string_view text);
+
+/// Paddle 3's cut of --ips to --nnodes (today's interface): `nnodes` smaller than the list keeps
+/// its first entries and sets `*warning` to Paddle's line; larger is a UsageError.
+std::vector<std::string> CutIpsToNnodes(std::vector<std::string> ips, int nnodes,
+                                        std::string* warning);
+
+/// The master of a multi-node --ips job (both interfaces): Paddle 3's update_by_ips rules, with
+/// its evident intent where its code differs (docs/multi-node.md, "The nodes meet"): --master
+/// ip:port with the ip in the list is kept; another ip is replaced by ips[0] (port kept, with
+/// Paddle's warning into `warnings`); :PORT and PADDLE_PORT put it on ips[0] at that port; a
+/// bare --master IP, or nothing, takes PADDLE_PORT, else the handshake. UsageError on a bad
+/// PADDLE_PORT.
+MasterSettings IpsMasterSettings(const LaunchOptions& options, const EnvMap& env,
+                                 std::vector<std::string>* warnings);
 
 /// The path a command takes.
 struct LaunchPath {
@@ -33,8 +73,10 @@ struct LaunchPath {
   Kind kind = Kind::kDefault;
   /// kMaster; also kDefault without --ips (a one-node job of today's interface: PS, RPC).
   std::optional<MasterSettings> master;
-  std::string etcd_server;               ///< kEtcd: host:port (the etcd:// scheme dropped).
-  std::string etcd_np;                   ///< kEtcd: --nnodes as the elastic np ("N" or "N:M").
+  std::string etcd_server;  ///< kEtcd: host:port (the etcd:// scheme dropped).
+  std::string etcd_np;      ///< kEtcd: --nnodes as the elastic np ("N" or "N:M").
+  /// Said once the run starts (and in --dry_run's warnings): Paddle's master reset line.
+  std::vector<std::string> warnings;
 };
 
 /// Decides the path (docs/master.md, "Which path"):

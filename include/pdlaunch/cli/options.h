@@ -14,8 +14,8 @@ namespace pdlaunch {
 using EnvMap = std::map<std::string, std::string>;
 
 /// Every flag of the launcher as plain data, with Paddle's defaults (contract §1.2). No CLI11
-/// types: src/cli/cli.cc binds these fields (ParseCommandLine in cli.h); everything downstream takes
-/// `const LaunchOptions&`. Field names are argparse destination names, as in the
+/// types: src/cli/cli.cc binds these fields (ParseCommandLine in cli.h); everything downstream
+/// takes `const LaunchOptions&`. Field names are argparse destination names, as in the
 /// "Configuration Arguments" dump.
 struct LaunchOptions {
   // Base parameters.
@@ -62,7 +62,7 @@ struct LaunchOptions {
   std::optional<int> elastic_level;
   std::optional<int> elastic_timeout;
   bool enable_gpu_log = true;
-  std::optional<std::string> auto_cluster_config;  ///< PADDLE_AUTO_CLUSTER for the ranks.
+  std::optional<std::string> auto_cluster_config;   ///< PADDLE_AUTO_CLUSTER for the ranks.
   std::optional<std::string> auto_parallel_config;  ///< Refused: not built.
   std::optional<std::string> auto_tuner_json;       ///< The auto tuner's file (docs/auto-tuner.md).
   /// Set by the auto tuner for its trials (no flag): the job is stopped after this many seconds
@@ -80,7 +80,10 @@ struct LaunchOptions {
   // pdlaunch's own additions.
   std::optional<int> start_port;  ///< First fixed port; beats FLAGS_START_PORT, PADDLE_START_PORT.
   bool log_overwrite = false;     ///< Truncate log files instead of appending.
-  double grace = 5.0;             ///< Seconds between SIGTERM and SIGKILL at teardown.
+  /// --nodes_meet: the nodes of a multi-node --ips meet at a master before any rank starts and fail
+  /// as one (docs/multi-node.md); false: they never talk, as Paddle 2's launcher.
+  bool nodes_meet = true;
+  double grace = 5.0;                 ///< Seconds between SIGTERM and SIGKILL at teardown.
   std::string numa_binding = "none";  ///< --numa_binding: none, node, socket, exclusive.
   /// --echo: "all" or local ranks "0,3,5" shown on the console, prefixed; unset: local rank 0
   /// unprefixed (Paddle's).

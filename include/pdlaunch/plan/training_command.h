@@ -14,7 +14,9 @@ struct TrainingCommand {
 
 /// Builds the trainer command (issue #2 item 3). A script ending in ".py" runs as
 /// `<python> -u script args...`, with <python> = `python_override` (env PADDLE_LAUNCH_PYTHON) or
-/// "python3", looked up in `path`; anything else is executed directly, looked up like a shell
+/// "python3", looked up in `path`; a ".pyxes" file as `<python> script args...` (Paddle's rule);
+/// the script "-m" (the command line `launch -m module args`) as `<python> -u -m module args...`;
+/// anything else is executed directly, looked up like a shell
 /// would (a name with '/' is used as is, otherwise searched in `path`). Throws LaunchError before
 /// anything starts when the script does not exist, the program is not found, or is not
 /// executable; the message names the script or program.

@@ -158,8 +158,8 @@ TEST(CliTest, EveryOccurrenceOfARepeatedOptionIsChecked) {
 }
 
 TEST(CliTest, WithoutOptionsDropsEverySpellingAndKeepsTheScript) {
-  EXPECT_EQ(WithoutOptions({"--host", "10.0.0.1", "--nnodes=2", "--rank=0", "t.py", "--host",
-                            "x", "--rank", "1"},
+  EXPECT_EQ(WithoutOptions({"--host", "10.0.0.1", "--nnodes=2", "--rank=0", "t.py", "--host", "x",
+                            "--rank", "1"},
                            {"host", "rank"}),
             (Args{"--nnodes=2", "t.py", "--host", "x", "--rank", "1"}));
   EXPECT_EQ(WithoutOptions({"--ho=10.0.0.1", "--gpus", "0", "--", "--rank"}, {"host", "rank"}),
@@ -420,12 +420,40 @@ TEST(CliTest, GraceIsNonNegativeSeconds) {
             "argument --grace: invalid non-negative float value: '5s'");
 }
 
-TEST(CliTest, LogOverwriteIsPlainFlag) {
-  const LaunchOptions o = Options({"--log_overwrite", "t.py"});
-  EXPECT_TRUE(o.log_overwrite);
-  EXPECT_EQ(o.training_script, "t.py");
-  EXPECT_EQ(ErrorOf({"--log_overwrite=true", "t.py"}),
-            "argument --log_overwrite: ignored explicit argument 'true'");
+TEST(CliTest, LogOverwriteTakesPaddlesBoolValue) {
+  // Paddle 3 declares it type=strtobool: a value follows; pdlaunch also takes it bare.
+  const LaunchOptions bare = Options({"--log_overwrite", "t.py"});
+  EXPECT_TRUE(bare.log_overwrite);
+  EXPECT_EQ(bare.training_script, "t.py");
+  const LaunchOptions spaced = Options({"--log_overwrite", "True", "t.py", "--lr"});
+  EXPECT_TRUE(spaced.log_overwrite);
+  EXPECT_EQ(spaced.training_script, "t.py");
+  EXPECT_FALSE(Options({"--log_overwrite", "0", "t.py"}).log_overwrite);
+  EXPECT_TRUE(Options({"--log_overwrite=1", "t.py"}).log_overwrite);
+  EXPECT_FALSE(Options({"--log_overwrite=False", "t.py"}).log_overwrite);
+  EXPECT_EQ(ErrorOf({"--log_overwrite=maybe", "t.py"}),
+            "argument --log_overwrite: invalid bool value: 'maybe' (use true/false, yes/no, "
+            "on/off, 1/0)");
+}
+
+TEST(CliTest, DashMStartsTheTrainingCommandAsAModule) {
+  const LaunchOptions o = Options({"--nproc_per_node", "2", "-m", "pkg.train", "--lr", "1"});
+  EXPECT_EQ(o.training_script, "-m");
+  EXPECT_EQ(o.training_script_args, (std::vector<std::string>{"pkg.train", "--lr", "1"}));
+  EXPECT_EQ(o.nproc_per_node, 2);
+  EXPECT_EQ(ErrorOf({"-m"}),
+            "argument -m: expected a module name (launch [options] -m package.module [args ...])");
+}
+
+TEST(CliTest, TorchrunsRankFilterPointsAtEcho) {
+  EXPECT_EQ(ErrorOf({"--local-ranks-filter", "0", "t.py"}),
+            "unrecognized arguments: --local-ranks-filter (did you mean --echo?)");
+}
+
+TEST(CliTest, NodesMeetIsABoolWithItsVariable) {
+  EXPECT_TRUE(Options({"t.py"}).nodes_meet);
+  EXPECT_FALSE(Options({"--nodes_meet", "false", "t.py"}).nodes_meet);
+  EXPECT_FALSE(Options({"--nodes_meet=0", "t.py"}).nodes_meet);
 }
 
 TEST(CliTest, ForceReadsBoolWords) {
@@ -455,10 +483,10 @@ TEST(CliTest, ArgumentsOfUnsupportedModesAreStillTyped) {
 }
 
 TEST(CliTest, ParameterServerFlagsAreAccepted) {
-  const LaunchOptions o = Options({"--servers=127.0.0.1:6170", "--workers", "127.0.0.1:6171",
-                                   "--heter_workers=a:1;b:2", "--heter_devices=cpu;gpu",
-                                   "--worker_num=2", "--server_num", "1", "--heter_worker_num=1;2",
-                                   "--http_port=6180", "t.py"});
+  const LaunchOptions o =
+      Options({"--servers=127.0.0.1:6170", "--workers", "127.0.0.1:6171", "--heter_workers=a:1;b:2",
+               "--heter_devices=cpu;gpu", "--worker_num=2", "--server_num", "1",
+               "--heter_worker_num=1;2", "--http_port=6180", "t.py"});
   EXPECT_EQ(o.servers, "127.0.0.1:6170");
   EXPECT_EQ(o.workers, "127.0.0.1:6171");
   EXPECT_EQ(o.heter_workers, "a:1;b:2");
@@ -484,8 +512,8 @@ TEST(CliTest, ElasticFlagsAreAccepted) {
   EXPECT_TRUE(o.force);
   EXPECT_EQ(o.elastic_pre_hook, "echo hi");
   EXPECT_EQ(o.max_restart, 5);
-  for (const char* dest : {"elastic_server", "job_id", "np", "scale", "force", "elastic_pre_hook",
-                           "max_restart"}) {
+  for (const char* dest :
+       {"elastic_server", "job_id", "np", "scale", "force", "elastic_pre_hook", "max_restart"}) {
     EXPECT_TRUE(o.WasGiven(dest)) << dest;
   }
   EXPECT_EQ(ErrorOf({"--max_restart", "x", "t.py"}),
@@ -610,9 +638,10 @@ TEST(CliTest, HelpIsOurs) {
   EXPECT_EQ(help.find("Specifize"), std::string::npos);
   EXPECT_NE(help.find("\n  -h, --help            show this help message and exit\n"),
             std::string::npos);
-  EXPECT_NE(help.find("\n  --run_mode RUN_MODE   collective (default), ps, ps-heter or rpc (rpc needs\n"
-                      "                        --master) [env PADDLE_RUN_MODE]\n"),
-            std::string::npos);
+  EXPECT_NE(
+      help.find("\n  --run_mode RUN_MODE   collective (default), ps, ps-heter or rpc (rpc needs\n"
+                "                        --master) [env PADDLE_RUN_MODE]\n"),
+      std::string::npos);
   EXPECT_NE(help.find("\n  --http_port HTTP_PORT\n                        Gloo HTTP port [env "
                       "PADDLE_GLOO_PORT]\n"),
             std::string::npos);
@@ -647,10 +676,10 @@ namespace pdlaunch {
 namespace {
 
 TEST(NewInterfaceCliTest, FlagsOfTodaysLauncher) {
-  const LaunchOptions o = Options({"--master", "10.0.0.1:8090", "--nnodes", "2", "--rank", "1",
-                                   "--devices", "0,1", "--log_level", "debug", "--sort_ip",
-                                   "--trainer_num", "3", "--gloo_port", "6767", "--legacy", "no",
-                                   "train.py"});
+  const LaunchOptions o =
+      Options({"--master", "10.0.0.1:8090", "--nnodes", "2", "--rank", "1", "--devices", "0,1",
+               "--log_level", "debug", "--sort_ip", "--trainer_num", "3", "--gloo_port", "6767",
+               "--legacy", "no", "train.py"});
   EXPECT_EQ(o.master, "10.0.0.1:8090");
   EXPECT_EQ(o.nnodes, "2");
   EXPECT_EQ(o.rank, 1);
@@ -724,9 +753,10 @@ TEST(EnvironmentTwinsTest, BadValueNamesTheVariable) {
 
 TEST(EnvironmentTwinsTest, NestedLaunchIgnoresWhatTheParentSetForItsRanks) {
   LaunchOptions o = Options({"t.py"});
-  const std::vector<std::string> notes = ApplyEnvironmentTwins(
-      o, {{"PDLAUNCH_PARENT", "123"}, {"PADDLE_NNODES", "2"}, {"PADDLE_MASTER", "h:1"},
-          {"PADDLE_NPROC_PER_NODE", "2"}});
+  const std::vector<std::string> notes = ApplyEnvironmentTwins(o, {{"PDLAUNCH_PARENT", "123"},
+                                                                   {"PADDLE_NNODES", "2"},
+                                                                   {"PADDLE_MASTER", "h:1"},
+                                                                   {"PADDLE_NPROC_PER_NODE", "2"}});
   EXPECT_FALSE(o.nnodes);
   EXPECT_FALSE(o.master);
   EXPECT_EQ(o.nproc_per_node, 2);

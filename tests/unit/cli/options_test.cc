@@ -54,6 +54,7 @@ TEST(OptionsTest, ConfigurationDumpMatchesContractExample) {
             "log_dir: log\n"
             "log_overwrite: False\n"
             "max_restart: None\n"
+            "nodes_meet: True\n"
             "np: None\n"
             "nproc_per_node: None\n"
             "numa_binding: none\n"

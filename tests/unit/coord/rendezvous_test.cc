@@ -115,12 +115,12 @@ TEST(JobNewsTest, ReadsTheTermsAndThisNodesRefusal) {
 
 TEST(JobNewsTest, NewsKeysAreOutsideWhatJoinsAndHeartbeatsTouch) {
   const MasterKeys keys("j");
-  for (const std::string& key : {keys.terms(), keys.refused("p"), keys.formed(), keys.failure(),
-                                 keys.complete()}) {
+  for (const std::string& key :
+       {keys.terms(), keys.refused("p"), keys.formed(), keys.failure(), keys.complete()}) {
     EXPECT_TRUE(key.starts_with(keys.news_prefix())) << key;
   }
-  for (const std::string& key : {keys.info("p", -1), keys.alive("p"), keys.done("p"),
-                                 keys.node_terms("p"), keys.world()}) {
+  for (const std::string& key :
+       {keys.info("p", -1), keys.alive("p"), keys.done("p"), keys.node_terms("p"), keys.world()}) {
     EXPECT_FALSE(key.starts_with(keys.news_prefix())) << key;
   }
 }
@@ -179,8 +179,7 @@ TEST(WorldRecordTest, APeerInPaddlesLayoutTravelsAsItsFields) {
   EXPECT_LT(EncodeWorld({world[0]}).size(), peer.size());
   EXPECT_EQ(DecodeWorld(text, 2), world);
   for (const std::string bad : {"~a 1 1 cpu", "~a x 1 cpu c e", "~a 1 1 cpu c e f", "~"}) {
-    EXPECT_THROW(DecodeWorld(fmt::format("1\n1:k,{}:{},", bad.size(), bad), 1), LaunchError)
-        << bad;
+    EXPECT_THROW(DecodeWorld(fmt::format("1\n1:k,{}:{},", bad.size(), bad), 1), LaunchError) << bad;
   }
 }
 
@@ -234,9 +233,10 @@ TEST(DecodePeerInfoTest, TheFastPathAgreesWithTheFullParser) {
       R"({ "name":"abcdef","rank":3,"replicas":2,"dtype":"gpu","candidate":"10.0.0.1:6000",)"
       R"("endpoints":"10.0.0.1:6001,10.0.0.1:6002" })";
   EXPECT_EQ(DecodePeerInfo("k", spaced), peer);
-  const std::string escaped = R"({"name": "abcdef", "rank": 3, "replicas": 2, "dtype": "g\u0070u", )"
-                              R"("candidate": "10.0.0.1:6000", "endpoints": )"
-                              R"("10.0.0.1:6001,10.0.0.1:6002"})";
+  const std::string escaped =
+      R"({"name": "abcdef", "rank": 3, "replicas": 2, "dtype": "g\u0070u", )"
+      R"("candidate": "10.0.0.1:6000", "endpoints": )"
+      R"("10.0.0.1:6001,10.0.0.1:6002"})";
   EXPECT_EQ(DecodePeerInfo("k", escaped), peer);
   PeerInfo negative = peer;
   negative.rank = -1;
@@ -378,8 +378,7 @@ TEST(SelectLaunchPathTest, MasterPathAndItsSettings) {
   // PADDLE_TRAINER_ID sets the rank, except in a nested launch.
   EXPECT_EQ(SelectLaunchPath(o, {{"PADDLE_TRAINER_ID", "1"}}).master->rank, 1);
   EXPECT_EQ(
-      SelectLaunchPath(o, {{"PADDLE_TRAINER_ID", "1"}, {"PDLAUNCH_PARENT", "9"}}).master->rank,
-      -1);
+      SelectLaunchPath(o, {{"PADDLE_TRAINER_ID", "1"}, {"PDLAUNCH_PARENT", "9"}}).master->rank, -1);
   // http:// is allowed; POD_IP is this node's address.
   o.master = "http://master-0:36543";
   path = SelectLaunchPath(o, {{"POD_IP", "10.1.2.3"}});
@@ -409,7 +408,94 @@ TEST(SelectLaunchPathTest, OtherPaths) {
   ips.ips = "10.0.0.1,10.0.0.2";
   ips.nnodes = "2";
   ips.given = {"ips", "nnodes"};
+  EXPECT_EQ(SelectLaunchPath(ips, {}).kind, LaunchPath::Kind::kMaster);  // The nodes meet.
+  ips.nodes_meet = false;  // As Paddle 2: the list alone decides.
   EXPECT_EQ(SelectLaunchPath(ips, {}).kind, LaunchPath::Kind::kDefault);
+}
+
+// Paddle 3's update_by_ips (context/__init__.py), with its intent where its code differs.
+TEST(SelectLaunchPathTest, IpsOfTodaysInterfaceMeetAtTheFirstNode) {
+  LaunchOptions o;
+  o.ips = "10.0.0.1,10.0.0.2,10.0.0.3";
+  o.given = {"ips", "gpus"};
+  o.new_flags = {"devices"};
+  LaunchPath path = SelectLaunchPath(o, {});
+  ASSERT_EQ(path.kind, LaunchPath::Kind::kMaster);
+  MasterSettings m = *path.master;
+  EXPECT_EQ(m.ips, (std::vector<std::string>{"10.0.0.1", "10.0.0.2", "10.0.0.3"}));
+  EXPECT_EQ(m.nnodes, 3);
+  EXPECT_EQ(m.master_host, "10.0.0.1");
+  EXPECT_EQ(m.master_index, 0u);
+  EXPECT_TRUE(m.handshake);  // No port anywhere: 6768..6778.
+  EXPECT_TRUE(path.warnings.empty());
+  // PADDLE_PORT puts it on ips[0] at that port (Paddle's code would run the handshake anyway).
+  m = *SelectLaunchPath(o, {{"PADDLE_PORT", "36000"}}).master;
+  EXPECT_FALSE(m.handshake);
+  EXPECT_EQ(m.master_port, 36000);
+  // :PORT, then an ip of the list keeps it, another ip is reset to ips[0] with Paddle's line.
+  o.master = ":8090";
+  m = *SelectLaunchPath(o, {}).master;
+  EXPECT_EQ(m.master_host, "10.0.0.1");
+  EXPECT_EQ(m.master_port, 8090);
+  o.master = "10.0.0.2:8090";
+  m = *SelectLaunchPath(o, {}).master;
+  EXPECT_EQ(m.master_host, "10.0.0.2");
+  EXPECT_EQ(m.master_index, 1u);
+  o.master = "10.0.0.9:8090";
+  path = SelectLaunchPath(o, {});
+  EXPECT_EQ(path.master->master_host, "10.0.0.1");
+  EXPECT_EQ(path.master->master_port, 8090);
+  EXPECT_EQ(path.warnings,
+            (std::vector<std::string>{"master 10.0.0.9:8090 will be reset when master not in "
+                                      "ip_list ['10.0.0.1', '10.0.0.2', '10.0.0.3']."}));
+  // A bare ip: its port from PADDLE_PORT, else the handshake.
+  o.master = "10.0.0.2";
+  m = *SelectLaunchPath(o, {}).master;
+  EXPECT_EQ(m.master_index, 1u);
+  EXPECT_TRUE(m.handshake);
+  EXPECT_EQ(SelectLaunchPath(o, {{"PADDLE_PORT", "7000"}}).master->master_port, 7000);
+  try {
+    SelectLaunchPath(o, {{"PADDLE_PORT", "http"}});
+    ADD_FAILURE() << "no UsageError";
+  } catch (const UsageError& e) {
+    EXPECT_EQ(std::string(e.what()), "PADDLE_PORT: 'http' is not an integer");
+  }
+}
+
+TEST(SelectLaunchPathTest, MasterFormsWithoutIps) {
+  LaunchOptions o;
+  o.nnodes = "2";
+  o.given = {"nnodes", "master"};
+  o.master = ":8090";
+  MasterSettings m = *SelectLaunchPath(o, {{"PADDLE_TRAINERS", "10.0.0.5,10.0.0.6"}}).master;
+  EXPECT_EQ(m.master_host, "10.0.0.5");
+  EXPECT_EQ(m.master_port, 8090);
+  o.master = "10.0.0.7";
+  m = *SelectLaunchPath(o, {{"PADDLE_PORT", "8091"}}).master;
+  EXPECT_EQ(m.master_host, "10.0.0.7");
+  EXPECT_EQ(m.master_port, 8091);
+}
+
+TEST(IpsRulesTest, HostfileTakesTheFirstTokenOfEachLine) {
+  EXPECT_EQ(ParseHostfile("10.0.0.1 slots=8\n\n  10.0.0.2\tgpu\r\nnode-c\n"),
+            (std::vector<std::string>{"10.0.0.1", "10.0.0.2", "node-c"}));
+  EXPECT_TRUE(ParseHostfile("\n \n").empty());
+}
+
+TEST(IpsRulesTest, NnodesCutsTheListWithPaddlesWarning) {
+  const std::vector<std::string> ips = {"a", "b", "c"};
+  std::string warning;
+  EXPECT_EQ(CutIpsToNnodes(ips, 3, &warning), ips);
+  EXPECT_EQ(warning, "");
+  EXPECT_EQ(CutIpsToNnodes(ips, 2, &warning), (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(warning,
+            "only the first 2 nnodes in ip_list will be retained when nnodes 2 < len(ip_list)");
+  try {
+    CutIpsToNnodes(ips, 4, &warning);
+    ADD_FAILURE() << "no UsageError";
+  } catch (const UsageError& e) {
+    EXPECT_EQ(std::string(e.what()), "LAUNCH ERROR the nnodes 4 > len(ip_list) (--ips lists 3)");
+  }
 }
 
 TEST(SelectLaunchPathTest, UsageErrorsNameTheToken) {
@@ -434,7 +520,8 @@ TEST(SelectLaunchPathTest, UsageErrorsNameTheToken) {
               o.nnodes = "2";
               o.master = "10.0.0.1";
             }),
-            "argument --master: '10.0.0.1' needs host:port");
+            "argument --master: '10.0.0.1' needs host:port (a bare address takes its port from "
+            "PADDLE_PORT, or with --ips from Paddle's handshake)");
   EXPECT_NE(error([](LaunchOptions& o) {
               o.nnodes = "2";
               o.master = "host:notaport";
@@ -547,13 +634,26 @@ TEST(MasterTrainerVariablesTest, ExactlyTodaysLaunchersNames) {
                                              MasterJobEnv{"b", "/abs/log", std::nullopt});
   std::vector<std::string> names;
   for (const auto& [name, value] : env) names.push_back(name);
-  EXPECT_EQ(names, (std::vector<std::string>{
-                       "PADDLE_MASTER", "PADDLE_GLOBAL_SIZE", "PADDLE_LOCAL_SIZE",
-                       "PADDLE_GLOBAL_RANK", "PADDLE_LOCAL_RANK", "PADDLE_NNODES",
-                       "PADDLE_CURRENT_ENDPOINT", "PADDLE_TRAINER_ID", "PADDLE_TRAINERS_NUM",
-                       "PADDLE_RANK_IN_NODE", "PADDLE_TRAINER_ENDPOINTS", "FLAGS_selected_gpus",
-                       "POD_NAME", "PADDLE_LOG_DIR", "RANK", "WORLD_SIZE", "LOCAL_RANK",
-                       "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"PADDLE_MASTER",
+                                             "PADDLE_GLOBAL_SIZE",
+                                             "PADDLE_LOCAL_SIZE",
+                                             "PADDLE_GLOBAL_RANK",
+                                             "PADDLE_LOCAL_RANK",
+                                             "PADDLE_NNODES",
+                                             "PADDLE_CURRENT_ENDPOINT",
+                                             "PADDLE_TRAINER_ID",
+                                             "PADDLE_TRAINERS_NUM",
+                                             "PADDLE_RANK_IN_NODE",
+                                             "PADDLE_TRAINER_ENDPOINTS",
+                                             "FLAGS_selected_gpus",
+                                             "POD_NAME",
+                                             "PADDLE_LOG_DIR",
+                                             "RANK",
+                                             "WORLD_SIZE",
+                                             "LOCAL_RANK",
+                                             "LOCAL_WORLD_SIZE",
+                                             "MASTER_ADDR",
+                                             "MASTER_PORT"}));
   EXPECT_EQ(EnvOf(env, "PADDLE_MASTER"), "10.0.0.1:6001");
   EXPECT_EQ(EnvOf(env, "PADDLE_GLOBAL_RANK"), "2");
   EXPECT_EQ(EnvOf(env, "FLAGS_selected_gpus"), "2,3");

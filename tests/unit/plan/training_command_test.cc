@@ -133,6 +133,20 @@ TEST(ResolveTrainingCommandTest, PythonScriptRunsUnbufferedUnderPython3FromPath)
   EXPECT_EQ(command.argv, (std::vector<std::string>{python, "-u", script, "--lr", "0.1"}));
 }
 
+TEST(ResolveTrainingCommandTest, PyxesRunsBufferedAndAModuleUnbufferedAsPaddleRunsThem) {
+  ScopedTempDir tmp;
+  std::string bin = tmp.MakeDir("bin");
+  std::string python = tmp.TouchExecutable("bin/python3");
+  std::string compiled = tmp.Touch("train.pyxes");
+  EXPECT_EQ(ResolveTrainingCommand(compiled, {"--lr"}, std::nullopt, bin).argv,
+            (std::vector<std::string>{python, compiled, "--lr"}));
+  // `launch -m pkg.train --lr`: the scanner makes "-m" the script.
+  EXPECT_EQ(ResolveTrainingCommand("-m", {"pkg.train", "--lr"}, std::nullopt, bin).argv,
+            (std::vector<std::string>{python, "-u", "-m", "pkg.train", "--lr"}));
+  EXPECT_EQ(ResolveError(tmp.Path("gone.pyxes"), std::nullopt, bin),
+            "training script not found: '" + tmp.Path("gone.pyxes") + "'");
+}
+
 TEST(ResolveTrainingCommandTest, RelativeScriptIsCheckedAgainstTheWorkingDirectory) {
   ScopedTempDir tmp;
   std::string python = tmp.TouchExecutable("python3");
