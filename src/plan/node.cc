@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstring>
 #include <iterator>
+#include <set>
 
 #include "pdlaunch/base/endpoint.h"
 #include "pdlaunch/base/errors.h"
@@ -148,10 +149,10 @@ std::vector<std::string> HostNamesToResolve(const std::string& ips,
 }
 
 std::optional<std::string> FirstRepeatedHost(const std::vector<std::string>& hosts) {
-  for (size_t i = 0; i < hosts.size(); ++i) {
-    for (size_t j = 0; j < i; ++j) {
-      if (Canonical(hosts[j]) == Canonical(hosts[i])) return hosts[i];
-    }
+  // One canonical form per entry and a set of those seen: O(n log n) for thousands of nodes.
+  std::set<std::string> seen;
+  for (const std::string& host : hosts) {
+    if (!seen.insert(Canonical(host)).second) return host;
   }
   return std::nullopt;
 }
