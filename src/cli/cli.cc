@@ -894,6 +894,18 @@ CommandLine ParseArguments(const std::vector<std::string>& args) {
   options.training_script = args[scan.script];
   options.training_script_args.assign(args.begin() + static_cast<std::ptrdiff_t>(scan.script) + 1,
                                       args.end());
+  if (options.training_script == kRunCheck) {
+    // Paddle 3's test plugin (plugins/__init__.py, test_mode): today's launcher, at least two
+    // nodes, so that `launch run_check` on each node is a barrier until they meet.
+    options.new_flags.insert(std::string(kRunCheck));
+    const std::string nnodes = options.nnodes.value_or("1");
+    int count = 0;
+    const auto [end, ec] = std::from_chars(nnodes.data(), nnodes.data() + nnodes.size(), count);
+    if (nnodes.find(':') == std::string::npos && (ec != std::errc() || count < 2)) {
+      options.nnodes = "2";
+      options.given.insert("nnodes");
+    }
+  }
   if (options.training_script == "-m" && options.training_script_args.empty()) {
     throw UsageError(
         "argument -m: expected a module name (launch [options] -m package.module "

@@ -135,6 +135,22 @@ EnvList RpcVariables(const Cluster& cluster, const Trainer& trainer, const Maste
           {"PADDLE_LOG_DIR", job.log_dir}};
 }
 
+std::vector<std::string> WithProxyBackups(std::vector<std::string> parent) {
+  const auto has = [&parent](std::string_view name) {
+    return std::any_of(parent.begin(), parent.end(),
+                       [name](const std::string& entry) { return NameOf(entry) == name; });
+  };
+  std::vector<std::string> backups;
+  for (const std::string& entry : parent) {
+    const std::string_view name = NameOf(entry);
+    if (name != "http_proxy" && name != "https_proxy") continue;
+    const std::string backup = std::string(name) + "_original";
+    if (!has(backup)) backups.push_back(backup + entry.substr(name.size()));
+  }
+  parent.insert(parent.end(), backups.begin(), backups.end());
+  return parent;
+}
+
 std::vector<std::string> ComposeEnvironment(const std::vector<std::string>& parent,
                                             const EnvList& vars) {
   // Called once per process with a few dozen entries on each side: linear scans over

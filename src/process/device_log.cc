@@ -15,6 +15,7 @@
 #include <cerrno>
 #include <charconv>
 #include <chrono>
+#include <ctime>
 #include <filesystem>
 #include <functional>
 #include <utility>
@@ -80,6 +81,89 @@ std::string CsvRows(const std::string& output) {
   return rows;
 }
 
+namespace {
+
+/// Python's int() of a float: towards zero.
+std::string Truncated(double value) { return std::to_string(static_cast<long long>(value)); }
+
+std::optional<double> PercentOf(const std::string& field) {
+  if (field.empty()) return std::nullopt;
+  return ToNumber(field.substr(0, field.size() - 1));
+}
+
+/// re.split(r',|/|\s+|\|', line): the pieces between separators, empty ones kept.
+std::vector<std::string> PythonSplit(std::string_view line) {
+  std::vector<std::string> pieces;
+  std::string piece;
+  const auto blank = [](char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+  };
+  for (size_t i = 0; i < line.size();) {
+    const char c = line[i];
+    if (c == ',' || c == '/' || c == '|' || blank(c)) {
+      pieces.push_back(std::move(piece));
+      piece.clear();
+      if (blank(c)) {
+        while (i < line.size() && blank(line[i])) ++i;
+      } else {
+        ++i;
+      }
+      continue;
+    }
+    piece += c;
+    ++i;
+  }
+  pieces.push_back(std::move(piece));
+  return pieces;
+}
+
+}  // namespace
+
+std::string RocmSmiRows(const std::string& output, const std::string& timestamp) {
+  constexpr double kTotal = 32150;  // Paddle's assumed MiB per DCU.
+  std::string rows;
+  size_t count = 0;
+  for (const std::string& line : SplitAndStrip(output, '\n')) {
+    std::vector<std::string> fields;
+    for (const std::string& field : SplitAndStrip(line, ' ')) {
+      if (!field.empty()) fields.push_back(field);
+    }
+    if (fields.size() != 8 || std::count(fields.begin(), fields.end(), "DCU") > 0) continue;
+    const std::optional<double> memory = PercentOf(fields[6]);
+    const std::string utilization = fields[7].substr(0, fields[7].size() - 1);
+    if (!memory || !ToNumber(utilization) || !ToNumber(fields[0])) continue;
+    if (++count > kMaxRows) break;
+    const double used = kTotal * *memory / 100;
+    rows += OneLine(fmt::format("{},{},{},{},{},{}", fields[0], utilization, Truncated(kTotal),
+                                Truncated(used), Truncated(kTotal - used), timestamp));
+    rows += '\n';
+  }
+  return rows;
+}
+
+std::string NpuSmiRows(const std::string& output, const std::string& timestamp) {
+  std::string rows;
+  size_t index = 0;
+  for (const std::string& line : SplitAndStrip(output, '\n')) {
+    if (line.empty()) continue;
+    std::vector<std::string> pieces = PythonSplit(line);
+    if ((pieces.size() != 18 && pieces.size() != 19) ||
+        std::count(pieces.begin(), pieces.end(), "NPU") > 0) {
+      continue;
+    }
+    std::erase(pieces, std::string());
+    if (pieces.size() < 7) continue;
+    const std::optional<double> total = ToNumber(pieces[6]);
+    const std::optional<double> used = ToNumber(pieces[5]);
+    if (!total || !used || !ToNumber(pieces[2])) continue;
+    if (index >= kMaxRows) break;
+    rows += OneLine(fmt::format("{},{},{},{},{},{}", index++, pieces[2], Truncated(*total),
+                                Truncated(*used), Truncated(*total - *used), timestamp));
+    rows += '\n';
+  }
+  return rows;
+}
+
 void AddUtilizationSample(const std::string& rows, std::map<std::string, DeviceUsage>& usage) {
   for (const std::string& row : SplitAndStrip(rows, '\n')) {
     const std::vector<std::string> fields = SplitAndStrip(row, ',');
@@ -103,8 +187,8 @@ struct DeviceLogSampler::State : std::enable_shared_from_this<State> {
   asio::io_context& io;
   DeviceLogSettings settings;
   int file = -1;
-  asio::steady_timer timer;     // The period.
-  asio::steady_timer deadline;  // One sample's.
+  asio::steady_timer timer;               // The period.
+  asio::steady_timer deadline;            // One sample's.
   asio::posix::stream_descriptor out;     // The sample's stdout.
   asio::posix::stream_descriptor exited;  // Its pidfd.
   pid_t pid = -1;
@@ -115,39 +199,74 @@ struct DeviceLogSampler::State : std::enable_shared_from_this<State> {
   std::map<std::string, DeviceUsage> usage;
 
   void Start() {
-    const char* path = std::getenv("PATH");
-    if (!FindProgram(settings.program, path != nullptr ? path : "/bin:/usr/bin")) {
+    const char* env_path = std::getenv("PATH");
+    const std::string path = env_path != nullptr ? env_path : "/bin:/usr/bin";
+    if (settings.tool == DeviceLogTool::kNvidiaSmi && settings.rocm_fallback &&
+        !FindProgram(settings.program, path) && FindProgram("rocm-smi", path)) {
+      settings.tool = DeviceLogTool::kRocmSmi;  // A DCU: Paddle's ROCm build asks rocm-smi.
+      settings.program = "rocm-smi";
+    }
+    if (!FindProgram(settings.program, path)) {
       PDLOG_INFO("gpu log: {} is not on PATH; {} is not written", settings.program,
                  fs::path(settings.path).filename().string());
       return;
     }
     file = ::open(settings.path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (file < 0) return Fail(fmt::format("cannot write {}: {}", settings.path, strerror(errno)));
+    if (settings.tool != DeviceLogTool::kNvidiaSmi) {
+      // Paddle fills these two sections from nvidia-smi, which a DCU or NPU host lacks.
+      Write(fmt::format("{}\n\n{}\n\n{}\n", kGpuInfoHeader, kGpuProcessHeader, kGpuUtilHeader));
+      return Utilization();
+    }
     Sample(NvidiaSmiQuery(settings.program, kInfoFields, settings.labels, false),
-           [](State& s, const std::string& rows) {
-             s.Write(std::string(kGpuInfoHeader) + "\n" + rows + "\n");
+           [](State& s, const std::string& answer) {
+             s.Write(std::string(kGpuInfoHeader) + "\n" + CsvRows(answer) + "\n");
              s.Sample(NvidiaSmiQuery(s.settings.program, kAppFields, s.settings.labels, true),
                       [](State& s2, const std::string& apps) {
-                        s2.Write(std::string(kGpuProcessHeader) + "\n" + apps + "\n" +
+                        s2.Write(std::string(kGpuProcessHeader) + "\n" + CsvRows(apps) + "\n" +
                                  kGpuUtilHeader + "\n");
                         s2.Utilization();
                       });
            });
   }
 
+  // This sample's rows in kGpuUtilHeader's layout, from the tool's answer.
+  std::string UtilizationRows(const std::string& answer) const {
+    if (settings.tool == DeviceLogTool::kNvidiaSmi) return CsvRows(answer);
+    char stamp[32] = {};
+    const std::time_t now = std::time(nullptr);
+    std::tm local{};
+    ::localtime_r(&now, &local);
+    std::strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M:%S", &local);
+    return settings.tool == DeviceLogTool::kRocmSmi ? RocmSmiRows(answer, stamp)
+                                                    : NpuSmiRows(answer, stamp);
+  }
+
+  std::vector<std::string> UtilizationQuery() const {
+    switch (settings.tool) {
+      case DeviceLogTool::kRocmSmi:
+        return {settings.program};
+      case DeviceLogTool::kNpuSmi:
+        return {settings.program, "info"};
+      case DeviceLogTool::kNvidiaSmi:
+        break;
+    }
+    return NvidiaSmiQuery(settings.program, kUtilFields, settings.labels, false);
+  }
+
   void Utilization() {
-    Sample(NvidiaSmiQuery(settings.program, kUtilFields, settings.labels, false),
-           [](State& s, const std::string& rows) {
-             s.Write(rows);
-             AddUtilizationSample(rows, s.usage);
-             s.timer.expires_after(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                 std::chrono::duration<double>(s.settings.period_seconds)));
-             std::weak_ptr<State> weak = s.shared_from_this();
-             s.timer.async_wait([weak](const boost::system::error_code& ec) {
-               auto self = weak.lock();
-               if (!ec && self) self->Utilization();
-             });
-           });
+    Sample(UtilizationQuery(), [](State& s, const std::string& answer) {
+      const std::string rows = s.UtilizationRows(answer);
+      s.Write(rows);
+      AddUtilizationSample(rows, s.usage);
+      s.timer.expires_after(std::chrono::duration_cast<std::chrono::nanoseconds>(
+          std::chrono::duration<double>(s.settings.period_seconds)));
+      std::weak_ptr<State> weak = s.shared_from_this();
+      s.timer.async_wait([weak](const boost::system::error_code& ec) {
+        auto self = weak.lock();
+        if (!ec && self) self->Utilization();
+      });
+    });
   }
 
   void Write(const std::string& text) {
@@ -256,7 +375,7 @@ struct DeviceLogSampler::State : std::enable_shared_from_this<State> {
                                         ? fmt::format("exit status {}", WEXITSTATUS(status))
                                         : fmt::format("signal {}", WTERMSIG(status))));
     }
-    done(*this, CsvRows(output));
+    done(*this, output);
   }
 
   // Reaps the sample in flight: kills its group first when `kill_first` (or waits only if it

@@ -2,6 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <map>
+#include <string_view>
+#include <utility>
+
 #include "pdlaunch/cli/options.h"
 
 namespace pdlaunch {
@@ -32,6 +37,55 @@ std::string FormatContainerLine(int local_index, std::string_view status,
                                 std::string_view log_path) {
   return fmt::format("Container rank {} status {} cmd {} code {} log {}", local_index, status,
                      PythonListRepr(argv), code, log_path);
+}
+
+namespace {
+
+/// (name, value) in order of first setting, each with its last value.
+std::vector<std::pair<std::string_view, std::string_view>> MergedEnv(
+    const std::vector<std::string>* shared, const std::vector<std::string>& own) {
+  std::vector<std::pair<std::string_view, std::string_view>> merged;
+  std::map<std::string_view, size_t> at;
+  const auto take = [&](const std::vector<std::string>& entries) {
+    for (const std::string& entry : entries) {
+      const size_t equals = std::min(entry.find('='), entry.size());
+      const std::string_view name = std::string_view(entry).substr(0, equals);
+      const std::string_view value =
+          std::string_view(entry).substr(std::min(equals + 1, entry.size()));
+      const auto [it, fresh] = at.emplace(name, merged.size());
+      if (fresh) {
+        merged.emplace_back(name, value);
+      } else {
+        merged[it->second].second = value;
+      }
+    }
+  };
+  if (shared != nullptr) take(*shared);
+  take(own);
+  return merged;
+}
+
+}  // namespace
+
+std::string FormatEnvDict(const std::vector<std::string>* shared,
+                          const std::vector<std::string>& own) {
+  std::string text = "{";
+  for (const auto& [name, value] : MergedEnv(shared, own)) {
+    if (text.size() > 1) text += ", ";
+    text += PythonStrRepr(std::string(name)) + ": " + PythonStrRepr(std::string(value));
+  }
+  return text + "}";
+}
+
+std::string FormatEnvLog(const std::vector<std::string>* shared,
+                         const std::vector<std::string>& own) {
+  auto merged = MergedEnv(shared, own);
+  std::sort(merged.begin(), merged.end());
+  std::string text;
+  for (const auto& [name, value] : merged) {
+    text.append(name).append(1, '=').append(value).append(1, '\n');
+  }
+  return text;
 }
 
 }  // namespace pdlaunch

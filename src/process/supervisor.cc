@@ -346,8 +346,8 @@ bool Echoed(const std::vector<SupervisedProcess>& processes, size_t i,
   if (p.log_path.empty()) return false;
   if (!options.echo) return p.log_path == options.echo_path;
   const EchoChoice& choice = *options.echo;
-  return choice.all || std::find(choice.locals.begin(), choice.locals.end(),
-                                 static_cast<int>(i)) != choice.locals.end();
+  return choice.all || std::find(choice.locals.begin(), choice.locals.end(), static_cast<int>(i)) !=
+                           choice.locals.end();
 }
 
 /// Creates the log files that must exist before their process starts, and gives each to its
@@ -442,16 +442,17 @@ std::vector<bool> Primaries(const std::vector<SupervisedProcess>& processes) {
 std::unique_ptr<JobCgroup> ContainJob() {
   std::string why_not = "PDLAUNCH_NO_CGROUP is set";
   const char* off = std::getenv("PDLAUNCH_NO_CGROUP");
-  std::unique_ptr<JobCgroup> cgroup =
-      off != nullptr && *off != '\0' && std::string(off) != "0" ? nullptr
-                                                                : JobCgroup::Create(&why_not);
+  std::unique_ptr<JobCgroup> cgroup = off != nullptr && *off != '\0' && std::string(off) != "0"
+                                          ? nullptr
+                                          : JobCgroup::Create(&why_not);
   if (cgroup) {
     PDLOG_DEBUG("containment: the job's cgroup is {}", cgroup->dir());
   } else {
     ::prctl(PR_SET_CHILD_SUBREAPER, 1);
-    PDLOG_DEBUG("containment: no cgroup ({}); orphaned descendants are re-parented to the "
-                "launcher (PR_SET_CHILD_SUBREAPER)",
-                why_not);
+    PDLOG_DEBUG(
+        "containment: no cgroup ({}); orphaned descendants are re-parented to the "
+        "launcher (PR_SET_CHILD_SUBREAPER)",
+        why_not);
   }
   return cgroup;
 }
@@ -524,8 +525,8 @@ class EventLoop {
       auto& records = TheRunReport().device_usage;
       records.clear();
       for (const auto& [index, device] : usage) {
-        records.push_back({index, device.peak_memory_used_mib, device.mean_utilization(),
-                           device.samples});
+        records.push_back(
+            {index, device.peak_memory_used_mib, device.mean_utilization(), device.samples});
       }
       device_log_.reset();  // Kills and reaps a sample in flight.
     }
@@ -751,8 +752,7 @@ class EventLoop {
 
   void OnSignal(int signal) {
     const double now =
-        std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-            .count();
+        std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
     if (finished_) {
       // Caught as the loop ended (above): nothing is left to stop, but the exit code and the
       // caller (an elastic agent, a master run) learn that a stop was asked for.
@@ -767,13 +767,15 @@ class EventLoop {
     const bool was_stopping = policy_.stopping();
     const Supervision::Commands commands = policy_.OnSignal(signal, now);
     if (commands.repeat_ignored) {
-      PDLOG_INFO("received {} again within {} s: the same request (a wrapper relaying it?), "
-                 "still stopping gracefully",
-                 SignalName(signal), Supervision::kRepeatWindow);
+      PDLOG_INFO(
+          "received {} again within {} s: the same request (a wrapper relaying it?), "
+          "still stopping gracefully",
+          SignalName(signal), Supervision::kRepeatWindow);
     } else if (signal == SIGTSTP) {
-      PDLOG_INFO("received SIGTSTP: stopping {} processes and the launcher (fg or SIGCONT "
-                 "resumes them)",
-                 RunningCount());
+      PDLOG_INFO(
+          "received SIGTSTP: stopping {} processes and the launcher (fg or SIGCONT "
+          "resumes them)",
+          RunningCount());
     } else if (signal == SIGCONT) {
       PDLOG_INFO("received SIGCONT: resuming {} processes", RunningCount());
     } else if (Supervision::IsTerminationSignal(signal)) {
@@ -1002,10 +1004,13 @@ class EventLoop {
     echo_.EndLine();
     std::fflush(stdout);
     PDLOG_INFO("Pod failed");
-    PDLOG_ERROR(
-        "Container failed !!!\n{}",
-        FormatContainerLine(first, "failed", child.info.spec.argv,
-                            PythonReturnCode(*child.process.status()), child.info.log_path));
+    const ProcessSpec& spec = child.info.spec;
+    PDLOG_ERROR("Container failed !!!\n{}{}",
+                FormatContainerLine(first, "failed", spec.argv,
+                                    PythonReturnCode(*child.process.status()), child.info.log_path),
+                options_.print_env_on_failure
+                    ? " \nenv " + FormatEnvDict(spec.shared_env.get(), spec.env)
+                    : std::string());
     PDLOG_INFO("{}", kErrorLogDetail);
     if (child.info.log_path.empty()) return;
     // EPIPE or a closed terminal: the tail is lost, the teardown goes on (as the echo's).
@@ -1027,7 +1032,8 @@ class EventLoop {
       created_logs_;  // Before echo_: the echoed files exist before it opens them.
   ConsoleEcho echo_;
   std::unique_ptr<JobCgroup> cgroup_;  // Null: the subreaper fallback. Removed last.
-  std::optional<Watchdog> watchdog_;  // Declared before children_: it is disarmed only after they are gone.
+  std::optional<Watchdog>
+      watchdog_;  // Declared before children_: it is disarmed only after they are gone.
   std::vector<SupervisedProcess> pending_;
   std::vector<Child> children_;
   std::vector<StreamDescriptor> stragglers_;
@@ -1037,7 +1043,7 @@ class EventLoop {
   bool straggler_cleanup_ = false;
   bool primaries_done_ = false;
   bool container_reported_ = false;  // Today's console: the failed container was shown.
-  bool idle_ = false;  // No processes, only external events: run until a stop.
+  bool idle_ = false;                // No processes, only external events: run until a stop.
   bool finished_ = false;
 };
 

@@ -36,6 +36,7 @@
 #include "pdlaunch/plan/topology.h"
 #include "pdlaunch/plan/trainer_env.h"
 #include "pdlaunch/plan/training_command.h"
+#include "pdlaunch/process/device_probe.h"
 #include "pdlaunch/process/pod_console.h"
 #include "pdlaunch/process/process.h"
 #include "pdlaunch/process/run_recorder.h"
@@ -301,6 +302,47 @@ const char* PathName(const JobDecision& d) {
   return d.options.WasGiven("ips") ? "ips" : "local";
 }
 
+/// The program each rank runs. For `run_check`, Paddle's own distributed check, as its test
+/// plugin runs it: paddle/distributed/launch/plugins/test.py of the interpreter's paddle
+/// (found without importing it: `import paddle` takes seconds).
+TrainingCommand CommandOf(const LaunchOptions& options) {
+  const std::optional<std::string> python = GetEnv("PADDLE_LAUNCH_PYTHON");
+  const std::string path = GetEnv("PATH").value_or("/bin:/usr/bin");
+  if (options.training_script != kRunCheck) {
+    return ResolveTrainingCommand(options.training_script, options.training_script_args, python,
+                                  path);
+  }
+  PDLOG_INFO("Paddle Distributed Test begin...");
+  const std::string interpreter = ResolveTrainingCommand("-m", {"paddle"}, python, path).executable;
+  const std::optional<std::string> origin =
+      CaptureOutput({interpreter, "-c",
+                     "import importlib.util as u; s = u.find_spec('paddle'); "
+                     "print(s.origin if s and s.origin else '')"});
+  const std::string init = origin ? std::string(StripSpace(*origin)) : std::string();
+  const fs::path test =
+      fs::path(init).parent_path() / "distributed" / "launch" / "plugins" / "test.py";
+  std::error_code ec;
+  if (init.empty() || !fs::is_regular_file(test, ec)) {
+    throw LaunchError(fmt::format(
+        "run_check runs PaddlePaddle's own check, and {} cannot import paddle{} (install "
+        "paddlepaddle or paddlepaddle-gpu there, or set PADDLE_LAUNCH_PYTHON to a Python that "
+        "has it)",
+        interpreter, init.empty() ? "" : fmt::format(" ({} is not there)", test.string())));
+  }
+  return ResolveTrainingCommand(test.string(), options.training_script_args, python, path);
+}
+
+/// The proxies the processes do not get (docs/env.md), said once as Paddle 3 does.
+void WarnOfProxies() {
+  std::vector<std::string> set;
+  for (const char* name : {"http_proxy", "https_proxy"}) {
+    if (GetEnv(name)) set.emplace_back(name);
+  }
+  if (set.empty()) return;
+  PDLOG_WARN("{} removed from the processes' environment (kept as {}_original)",
+             fmt::join(set, " and "), fmt::join(set, "_original and "));
+}
+
 /// Where the nodes of an --ips job meet, for --dry_run.
 std::string MeetingNote(const MasterSettings& m) {
   return fmt::format(
@@ -345,9 +387,7 @@ int PlanDryRun(JobDecision decision) {
   size_t local_processes = 0;
   plan.mode = decision.rpc ? "rpc" : decision.mode == JobMode::kCollective ? "collective" : "ps";
   plan.launch_path = PathName(decision);
-  const TrainingCommand command = ResolveTrainingCommand(
-      options.training_script, options.training_script_args, GetEnv("PADDLE_LAUNCH_PYTHON"),
-      GetEnv("PATH").value_or("/bin:/usr/bin"));  // A missing script: the real run's error.
+  const TrainingCommand command = CommandOf(options);  // A missing script: the run's error.
   plan.command = command.argv;
   if (const std::optional<std::string> note = UnusedMasterNote(decision)) PDLOG_WARN("{}", *note);
   for (const std::string& warning : decision.path.warnings) PDLOG_WARN("{}", warning);
@@ -449,9 +489,8 @@ int RunDecided(JobDecision decision, const EnvMap& env, const std::function<void
   if (!decision.elastic.config) WarnModeBoundFlags(options);
   if (const std::optional<std::string> note = UnusedMasterNote(decision)) PDLOG_WARN("{}", *note);
   for (const std::string& warning : path.warnings) PDLOG_WARN("{}", warning);
-  const TrainingCommand command = ResolveTrainingCommand(
-      options.training_script, options.training_script_args, GetEnv("PADDLE_LAUNCH_PYTHON"),
-      GetEnv("PATH").value_or("/bin:/usr/bin"));
+  WarnOfProxies();
+  const TrainingCommand command = CommandOf(options);
   if (path.kind == LaunchPath::Kind::kMaster || rpc || ps_counts) {
     if (!path.master) throw UsageError("--ips cannot be combined with this job's mode");
     MasterSettings settings = *path.master;
@@ -509,6 +548,7 @@ int RunDecided(JobDecision decision, const EnvMap& env, const std::function<void
 
   SupervisorOptions supervisor;
   internal::ChooseConsole(supervisor, pod);
+  if (todays_console) internal::WriteEnvLogs(processes, options.log_overwrite);
   supervisor.grace_seconds = options.grace;
   supervisor.echo_path = processes.front().log_path;
   ChooseEcho(supervisor, options, cluster.pods.size() > 1, cluster.local_pod().ip);

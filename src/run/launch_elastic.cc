@@ -456,6 +456,7 @@ int ElasticNodeAgent::RunWorld(const WorldRecord& world) {
   loop.device_log = internal::DeviceLogOf(options_, cluster, log_dir_.string());
   internal::ApplyNumaBinding(options_, cluster, processes);
   internal::ChooseConsole(loop, pod);
+  if (!pod.empty()) internal::WriteEnvLogs(processes, options_.log_overwrite);
   // --elastic_level 0: a node whose rank fails leaves the job and the others hold (they see it
   // go); no failure record, which would stop them all.
   if (config_.level != 0) {
@@ -481,7 +482,7 @@ int ElasticNodeAgent::RunWorld(const WorldRecord& world) {
   if (result.stopped && stop_reason_) PDLOG_WARN("stopped the local ranks: {}", *stop_reason_);
   if (result.failed || result.stopped) {
     announced_wait_ = false;  // The next wait is for another world.
-    Rewatch();  // Fresh state, so that the root cause below is the stored one.
+    Rewatch();                // Fresh state, so that the root cause below is the stored one.
     ReportFailure();
   } else {
     PutDone(world.generation);

@@ -1184,6 +1184,7 @@ int MasterNode::RunRanks() {
   const bool todays_console = UsesNewInterface(options_);
   SupervisorOptions& supervisor = local.supervisor;
   ChooseConsole(supervisor, todays_console ? pod_ : std::string());
+  if (todays_console) WriteEnvLogs(local.processes, options_.log_overwrite);
   if (todays_console) {
     PDLOG_DEBUG("First process distributed environment info: {}", local.debug_table);
   } else {

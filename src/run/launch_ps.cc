@@ -73,7 +73,7 @@ void CheckFixedPortsFree(const PsPlan& plan) {
 }
 
 PsDecision DecidePs(const LaunchOptions& options, JobMode mode, const std::string& gloo_dir,
-                     const std::string& log_dir) {
+                    const std::string& log_dir) {
   PsDecision decision;
   PsInputs inputs;
   inputs.options = options;
@@ -88,9 +88,8 @@ PsDecision DecidePs(const LaunchOptions& options, JobMode mode, const std::strin
   if (!accelerated) inputs.devices = ResolveDevices(std::nullopt, std::nullopt, "gloo", {}, *probe);
   inputs.cuda_visible_devices =
       accelerated ? GetEnv(inputs.devices.family.visible_variable.c_str()) : std::nullopt;
-  decision.accelerators = accelerated
-                              ? static_cast<int>(inputs.devices.devices_per_proc.size())
-                              : 0;
+  decision.accelerators =
+      accelerated ? static_cast<int>(inputs.devices.devices_per_proc.size()) : 0;
 
   const std::vector<std::string> hosts = PsNodeIps(options, mode);
   inputs.node = GatherNodeEnv(
@@ -146,17 +145,18 @@ int RunPs(const LaunchOptions& options, JobMode mode, const TrainingCommand& com
                 PythonListRepr({JoinEndpoints(plan.servers), JoinEndpoints(plan.workers)}),
                 options.log_overwrite);
   }
-  std::vector<SupervisedProcess> processes = BuildPsProcesses(
-      ps,
-      {{PsRole::kServer, RoleSize(plan, PsRole::kServer)},
-       {PsRole::kWorker, RoleSize(plan, PsRole::kWorker)},
-       {PsRole::kHeterWorker, RoleSize(plan, PsRole::kHeterWorker)}},
-      command, log_dir, options.log_overwrite);
+  std::vector<SupervisedProcess> processes =
+      BuildPsProcesses(ps,
+                       {{PsRole::kServer, RoleSize(plan, PsRole::kServer)},
+                        {PsRole::kWorker, RoleSize(plan, PsRole::kWorker)},
+                        {PsRole::kHeterWorker, RoleSize(plan, PsRole::kHeterWorker)}},
+                       command, log_dir, options.log_overwrite);
   for (const std::string& line : plan.info) PDLOG_INFO("{}", line);
 
   SupervisorOptions supervisor;
   supervisor.grace_seconds = options.grace;
   supervisor.pod_name = pod;
+  if (todays_console) WriteEnvLogs(processes, options.log_overwrite);
   supervisor.remove_if_killed = {gloo_dir.path()};
   SetPsSupervision(processes, supervisor);
   ChooseEcho(supervisor, options, false, "");  // Roles and ranks name a PS process already.

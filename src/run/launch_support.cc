@@ -26,6 +26,7 @@
 #include "pdlaunch/plan/ports.h"
 #include "pdlaunch/process/device_probe.h"
 #include "pdlaunch/process/numa_probe.h"
+#include "pdlaunch/process/pod_console.h"
 
 extern char** environ;
 
@@ -107,6 +108,7 @@ std::vector<std::string> ParentEnvironment() {
   for (char** entry = environ; *entry != nullptr; ++entry) {
     if (!std::string_view(*entry).starts_with(marker)) env.emplace_back(*entry);
   }
+  env = WithProxyBackups(std::move(env));
   env.push_back(NestedMarkerEntry());
   return env;
 }
@@ -221,11 +223,17 @@ std::optional<DeviceLogSettings> DeviceLogOf(const LaunchOptions& options, const
                                              const std::string& log_dir) {
   if (!options.enable_gpu_log || cluster.mode == DeviceMode::kCpu) return std::nullopt;
   const std::string name = options.job_id.value_or("default") + ".gpu.log";
-  if (cluster.mode != DeviceMode::kGpu) {
+  // Ascend NPUs (PaddleCustomDevice "npu") through npu-smi, as Paddle 3's nvsmi.py.
+  const bool npu = cluster.mode == DeviceMode::kCustom && cluster.family.type == "npu";
+  if (cluster.mode != DeviceMode::kGpu && !npu) {
     PDLOG_INFO("gpu log: no sampler for {} devices; {} is not written", cluster.family.type, name);
     return std::nullopt;
   }
-  DeviceLogSettings settings;  // nvidia-smi is looked for once the ranks run (off start-up).
+  DeviceLogSettings settings;  // The program is looked for once the ranks run (off start-up).
+  if (npu) {
+    settings.tool = DeviceLogTool::kNpuSmi;
+    settings.program = "npu-smi";
+  }
   settings.path = (fs::path(log_dir) / name).string();
   if (const std::optional<std::string> period = GetEnv("PDLAUNCH_GPU_LOG_PERIOD")) {
     const std::optional<double> seconds = ParseSeconds(StripSpace(*period));
@@ -281,9 +289,10 @@ void ApplyNumaBinding(const LaunchOptions& options, const Cluster& cluster,
     int node = placements[i].preferred_node;
     // set_mempolicy takes only nodes this kernel has (a PDLAUNCH_SYSFS_ROOT tree may name others).
     if (node >= 0 && !fs::exists(fmt::format("/sys/devices/system/node/node{}", node))) {
-      PDLOG_INFO("numa binding: local process {}: this kernel has no NUMA node {}; its memory "
-                 "policy is left alone",
-                 i, node);
+      PDLOG_INFO(
+          "numa binding: local process {}: this kernel has no NUMA node {}; its memory "
+          "policy is left alone",
+          i, node);
       node = -1;
     }
     processes[i].spec.preferred_numa_node = node;
@@ -327,9 +336,11 @@ void WriteTextFile(const std::filesystem::path& path, const std::string& content
   if (!ok) ThrowSystemError(error, fmt::format("cannot write '{}'", path.string()));
 }
 
-std::vector<SupervisedProcess> BuildProcesses(
-    const Cluster& cluster, const TrainingCommand& command, const std::filesystem::path& log_dir,
-    bool truncate, const std::function<EnvList(const Trainer&)>& vars_of, bool log_by_global_rank) {
+std::vector<SupervisedProcess> BuildProcesses(const Cluster& cluster,
+                                              const TrainingCommand& command,
+                                              const std::filesystem::path& log_dir, bool truncate,
+                                              const std::function<EnvList(const Trainer&)>& vars_of,
+                                              bool log_by_global_rank) {
   const std::vector<Trainer>& trainers = cluster.local_pod().trainers;
   std::vector<EnvList> vars;
   vars.reserve(trainers.size());
@@ -425,6 +436,27 @@ void SetPsSupervision(const std::vector<SupervisedProcess>& processes,
 void ChooseConsole(SupervisorOptions& supervisor, const std::string& pod) {
   supervisor.pod_name = pod;
   if (pod.empty()) supervisor.on_started = PrintStarted;
+  // Paddle 3's container __str__: "true" or "1", any case.
+  const std::string print_env = AsciiLower(GetEnv("FLAGS_print_launcher_env").value_or(""));
+  supervisor.print_env_on_failure = !pod.empty() && (print_env == "true" || print_env == "1");
+}
+
+void WriteEnvLogs(const std::vector<SupervisedProcess>& processes, bool truncate) {
+  for (size_t i = 0; i < processes.size(); ++i) {
+    const SupervisedProcess& p = processes[i];
+    if (p.log_path.empty()) continue;
+    const fs::path path = fs::path(p.log_path).parent_path() / fmt::format("envlog.{}", i);
+    // It holds every variable the launcher had, secrets included: this user's only (Paddle
+    // writes it with the umask's 0644).
+    const UniqueFd fd(::open(
+        path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | (truncate ? O_TRUNC : O_APPEND),
+        0600));
+    const std::string text = FormatEnvLog(p.spec.shared_env.get(), p.spec.env);
+    if (fd.get() < 0 || !WriteAll(fd.get(), text)) {
+      PDLOG_ERROR("save pod env log failed because {}: {}", path.string(),
+                  std::system_category().message(errno));
+    }
+  }
 }
 
 void WriteEndpointsFile(const std::filesystem::path& log_dir, const std::string& job_id,

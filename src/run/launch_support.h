@@ -73,8 +73,8 @@ VisibleDevices VisibleDevicesOfEnvironment();
 
 /// The <job_id>.gpu.log of a collective job (docs/cli.md, "GPU log"): GPU mode with
 /// --enable_gpu_log (the default), else none, saying why at INFO once (XPU and custom devices
-/// have no sampler); the sampler itself says so when nvidia-smi is not on PATH. The period is PDLAUNCH_GPU_LOG_PERIOD (seconds,
-/// default 30).
+/// have no sampler); the sampler itself says so when nvidia-smi is not on PATH. The period is
+/// PDLAUNCH_GPU_LOG_PERIOD (seconds, default 30).
 std::optional<DeviceLogSettings> DeviceLogOf(const LaunchOptions& options, const Cluster& cluster,
                                              const std::string& log_dir);
 
@@ -100,6 +100,11 @@ void ChooseEcho(SupervisorOptions& supervisor, const LaunchOptions& options, boo
 /// The console of a run (docs/cli.md, "Console"): today's, its lines naming `pod`, or with an
 /// empty `pod` the legacy one and its "launch proc_id" lines.
 void ChooseConsole(SupervisorOptions& supervisor, const std::string& pod);
+
+/// Paddle 3's envlog.N beside each process's log (today's interface): every variable the process
+/// starts with, `NAME=value` sorted by name, appended or (`truncate`) rewritten; created 0600.
+/// A file that cannot be written is logged (Paddle's "save pod env log failed") and skipped.
+void WriteEnvLogs(const std::vector<SupervisedProcess>& processes, bool truncate);
 
 /// Creates `log_dir` (and parents); returns its absolute path. Throws LaunchError naming it.
 std::filesystem::path PrepareLogDir(const std::string& log_dir);
@@ -141,10 +146,11 @@ std::vector<SupervisedProcess> BuildTrainerProcesses(const Cluster& cluster,
 /// The local trainers of `cluster` as processes to supervise, each with the parent's
 /// environment and `vars_of(trainer)` over it, output to `log_dir`/workerlog.<local rank> (or
 /// <global rank>: RPC jobs).
-std::vector<SupervisedProcess> BuildProcesses(
-    const Cluster& cluster, const TrainingCommand& command, const std::filesystem::path& log_dir,
-    bool truncate, const std::function<EnvList(const Trainer&)>& vars_of,
-    bool log_by_global_rank = false);
+std::vector<SupervisedProcess> BuildProcesses(const Cluster& cluster,
+                                              const TrainingCommand& command,
+                                              const std::filesystem::path& log_dir, bool truncate,
+                                              const std::function<EnvList(const Trainer&)>& vars_of,
+                                              bool log_by_global_rank = false);
 
 /// This node's parameter-server processes to supervise: `command` with the parent's environment
 /// and each process's variables, output to `log_dir`/its log name; `role_sizes` for the ABORT
@@ -226,7 +232,7 @@ struct PsDecision {
 /// The decisions of RunPs (devices, hosts, this node, ports, PlanPs), shared with --dry_run;
 /// `gloo_dir` and `log_dir` are the paths the processes are told. Throws as PlanPs.
 PsDecision DecidePs(const LaunchOptions& options, JobMode mode, const std::string& gloo_dir,
-                     const std::string& log_dir);
+                    const std::string& log_dir);
 
 /// Fixed ports are checked before anything starts (reserved free ports need no check): a port in
 /// use is a LaunchError naming it.

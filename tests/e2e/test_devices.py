@@ -11,6 +11,7 @@ The ranks' variables are compared key by key with what Paddle's launchers give:
   FLAGS_selected_<type>s, PADDLE_DISTRI_BACKEND=xccl, PADDLE_XCCL_BACKEND=<type>.
 """
 import json
+import re
 import os
 import stat
 import time
@@ -182,6 +183,29 @@ class DeviceFamilyTest(DeviceTestCase):
         self.assertIn('"PADDLE_XCCL_BACKEND"', result.stdout)
 
 
+# Shaped as a DCU's rocm-smi table (the layout Paddle 3's utils/nvsmi.py reads): 8 fields a
+# device, VRAM% the 7th and DCU% the 8th; the header names DCU.
+ROCM_SMI = """\
+============================ System Management Interface =============================
+DCU  Temp   AvgPwr  Perf  PwrCap  SCLK     VRAM%  DCU%
+0    51.0C  98.0W   auto  300.0W  1500Mhz  25%    80%
+1    49.0C  97.0W   auto  300.0W  1500Mhz  0%     7%
+=================================== End of SMI Log ===================================
+"""
+
+# Shaped as Ascend's `npu-smi info`: a chip's second line has AICore(%) and HBM used / total.
+NPU_SMI_INFO = """\
++-----------------------------------------------------------------------------------+
+| NPU   Name        | Health   | Power(W)  Temp(C)  Hugepages-Usage(page)           |
+| Chip              | Bus-Id   | AICore(%) Memory-Usage(MB)  HBM-Usage(MB)         |
++===================+==========+==================================================+
+| 0     910B        | OK       | 95.7      35       0    / 0                        |
+| 0 | 0000:C1:00.0 | 37 0 / 0 3162 / 65536 |
+| 1     910B        | OK       | 90.1      34       0    / 0                        |
+| 0 | 0000:C2:00.0 | 12 0 / 0 2048 / 65536 |
++===================+==========+==================================================+
+"""
+
 # Recorded from nvidia-smi 550.54 (fields as Paddle's utils/nvsmi.py queries them), two GPUs.
 FAKE_NVIDIA_SMI = """\
 echo "$@" >> "$(dirname "$0")/calls"
@@ -326,6 +350,41 @@ class GpuLogTest(LaunchTestCase):
         left = [c for c in Path("/proc").glob("[0-9]*/cmdline")
                 if _read(c) in (b"sleep\x00654\x00", b"sleep\x00653\x00")]
         self.assertEqual(left, [])
+
+    def tool(self, name, table):
+        path = self.bin / name
+        path.write_text(f'#!/bin/sh\necho "$0 $*" >> {self.bin}/calls\ncat <<"EOF"\n{table}EOF\n')
+        path.chmod(0o755)
+
+    def util_rows(self, text):
+        info, apps, util = text.split("\n\n")
+        self.assertEqual(info, "index,uuid,driver_version,name,gpu_serial,display_active,"
+                               "display_mode")
+        self.assertEqual(apps, "pid,process_name,gpu_uuid,gpu_name,used_memory")
+        rows = util.splitlines()
+        self.assertEqual(rows[0],
+                         "index,utilization_gpu,memory_total,memory_used,memory_free,timestamp")
+        self.assertGreaterEqual(len(rows), 3, text)
+        return [re.sub(r",\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$", ",T", r) for r in rows[1:]]
+
+    def test_a_dcu_host_samples_rocm_smi_as_paddle_does(self):
+        self.tool("rocm-smi", ROCM_SMI)  # No nvidia-smi: a DCU.
+        result = self.launch("--gpus", "4,5", "--job_id", "dcu", sleep="1.5")
+        self.assertEqual(result.code, 0, result)
+        rows = self.util_rows((self.dir / "log" / "dcu.gpu.log").read_text())
+        self.assertEqual(rows[:2], ["0,80,32150,8037,24112,T", "1,7,32150,0,32150,T"])
+        self.assertTrue(all(c.endswith("rocm-smi ") for c in self.calls()), self.calls())
+
+    def test_an_ascend_host_samples_npu_smi_info_as_paddle_does(self):
+        self.tool("npu-smi", NPU_SMI_INFO)
+        env = self.env(PADDLE_XCCL_BACKEND="npu", NPU_VISIBLE_DEVICES="0,1",
+                       PDLAUNCH_GPU_LOG_PERIOD="0.2")
+        env["PATH"] = f"{self.bin}:{env['PATH']}"
+        result = self.run_launch(["--job_id", "npu"] + self.rank_args("--sleep", "1.5"), env=env)
+        self.assertEqual(result.code, 0, result)
+        rows = self.util_rows((self.dir / "log" / "npu.gpu.log").read_text())
+        self.assertEqual(rows[:2], ["0,37,65536,3162,62374,T", "1,12,65536,2048,63488,T"])
+        self.assertTrue(all(c.endswith("npu-smi info") for c in self.calls()), self.calls())
 
     def test_enable_gpu_log_false_writes_nothing_and_runs_nothing(self):
         self.smi(FAKE_NVIDIA_SMI)

@@ -58,6 +58,11 @@ inline constexpr std::string_view kMissingScript =
 /// it in its own environment runs inside another job's process (a nested launch).
 inline constexpr std::string_view kNestedMarker = "PDLAUNCH_PARENT";
 
+/// The training script that runs Paddle's own distributed check (Paddle 3's test plugin): the
+/// command line is today's interface with --nnodes at least 2, the program Paddle's
+/// paddle/distributed/launch/plugins/test.py (docs/cli.md, "run_check").
+inline constexpr std::string_view kRunCheck = "run_check";
+
 /// The entry "PDLAUNCH_PARENT=<this process's pid>" the launcher gives the processes it starts.
 std::string NestedMarkerEntry();
 

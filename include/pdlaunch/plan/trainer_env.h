@@ -54,8 +54,8 @@ EnvList TrainerVariables(const Cluster& cluster, const Trainer& trainer, const J
 
 /// What the master path adds to the environment of its ranks beyond the topology.
 struct MasterJobEnv {
-  std::string pod_name;     ///< POD_NAME.
-  std::string log_dir;      ///< PADDLE_LOG_DIR: absolute log directory.
+  std::string pod_name;                     ///< POD_NAME.
+  std::string log_dir;                      ///< PADDLE_LOG_DIR: absolute log directory.
   std::optional<std::string> auto_cluster;  ///< PADDLE_AUTO_CLUSTER when --auto_cluster_config.
 };
 
@@ -65,8 +65,9 @@ struct MasterJobEnv {
 /// PADDLE_TRAINER_ID, PADDLE_TRAINERS_NUM, PADDLE_RANK_IN_NODE, PADDLE_AUTO_CLUSTER (if set),
 /// PADDLE_TRAINER_ENDPOINTS, a custom device's PADDLE_DISTRI_BACKEND=xccl and
 /// PADDLE_XCCL_BACKEND, the family's selected key (FLAGS_selected_gpus, _xpus, _npus, ...: the
-/// ids, all of them for one process) or PADDLE_DISTRI_BACKEND=gloo (CPU), POD_NAME, PADDLE_LOG_DIR; then PyTorch's RANK, WORLD_SIZE,
-/// LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT (the same master).
+/// ids, all of them for one process) or PADDLE_DISTRI_BACKEND=gloo (CPU), POD_NAME, PADDLE_LOG_DIR;
+/// then PyTorch's RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT (the
+/// same master).
 EnvList MasterTrainerVariables(const Cluster& cluster, const Trainer& trainer,
                                const MasterJobEnv& job);
 EnvList MasterTrainerVariables(const Cluster& cluster, const Trainer& trainer,
@@ -91,6 +92,12 @@ std::vector<std::string> ComposeEnvironment(const std::vector<std::string>& pare
 /// of `vars[i]`; where the parent has a name that some process sets (a launcher started by a
 /// rank inherits PADDLE_*), `common` is empty and `own[i]` the whole environment, since
 /// ComposeEnvironment replaces such entries in place.
+/// Paddle 3's backup of the proxies it removes (context/args_envs.py): after each lower-case
+/// `http_proxy=V` or `https_proxy=V` of `parent`, `http_proxy_original=V` (`https_proxy_original`),
+/// unless `parent` has that name already. The proxies themselves are removed by
+/// ComposeEnvironment(s), the backups kept (docs/env.md).
+std::vector<std::string> WithProxyBackups(std::vector<std::string> parent);
+
 struct SplitEnvironments {
   std::shared_ptr<const std::vector<std::string>> common;
   std::vector<std::vector<std::string>> own;

@@ -16,6 +16,12 @@ class io_context;
 
 namespace pdlaunch {
 
+/// The program whose answers fill the log (Paddle 3's utils/nvsmi.py): nvidia-smi's queries on
+/// NVIDIA GPUs; on DCUs and Ascend NPUs only the utilisation section, from `rocm-smi` and
+/// `npu-smi info` (Paddle asks nvidia-smi for the other two, which is absent there: they stay
+/// headers).
+enum class DeviceLogTool { kNvidiaSmi, kRocmSmi, kNpuSmi };
+
 /// Where and what to sample.
 struct DeviceLogSettings {
   std::string path;                 ///< <log_dir>/<job_id>.gpu.log.
@@ -23,6 +29,9 @@ struct DeviceLogSettings {
   double period_seconds = 30;       ///< PDLAUNCH_GPU_LOG_PERIOD.
   double deadline_seconds = 3;      ///< One nvidia-smi call (Paddle's timeout).
   std::string program = "nvidia-smi";
+  DeviceLogTool tool = DeviceLogTool::kNvidiaSmi;
+  /// kNvidiaSmi: when nvidia-smi is not on PATH but rocm-smi is (a DCU), the sampler uses that.
+  bool rocm_fallback = true;
 };
 
 // --- Pure parts --------------------------------------------------------------------------------
@@ -42,6 +51,19 @@ std::vector<std::string> NvidiaSmiQuery(const std::string& program, const std::s
 /// nvidia-smi's CSV output as the log's rows: each non-empty line with ", " turned into ",", a
 /// control character escaped (the output is another program's), at most 64 rows of 512 bytes.
 std::string CsvRows(const std::string& output);
+
+/// `rocm-smi`'s table as utilisation rows, by Paddle's rule: each line of exactly 8 blank-separated
+/// fields without the word DCU is a device: index = field 0, utilization = field 7 without its
+/// last character, memory total 32150 MiB (Paddle's constant), used = total × field 6 (a
+/// percentage, its last character dropped) / 100, free = the rest, both truncated to integers;
+/// `timestamp` as given. Lines that do not parse are skipped.
+std::string RocmSmiRows(const std::string& output, const std::string& timestamp);
+
+/// `npu-smi info`'s table as utilisation rows, by Paddle's rule: each line split at ',', '/', '|'
+/// and runs of blanks (Python's re.split, empty pieces kept) into 18 or 19 pieces, none "NPU", is
+/// a chip; with the empty pieces dropped, utilization = piece 2, memory total = piece 6, used =
+/// piece 5, free = total − used; index = the count of such lines before it.
+std::string NpuSmiRows(const std::string& output, const std::string& timestamp);
 
 /// Per device index: what --report says of it once the log ran.
 struct DeviceUsage {

@@ -28,6 +28,17 @@ std::string FormatContainerLine(int local_index, std::string_view status,
                                 const std::vector<std::string>& argv, int code,
                                 std::string_view log_path);
 
+/// An environment ("NAME=value" entries, `shared` first when given) as a Python dict repr, the
+/// way Paddle 3 prints a container's env with FLAGS_print_launcher_env: a name set twice keeps
+/// its first place and its last value. `{'A': '1', 'B': 'x=y'}`.
+std::string FormatEnvDict(const std::vector<std::string>* shared,
+                          const std::vector<std::string>& own);
+
+/// The same environment as Paddle 3's envlog.N: one `NAME=value` line per name, sorted by name,
+/// each name's last value.
+std::string FormatEnvLog(const std::vector<std::string>* shared,
+                         const std::vector<std::string>& own);
+
 /// The header Paddle logs before a failed container's tail.
 inline constexpr std::string_view kErrorLogDetail =
     "------------------------- ERROR LOG DETAIL -------------------------";

@@ -51,12 +51,15 @@ struct SupervisorOptions {
   /// line prefixed (EchoPrefix); `echo_host` non-empty puts the node's host in the prefix.
   std::optional<EchoChoice> echo;
   std::string echo_host;
-  int tail_lines = 20;    ///< Lines of a failed rank's log shown on failure.
+  int tail_lines = 20;  ///< Lines of a failed rank's log shown on failure.
   /// Non-empty: today's launcher's console (docs/cli.md, "Console"), this node's pod name in its
   /// lines: `Run Pod: ...`, `Watching Pod: ...`, `Pod completed`/`Pod failed`, `Container failed
   /// !!!` with the last 3000 bytes of the log instead of `tail_lines`, `Terminating with signal
   /// N`, `Exit with signal N`. Empty: the legacy launcher's.
   std::string pod_name;
+  /// Today's console: `Container failed !!!` also shows the process's environment as a Python
+  /// dict (Paddle 3's FLAGS_print_launcher_env=true or 1, read by the run).
+  bool print_env_on_failure = false;
   /// Logged (INFO) once every primary process has exited 0 (PS: "all workers exit, going to
   /// finish parameter server and heter_worker."). Empty: nothing.
   std::string primaries_done_message;

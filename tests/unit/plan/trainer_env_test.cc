@@ -169,8 +169,9 @@ TEST(TrainerEnvTest, XpuAndCustomDeviceJobsGetTheirFamilysKeys) {
                      {"PADDLE_XCCL_BACKEND", "npu"},
                      {"FLAGS_selected_accelerators", "0"}}));
   const EnvList master = MasterTrainerVariables(npu, Local(npu, 0), MasterJobEnv{"pod", "/l", {}});
-  const auto at = std::find_if(master.begin(), master.end(),
-                               [](const auto& kv) { return kv.first == "PADDLE_TRAINER_ENDPOINTS"; });
+  const auto at = std::find_if(master.begin(), master.end(), [](const auto& kv) {
+    return kv.first == "PADDLE_TRAINER_ENDPOINTS";
+  });
   ASSERT_NE(at, master.end());
   EXPECT_EQ(EnvList(at + 1, at + 4), (EnvList{{"PADDLE_DISTRI_BACKEND", "xccl"},
                                               {"PADDLE_XCCL_BACKEND", "npu"},
@@ -182,6 +183,16 @@ TEST(TrainerEnvTest, ComposeRemovesProxyVariables) {
                                 "HTTPS_PROXY=d", "no_proxy=e", "ALL_PROXY=f"},
                                {}),
             (Strings{"PATH=/bin", "no_proxy=e", "ALL_PROXY=f"}));
+}
+
+TEST(TrainerEnvTest, LowerCaseProxiesAreBackedUpAsPaddle3Does) {
+  const Strings parent = WithProxyBackups(
+      {"http_proxy=a", "PATH=/bin", "https_proxy=b", "HTTP_PROXY=c", "https_proxy_original=old"});
+  EXPECT_EQ(parent, (Strings{"http_proxy=a", "PATH=/bin", "https_proxy=b", "HTTP_PROXY=c",
+                             "https_proxy_original=old", "http_proxy_original=a"}));
+  EXPECT_EQ(ComposeEnvironment(parent, {}),
+            (Strings{"PATH=/bin", "https_proxy_original=old", "http_proxy_original=a"}));
+  EXPECT_EQ(WithProxyBackups({"PATH=/bin"}), (Strings{"PATH=/bin"}));
 }
 
 TEST(TrainerEnvTest, ComposeReplacesParentValueInPlace) {
@@ -208,8 +219,8 @@ TEST(TrainerEnvTest, ComposeCanSetAProxyExplicitly) {
 }
 
 TEST(TrainerEnvTest, ComposeEnvironmentsSharesWhatTheParentDoesNotSet) {
-  const Strings parent = {"PATH=/bin",   "A=1",  "http_proxy=p", "HOME=/root", "B=2",
-                          "PADDLE_X=9",  "A=3",  "C=4",          "OPTS=k=v"};
+  const Strings parent = {"PATH=/bin",  "A=1", "http_proxy=p", "HOME=/root", "B=2",
+                          "PADDLE_X=9", "A=3", "C=4",          "OPTS=k=v"};
   const std::vector<EnvList> vars = {
       {{"A", "x"}, {"RANK", "0"}},
       {{"A", "y"}, {"B", "z"}, {"RANK", "1"}, {"A", "w"}},

@@ -43,4 +43,33 @@ TEST(DeviceLogTest, UsageKeepsThePeakMemoryAndTheMeanUtilisation) {
 }
 
 }  // namespace
+// Shaped as a DCU's rocm-smi table, the layout Paddle 3's nvsmi.py reads: 8 fields a device,
+// VRAM% the 7th, DCU% the 8th; the header names DCU; other lines have other counts.
+TEST(DeviceLogTest, RocmSmiRowsFollowPaddlesRule) {
+  const std::string table =
+      "============================ System Management Interface =============================\n"
+      "DCU  Temp   AvgPwr  Perf  PwrCap  SCLK     VRAM%  DCU%\n"
+      "0    51.0C  98.0W   auto  300.0W  1500Mhz  25%    80%\n"
+      "1    49.0C  97.0W   auto  300.0W  1500Mhz  0%     7%\n"
+      "=================================== End of SMI Log ===================================\n";
+  EXPECT_EQ(RocmSmiRows(table, "2026-11-28 05:00:00"),
+            "0,80,32150,8037,24112,2026-11-28 05:00:00\n"
+            "1,7,32150,0,32150,2026-11-28 05:00:00\n");
+  EXPECT_EQ(RocmSmiRows("garbage\n0 a b c d e f% g%\n", "t"), "");
+}
+
+// Shaped as Ascend's `npu-smi info`: each chip's second line splits into 19 pieces at ',', '/',
+// '|' and blank runs; with the empty ones dropped, AICore% is the 3rd, HBM used and total the 6th
+// and 7th. The header lines name NPU.
+TEST(DeviceLogTest, NpuSmiRowsFollowPaddlesRule) {
+  const std::string table =
+      "+------------------------------------------------------------------------------------+\n"
+      "| NPU   Name        | Health   | Power(W)  Temp(C)  Hugepages-Usage(page)            |\n"
+      "| Chip              | Bus-Id   | AICore(%) Memory-Usage(MB)  HBM-Usage(MB)          |\n"
+      "+===================+==========+===================================================+\n"
+      "| 0     910B        | OK       | 95.7      35       0    / 0                         |\n"
+      "| 0 | 0000:C1:00.0 | 37 0 / 0 3162 / 65536 |\n";
+  EXPECT_EQ(NpuSmiRows(table, "t"), "0,37,65536,3162,62374,t\n");
+}
+
 }  // namespace pdlaunch
