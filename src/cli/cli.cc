@@ -266,8 +266,6 @@ constexpr std::string_view kPsGroup = "Parameter-Server Parameters";
 constexpr std::string_view kElasticGroup = "Elastic Parameters";
 constexpr std::string_view kOwnGroup = "pdlaunch Parameters";
 
-constexpr std::string_view kAutoParallel = "auto-parallel tuning";
-
 using LO = LaunchOptions;
 constexpr Tier L = Tier::kLegacy;
 constexpr Tier N = Tier::kNew;
@@ -388,7 +386,10 @@ const auto kFlags = std::to_array<FlagSpec>({
      &StoreBoolWord<&LO::auto_cluster_config>, kLaunchGroup,
      "Passed to the processes as PADDLE_AUTO_CLUSTER", "", "PADDLE_AUTO_CLUSTER"},
     {"--auto_parallel_config", "auto_parallel_config", Kind::kValue, N,
-     &StoreText<&LO::auto_parallel_config>, kLaunchGroup, "Not supported yet.", kAutoParallel},
+     &StoreText<&LO::auto_parallel_config>, kLaunchGroup,
+     "A JSON file for Paddle's static auto-parallel engine: the script runs once as its tuner "
+     "stage (tuner.log) before the ranks, per its tuner_run_mode",
+     "", "PADDLE_AUTO_PARALLEL_CONFIG"},
     {"--auto_tuner_json", "auto_tuner_json", Kind::kValue, N, &StoreText<&LO::auto_tuner_json>,
      kLaunchGroup,
      "Search the fastest parallel layout (dp, mp, pp, sharding, micro batch, recompute) with "
@@ -993,7 +994,8 @@ std::string NestedMarkerEntry() {
 
 bool IsSetForRanks(std::string_view name) {
   return name == "PADDLE_MASTER" || name == "PADDLE_NNODES" || name == "PADDLE_LOG_DIR" ||
-         name == "PADDLE_RANK" || name == "PADDLE_TRAINER_ID" || name == "PADDLE_JOB_ID";
+         name == "PADDLE_RANK" || name == "PADDLE_TRAINER_ID" || name == "PADDLE_JOB_ID" ||
+         name == "PADDLE_AUTO_PARALLEL_CONFIG";
 }
 
 std::string UsageText() {

@@ -96,6 +96,7 @@ using Lines = std::vector<std::pair<std::string, std::string>>;
 Lines NewInterfaceLines(const LaunchOptions& o) {
   return {
       {"auto_cluster_config", PythonStr(o.auto_cluster_config)},
+      {"auto_parallel_config", PythonStr(o.auto_parallel_config)},
       {"auto_tuner_json", PythonStr(o.auto_tuner_json)},
       {"devices", PythonStr(o.gpus)},
       {"elastic_level", PythonStr(o.elastic_level)},

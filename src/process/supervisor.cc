@@ -541,7 +541,7 @@ class EventLoop {
       }
     }
     if (policy_.exit_code() == 0 && !idle_ && !policy_.stop_requested() &&
-        !policy_.received_signal()) {
+        !policy_.received_signal() && options_.say_completed) {
       if (options_.pod_name.empty()) {
         PDLOG_INFO("Local processes completed.");
       } else {

@@ -42,6 +42,7 @@
 #include "pdlaunch/process/run_recorder.h"
 #include "pdlaunch/process/supervisor.h"
 #include "pdlaunch/process/watchdog.h"
+#include "run/auto_parallel.h"
 #include "run/auto_tuner.h"
 #include "run/collective_plan.h"
 #include "run/launch_support.h"
@@ -259,6 +260,14 @@ JobDecision Decide(const LaunchOptions& given_options, const EnvMap& env) {
     d.elastic = ResolveElasticConfig(options, env);
   }
   if (d.mode == JobMode::kCollective) CheckDeviceUsage(options, env);
+  if (options.auto_parallel_config) {
+    // A file the tuner stage could not use is refused before anything starts.
+    try {
+      internal::TunerRunMode(*options.auto_parallel_config);
+    } catch (const LaunchError& e) {
+      throw UsageError(e.what());
+    }
+  }
   // Explicit flags, PaddleCloud and Kubeflow always win over Slurm.
   if (d.mode == JobMode::kCollective && d.path.kind == LaunchPath::Kind::kDefault && !d.rpc &&
       !d.elastic.config && !options.WasGiven("ips") && !options.master && !DetectCloud(env)) {
@@ -491,6 +500,20 @@ int RunDecided(JobDecision decision, const EnvMap& env, const std::function<void
   for (const std::string& warning : path.warnings) PDLOG_WARN("{}", warning);
   WarnOfProxies();
   const TrainingCommand command = CommandOf(options);
+  if (options.auto_parallel_config && mode == JobMode::kCollective && !rpc) {
+    // Paddle's tuner stage, once per node before its ranks (docs/cli.md, "Auto-parallel").
+    announce();
+    const int nnodes = path.kind == LaunchPath::Kind::kMaster && path.master ? path.master->nnodes
+                       : decision.meeting
+                           ? decision.meeting->nnodes
+                           : static_cast<int>(SplitAndStrip(options.ips, ',').size());
+    const int replicas = std::max<int>(
+        1, static_cast<int>(internal::ResolveCollectiveDevices(options).devices_per_proc.size()));
+    if (const std::optional<int> code =
+            internal::RunAutoParallelStages(options, command, replicas, std::max(1, nnodes))) {
+      return *code;
+    }
+  }
   if (path.kind == LaunchPath::Kind::kMaster || rpc || ps_counts) {
     if (!path.master) throw UsageError("--ips cannot be combined with this job's mode");
     MasterSettings settings = *path.master;

@@ -225,6 +225,7 @@ class MasterNode {
   std::optional<JobFailure> failure_;  // The job's root cause, once known.
   bool lost_reported_ = false;
   bool complete_seen_ = false;  // news/complete: every node's processes are done.
+  std::string waiting_for_;     // news/waiting: the entries of --ips the host waits for.
   int pending_puts_ = 0;
   int last_put_status_ = 0;
   bool last_put_elsewhere_ =
@@ -990,10 +991,24 @@ void MasterNode::OnTick() {
                                      : last_error_,
                  settings_.rendezvous_timeout);
     } else if (ledger_ && !settings_.ips.empty()) {
+      const std::string missing = MissingNodes();
       PDLOG_INFO("waiting for {} more node(s) of {} at master {}: {} (job {}, {:.0f} s of {} s)",
                  settings_.nnodes - static_cast<int>(ledger_->counted().size()), settings_.nnodes,
-                 MasterText(), MissingNodes(), settings_.job_id, SecondsSince(start_),
+                 MasterText(), missing, settings_.job_id, SecondsSince(start_),
                  settings_.rendezvous_timeout);
+      // Every node of the list says whom the job waits for, not only this one.
+      KvMemoryStore& store = server_->store();
+      const std::string* said = store.Find(keys_.waiting());
+      if (said == nullptr || *said != missing) {
+        store.Put(keys_.waiting(), missing, std::nullopt, /*within_limits=*/false);
+        server_->Changed();
+      }
+    } else if (!settings_.ips.empty() && registered_ && !waiting_for_.empty()) {
+      PDLOG_INFO(
+          "waiting for the world of {} nodes at master {}, which waits for {} (job {}, {:.0f} s "
+          "of {} s)",
+          settings_.nnodes, MasterText(), waiting_for_, settings_.job_id, SecondsSince(start_),
+          settings_.rendezvous_timeout);
     } else if (ledger_) {
       PDLOG_INFO("waiting for {} more node(s) of {} at master {} (job {}, {:.0f} s of {} s)",
                  settings_.nnodes - static_cast<int>(ledger_->counted().size()), settings_.nnodes,
@@ -1068,6 +1083,9 @@ void MasterNode::TimeOut() {
 
 void MasterNode::OnNews(const std::map<std::string, std::string>& kvs) {
   if (!registered_ || phase_ == Phase::kDone) return;
+  if (const auto it = kvs.find(keys_.waiting()); it != kvs.end()) {
+    waiting_for_ = OneLine(std::string_view(it->second).substr(0, 1024));
+  }
   const JobNews news = ParseNews(keys_, pod_, kvs);
   const NodeStep step = DecideNodeStep(news, terms_, phase_ != Phase::kRendezvous);
   switch (step.kind) {

@@ -183,6 +183,11 @@ void WriteEndpointsFile(const std::filesystem::path& log_dir, const std::string&
 /// *options.deadline_hit says so. Null without a deadline.
 std::unique_ptr<ExternalEvents> MakeTrialDeadline(const LaunchOptions& options);
 
+/// A deadline as the supervisor's external events: `seconds` after now the run is stopped as by
+/// a stop request, *hit says so, and "<what> of <seconds> s<note>; stopping it" is logged.
+std::unique_ptr<ExternalEvents> MakeDeadline(double seconds, std::shared_ptr<bool> hit,
+                                             std::string what, std::string note = "");
+
 /// Runs this node of a master-rendezvous job (launch_master.cc, docs/master.md); returns the
 /// launcher's exit code.
 int RunMaster(const LaunchOptions& options, MasterSettings settings, const TrainingCommand& command,

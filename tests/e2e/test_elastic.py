@@ -141,7 +141,7 @@ class ElasticTest(ElasticTestCase):
             pod = re.search(r"LAUNCH INFO \S+ \S+ Run Pod: ([a-z]{6}), replicas 1, status ready",
                             self.stderr(name)).group(1)
             files = sorted(p.name for p in (self.dir / f"log_{name}").iterdir())
-            self.assertEqual(files, [f"{JOB}.{pod}.log", "workerlog.0"])
+            self.assertEqual(files, ["envlog.0", f"{JOB}.{pod}.log", "workerlog.0"])
             last = (self.dir / f"log_{name}" / f"{JOB}.{pod}.log").read_text().splitlines()[-1]
             self.assertRegex(last, r"^\['127\.0\.0\.2:\d+', '127\.0\.0\.3:\d+'\]$")
 

@@ -25,7 +25,7 @@ def help_flags():
 
 
 # The options --help lists that are refused as not built yet (docs/cli.md).
-REFUSED = {"--auto_parallel_config"}
+REFUSED = set()
 
 
 class CompletionTest(LaunchTestCase):

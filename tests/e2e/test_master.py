@@ -80,7 +80,8 @@ class MasterNetnsTest(NetnsTestCase):
             pod_logs = [n for n in names if re.fullmatch(r"default\.[a-z]{6}\.log", n)]
             self.assertEqual(len(pod_logs), 1, names)
             self.assertEqual(sorted(set(names) - set(pod_logs)),
-                             [f"workerlog.{i}" for i in range(count)])
+                             [f"envlog.{i}" for i in range(count)]
+                             + [f"workerlog.{i}" for i in range(count)])
         self.assert_logged(results[0].stderr, "INFO", "all 2 nodes completed")
 
     def test_rank_failure_on_one_node_stops_every_node(self):

@@ -103,6 +103,77 @@ class Paddle3FilesTest(LaunchTestCase):
                 self.assertIn("'PADDLE_TRAINER_ID': '1'", result.stderr)
 
 
+AP_SCRIPT = """\
+import os, sys, time
+stage = os.environ.get("PADDLE_AUTO_PARALLEL_STAGE")
+print("stage", stage, os.environ["PADDLE_TRAINER_ID"], os.environ.get("PADDLE_GLOBAL_SIZE"),
+      os.environ.get("PADDLE_LOCAL_SIZE"), os.environ.get("PADDLE_AUTO_PARALLEL_CONFIG"),
+      flush=True)
+if stage == "tuner":
+    open("tuner.pid", "w").write(str(os.getpid()))
+    time.sleep(float(os.environ.get("AP_SLEEP", "0")))
+    sys.exit(int(os.environ.get("AP_FAIL", "0")))
+"""
+
+
+class AutoParallelConfigTest(LaunchTestCase):
+    """--auto_parallel_config: Paddle 3's tuner stage (one process, tuner.log), then the ranks."""
+
+    def run_stages(self, mode, **env):
+        (self.dir / "ap.py").write_text(AP_SCRIPT)
+        (self.dir / "ap.json").write_text('{"tuner_run_mode": "%s"}' % mode)
+        return self.run_launch(["--nproc_per_node", 2, "--auto_parallel_config", "ap.json",
+                                "ap.py"], env=self.env(**env))
+
+    def test_tuner_and_run_runs_the_stage_once_then_the_ranks(self):
+        result = self.run_stages("tuner_and_run")
+        self.assertEqual(result.code, 0, result)
+        self.assertEqual((self.dir / "log" / "tuner.log").read_text(),
+                         "stage tuner 0 2 2 ap.json\n")
+        self.assertEqual((self.dir / "log" / "workerlog.1").read_text(),
+                         "stage run 1 2 2 ap.json\n")
+        self.assertIn("auto-parallel tuner stage completed", result.stderr)
+        self.assertEqual(result.stderr.count("Pod completed"), 1)  # The ranks' only.
+
+    def test_tuner_only_starts_no_rank_and_run_only_no_stage(self):
+        result = self.run_stages("tuner_only")
+        self.assertEqual(result.code, 0, result)
+        self.assertTrue((self.dir / "log" / "tuner.log").exists())
+        self.assertFalse((self.dir / "log" / "workerlog.0").exists())
+        (self.dir / "log" / "tuner.log").unlink()
+        result = self.run_stages("run_only")
+        self.assertEqual(result.code, 0, result)
+        self.assertFalse((self.dir / "log" / "tuner.log").exists())
+        self.assertIn("stage run 0", (self.dir / "log" / "workerlog.0").read_text())
+
+    def test_a_failed_stage_is_reported_and_starts_no_rank(self):
+        result = self.run_stages("tuner_and_run", AP_FAIL="5")
+        self.assertEqual(result.code, 5, result)
+        self.assertIn("auto-parallel tuner stage failed with exit code 5 (see log/tuner.log); the "
+                      "ranks are not started", result.stderr)
+        self.assertFalse((self.dir / "log" / "workerlog.0").exists())
+
+    def test_sigterm_during_the_stage_stops_it(self):
+        (self.dir / "ap.py").write_text(AP_SCRIPT)
+        (self.dir / "ap.json").write_text("{}")
+        proc = self.start_launch(["--auto_parallel_config", "ap.json", "ap.py"],
+                                 env=self.env(AP_SLEEP="120"))
+        self.wait_until(lambda: (self.dir / "tuner.pid").exists(), "the tuner stage to start")
+        pid = int((self.dir / "tuner.pid").read_text())
+        proc.send_signal(15)
+        result = self.finish(proc, timeout=30)
+        self.assertEqual(result.code, 143, result)
+        self.assert_all_gone([pid])
+
+    def test_a_bad_file_is_a_usage_error(self):
+        (self.dir / "bad.json").write_text('{"tuner_run_mode": "sometimes"}')
+        result = self.run_launch(["--auto_parallel_config", "bad.json"] + self.rank_args())
+        self.assertEqual(result.code, 2, result)
+        self.assertEqual(result.stderr.splitlines(), [
+            "launch: error: --auto_parallel_config bad.json: tuner_run_mode \"sometimes\" is not "
+            "tuner_and_run, tuner_only or run_only"])
+
+
 class EntryPointTest(LaunchTestCase):
     """`launch -m module` and `.pyxes` scripts, as Paddle 3's controller runs its entrypoint."""
 

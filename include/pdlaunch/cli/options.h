@@ -62,9 +62,10 @@ struct LaunchOptions {
   std::optional<int> elastic_level;
   std::optional<int> elastic_timeout;
   bool enable_gpu_log = true;
-  std::optional<std::string> auto_cluster_config;   ///< PADDLE_AUTO_CLUSTER for the ranks.
-  std::optional<std::string> auto_parallel_config;  ///< Refused: not built.
-  std::optional<std::string> auto_tuner_json;       ///< The auto tuner's file (docs/auto-tuner.md).
+  std::optional<std::string> auto_cluster_config;  ///< PADDLE_AUTO_CLUSTER for the ranks.
+  /// --auto_parallel_config: the static auto-parallel engine's file (run/auto_parallel.h).
+  std::optional<std::string> auto_parallel_config;
+  std::optional<std::string> auto_tuner_json;  ///< The auto tuner's file (docs/auto-tuner.md).
   /// Set by the auto tuner for its trials (no flag): the job is stopped after this many seconds
   /// (max_time_per_task), and *deadline_hit says so afterwards.
   std::optional<double> trial_deadline;

@@ -58,6 +58,8 @@ struct MasterKeys {
   std::string formed() const { return news_prefix() + "formed"; }
   std::string failure() const { return news_prefix() + "failure"; }
   std::string complete() const { return news_prefix() + "complete"; }
+  /// The host of an --ips job: the entries it still waits for, for every node's waiting line.
+  std::string waiting() const { return news_prefix() + "waiting"; }
   std::string world() const { return coord_prefix() + "world"; }
   /// Written by a participant that read in news/formed why the world cannot form: the host
   /// serves until every registered node has (or a few seconds), so that none of them finds the
@@ -137,8 +139,8 @@ struct PeerOrder {
 
 /// Decodes the collective peers under the info prefix (key → value) and orders them (OrderKeys,
 /// by candidate with `sort_ip`).
-PeerOrder OrderPeers(const std::map<std::string, std::string>& entries,
-                     const std::string& own_key, bool sort_ip);
+PeerOrder OrderPeers(const std::map<std::string, std::string>& entries, const std::string& own_key,
+                     bool sort_ip);
 
 /// The peers of a world the host formed, in its order (a participant of a pdlaunch master):
 /// decoded (LaunchError on a bad one) and this node's found (LaunchError naming the job when it

@@ -60,6 +60,9 @@ struct SupervisorOptions {
   /// Today's console: `Container failed !!!` also shows the process's environment as a Python
   /// dict (Paddle 3's FLAGS_print_launcher_env=true or 1, read by the run).
   bool print_env_on_failure = false;
+  /// Says `Local processes completed.` (`Pod completed`) when every process exited 0; false for
+  /// a stage before the job's own processes (--auto_parallel_config's tuner stage).
+  bool say_completed = true;
   /// Logged (INFO) once every primary process has exited 0 (PS: "all workers exit, going to
   /// finish parameter server and heter_worker."). Empty: nothing.
   std::string primaries_done_message;

@@ -562,12 +562,13 @@ TEST(CliTest, ParserIgnoresBackendEnvironment) {
   EXPECT_FALSE(o.WasGiven("backend"));
 }
 
-TEST(CliTest, RejectUnsupportedOptionsLooksAtGivenOnly) {
+TEST(CliTest, EveryFlagOfPaddle3IsTakenNowAutoParallelConfigIsBuilt) {
   LaunchOptions options;
-  options.auto_parallel_config = "t.json";  // Not given: a default is never refused.
-  EXPECT_NO_THROW(RejectUnsupportedOptions(options));
+  options.auto_parallel_config = "t.json";
   options.given.insert("auto_parallel_config");
-  EXPECT_THROW(RejectUnsupportedOptions(options), UsageError);
+  EXPECT_NO_THROW(RejectUnsupportedOptions(options));
+  for (const FlagInfo& flag : ListFlags()) EXPECT_TRUE(flag.supported) << flag.name;
+  EXPECT_EQ(Options({"--auto_parallel_config", "x.json", "t.py"}).auto_parallel_config, "x.json");
 }
 
 TEST(CliTest, HelpProducesExitText) {
@@ -705,8 +706,6 @@ TEST(NewInterfaceCliTest, BadValuesNameTheToken) {
   EXPECT_EQ(ErrorOf({"--log_level", "loud", "t.py"}),
             "argument --log_level: invalid log level value: 'loud' (choose from DEBUG, INFO, "
             "WARNING, ERROR, CRITICAL)");
-  EXPECT_EQ(ErrorOf({"--auto_parallel_config", "x.json", "t.py"}),
-            "--auto_parallel_config is not supported yet (auto-parallel tuning)");
   EXPECT_EQ(ErrorOf({"--rendezvous_timeout", "0", "t.py"}),
             "argument --rendezvous_timeout: invalid positive float value: '0'");
 }
@@ -831,11 +830,6 @@ TEST(NewUserCliTest, IpuScriptIsRefusedSayingWhy) {
             "ipu: Graphcore IPU jobs (Paddle's poprun controller) are not supported: run poprun "
             "directly");
   EXPECT_NO_THROW(ParseCommandLine({"./ipu"}));
-}
-
-TEST(NewUserCliTest, RefusalNamesTheFlagAsTyped) {
-  EXPECT_EQ(ErrorOf({"--auto_parallel_config", "t.json", "t.py"}),
-            "--auto_parallel_config is not supported yet (auto-parallel tuning)");
 }
 
 }  // namespace

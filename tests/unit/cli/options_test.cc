@@ -83,7 +83,7 @@ TEST(OptionsTest, TodaysDumpListsEveryOptionThatTakesPart) {
   dump += "\n";
   for (const FlagInfo& flag : ListFlags()) {
     if (flag.dest == "help" || flag.dest == "version" || flag.dest == "dry_run") continue;
-    if (!flag.supported) continue;  // Refused before any dump (--auto_parallel_config).
+    if (!flag.supported) continue;  // Refused before any dump.
     EXPECT_NE(dump.find("\n" + std::string(flag.dest) + ": "), std::string::npos) << flag.name;
   }
 }
