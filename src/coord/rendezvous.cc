@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <charconv>
 #include <limits>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <type_traits>
 
 #include "pdlaunch/base/endpoint.h"
@@ -50,16 +50,16 @@ T Field(const nlohmann::json& json, const char* name, const std::string& key) {
     throw LaunchError(fmt::format("peer {} at the master has no \"{}\"", OneLine(key), name));
   }
   const auto malformed = [&] {
-    return LaunchError(fmt::format("peer {} at the master has a malformed \"{}\"", OneLine(key),
-                                   name));
+    return LaunchError(
+        fmt::format("peer {} at the master has a malformed \"{}\"", OneLine(key), name));
   };
   if constexpr (std::is_same_v<T, std::string>) {
     if (!it->is_string()) throw malformed();
     return it->template get<std::string>();
   } else {
     static_assert(std::is_same_v<T, int>);
-    const auto value = JsonIntIn(*it, std::numeric_limits<int>::min(),
-                                 std::numeric_limits<int>::max());
+    const auto value =
+        JsonIntIn(*it, std::numeric_limits<int>::min(), std::numeric_limits<int>::max());
     if (!value) throw malformed();
     return static_cast<int>(*value);
   }
@@ -219,8 +219,8 @@ KeyOrder OrderKeys(const std::vector<std::string>& keys, const std::string& own_
   return order;
 }
 
-PeerOrder OrderPeers(const std::map<std::string, std::string>& entries,
-                     const std::string& own_key, bool sort_ip) {
+PeerOrder OrderPeers(const std::map<std::string, std::string>& entries, const std::string& own_key,
+                     bool sort_ip) {
   std::map<std::string, PeerInfo> peers;
   std::map<std::string, std::string> candidates;
   std::vector<std::string> keys;
@@ -330,7 +330,10 @@ std::optional<JobTerms> DecodeJobTerms(const std::string& value) {
   if (nnodes == json.end() || mode == json.end() || !mode->is_string()) return std::nullopt;
   const std::optional<int64_t> count = JsonIntIn(*nnodes, 1, 1000000);
   const std::string& name = mode->get_ref<const std::string&>();
-  if (!count || (name != "collective" && name != "ps" && name != "rpc")) return std::nullopt;
+  if (!count ||
+      (name != "collective" && name != "ps" && name != "rpc" && name != "legacy-collective")) {
+    return std::nullopt;
+  }
   return JobTerms{static_cast<int>(*count), name, ShownField(json, "node", "").substr(0, 256)};
 }
 
@@ -473,7 +476,8 @@ WorldEntries DecodeWorld(std::string_view text, size_t max_nodes) {
 }
 
 std::string EncodeFormed(const WorldFormed& formed) {
-  if (!formed.error.empty()) return fmt::format("{{\"error\": {}}}", EncodeJsonString(formed.error));
+  if (!formed.error.empty())
+    return fmt::format("{{\"error\": {}}}", EncodeJsonString(formed.error));
   return fmt::format("{{\"nodes\": {}}}", formed.nodes);
 }
 
@@ -501,8 +505,9 @@ JobNews ParseNews(const MasterKeys& keys, const std::string& pod,
   }
   if (const auto it = kvs.find(keys.formed()); it != kvs.end()) {
     // Malformed: the host's error is unknown, but the world will not come.
-    news.formed = DecodeFormed(it->second).value_or(
-        WorldFormed{0, fmt::format("malformed record {}", OneLine(it->second.substr(0, 256)))});
+    news.formed = DecodeFormed(it->second)
+                      .value_or(WorldFormed{0, fmt::format("malformed record {}",
+                                                           OneLine(it->second.substr(0, 256)))});
   }
   if (const auto it = kvs.find(keys.failure()); it != kvs.end()) {
     news.failure = DecodeFailure(it->second);

@@ -56,6 +56,10 @@ constexpr double kFlushSeconds = 3.0;
 constexpr double kHeardSeconds = 5.0;
 /// How long after the rendezvous deadline a participant waits for the host's own timeout record.
 constexpr double kTimeoutGrace = 2.0;
+/// Why a node of --ips is refused, said by every node: its --nnodes is its list's length.
+constexpr const char* kIpsRefusalHint =
+    "an --ips node counts its list: give every node the same --ips, and the same interface and "
+    "run mode";
 /// Pause between two tries of a write the master refused (PutConfirmed).
 constexpr double kConfirmRetrySeconds = 0.25;
 
@@ -224,8 +228,9 @@ class MasterNode {
   std::optional<std::string> rendezvous_error_;
   std::optional<JobFailure> failure_;  // The job's root cause, once known.
   bool lost_reported_ = false;
-  bool complete_seen_ = false;  // news/complete: every node's processes are done.
-  std::string waiting_for_;     // news/waiting: the entries of --ips the host waits for.
+  bool complete_seen_ = false;             // news/complete: every node's processes are done.
+  std::string waiting_for_;                // news/waiting: the entries of --ips the host waits for.
+  std::vector<std::string> refused_pods_;  // The host's refusals: they read why before it goes.
   int pending_puts_ = 0;
   int last_put_status_ = 0;
   bool last_put_elsewhere_ =
@@ -589,10 +594,12 @@ void MasterNode::HostDecide() {
     PDLOG_WARN("refused node {} for job {}: {}", refusal.node, settings_.job_id, refusal.why);
     store.Put(keys_.refused(refusal.pod), refusal.why, std::nullopt, /*within_limits=*/false);
     wrote = true;
+    refused_pods_.push_back(refusal.pod);  // It reads why before the host leaves (Finish).
     if (!settings_.ips.empty() && phase_ == Phase::kRendezvous && !rendezvous_error_) {
       // The list names every node: no other can take the refused one's place.
-      rendezvous_error_ =
-          fmt::format("node {} of --ips was refused: {}", refusal.node, refusal.why);
+      // Its --nnodes is its list's length: a different one is a different list.
+      rendezvous_error_ = fmt::format("node {} of --ips was refused: {}; {}", refusal.node,
+                                      refusal.why, kIpsRefusalHint);
       store.Put(keys_.formed(), EncodeFormed({0, *rendezvous_error_}), std::nullopt,
                 /*within_limits=*/false);
       Stop();
@@ -1092,10 +1099,12 @@ void MasterNode::OnNews(const std::map<std::string, std::string>& kvs) {
     case NodeStep::Kind::kWait:
       return;
     case NodeStep::Kind::kRefused:
-      rendezvous_error_ = fmt::format(
-          "the master at {} refused this node for job {}: {}; give every node the same "
-          "--nnodes and run mode",
-          MasterText(), settings_.job_id, step.reason);
+      Put(keys_.heard(pod_), "1", "", nullptr);  // The host may leave once all have read it.
+      rendezvous_error_ =
+          fmt::format("the master at {} refused this node for job {}: {}; {}", MasterText(),
+                      settings_.job_id, step.reason,
+                      settings_.ips.empty() ? "give every node the same --nnodes and run mode"
+                                            : kIpsRefusalHint);
       return Stop();
     case NodeStep::Kind::kCannotForm:
       rendezvous_error_ = step.reason;
@@ -1305,7 +1314,7 @@ int MasterNode::Finish(int code) {
     // The world cannot form, and news/formed says why: every node that registered reads it
     // before the master goes (one that registered last may not be polling yet, and would find
     // the master gone, then report that instead), for a few seconds at most.
-    std::vector<std::string> pods;
+    std::vector<std::string> pods = refused_pods_;
     for (const auto& [key, value] : ledger_->counted()) {
       if (key != own_key_) pods.push_back(InfoKeyPod(keys_, key));
     }
@@ -1364,7 +1373,7 @@ int RunMaster(const LaunchOptions& options, MasterSettings settings, const Train
                                    : MasterJobKind::kCollective;
   settings.sequential = settings.sequential || options.job_of_a_sequence;
   if (settings.legacy_ips) {
-    MasterNode node(options, settings, MakeLegacyIpsJob(options, command), "legacy collective");
+    MasterNode node(options, settings, MakeLegacyIpsJob(options, command), "legacy-collective");
     return node.Run();
   }
   MasterNode node(options, settings, MakeMasterJob(kind, options, command),

@@ -102,6 +102,40 @@ class LegacyIpsMeetTest(NetnsTestCase):
         self.assertEqual(sorted(self.recorded_pids("pid")), [2, 3])
 
 
+class LegacyIpsMismatchTest(NetnsTestCase):
+    """Three legacy nodes given lists that differ: every node stops before any rank, with the
+    line that names the difference."""
+
+    DOCKER_IN = None
+    NODES = 3
+
+    def test_a_different_list_stops_every_node_before_any_rank(self):
+        same = f"{self.ip(0)},{self.ip(1)},{self.ip(2)}"
+        swapped = f"{self.ip(0)},{self.ip(2)},{self.ip(1)}"
+        hostfile = self.dir / "hosts"
+        hostfile.write_text(same.replace(",", "\n") + "\n")  # A hostfile, as the legacy flag.
+        args = [["--ips", hostfile], ["--ips", same], ["--ips", swapped]]
+        results = self.run_nodes([a + ["--nproc_per_node", 1] + self.rank_args() for a in args])
+        for result in results:
+            self.assertEqual(result.code, 1, result)
+            self.assertIn("launch: error: the nodes were given different --ips lists: entry 1 is",
+                          result.stderr.splitlines()[-1])
+            self.assertNotIn("launch proc_id:", result.stdout)
+        self.assertEqual(list(self.rec.glob("env.*")), [])
+
+    def test_a_list_of_another_length_stops_every_node(self):
+        two = f"{self.ip(0)},{self.ip(1)}"
+        three = f"{two},{self.ip(2)}"
+        procs = [self.start_on(0, ["--ips", three] + self.rank_args()),
+                 self.start_on(1, ["--ips", two] + self.rank_args())]
+        results = [self.finish(p) for p in procs]
+        for result in results:
+            self.assertEqual(result.code, 1, result)
+            self.assertIn("an --ips node counts its list: give every node the same --ips",
+                          result.stderr.splitlines()[-1])
+        self.assertEqual(list(self.rec.glob("env.*")), [])
+
+
 class TodaysIpsMeetTest(NetnsTestCase):
     """Today's interface with --ips: Paddle 3's update_by_ips, then the master rendezvous."""
 

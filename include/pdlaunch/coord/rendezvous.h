@@ -173,7 +173,7 @@ JobFailure DecodeFailure(const std::string& value);
 /// host's would form a world of its own (docs/master.md, "Mismatched nodes").
 struct JobTerms {
   int nnodes = 0;
-  std::string mode;  ///< "collective", "ps", "rpc".
+  std::string mode;  ///< "collective", "ps", "rpc", "legacy-collective" (a legacy --ips job).
   std::string node;  ///< The writer's address, to name it (escaped when decoded); may be empty.
 
   bool operator==(const JobTerms&) const = default;

@@ -92,6 +92,11 @@ TEST(JobTermsTest, MismatchNamesBothValuesAndRecordsRoundTrip) {
   EXPECT_EQ(DecodeJobTerms(EncodeJobTerms(job)), job);
   const JobTerms named{2, "ps", "10.0.0.2"};
   EXPECT_EQ(DecodeJobTerms(EncodeJobTerms(named)), named);
+  // A legacy --ips node's terms are read too: a node of today's interface is refused by them.
+  const JobTerms legacy{2, "legacy-collective", "10.0.0.3"};
+  EXPECT_EQ(DecodeJobTerms(EncodeJobTerms(legacy)), legacy);
+  EXPECT_EQ(TermsMismatch(JobTerms{2, "collective", ""}, legacy),
+            "run mode legacy-collective where the job's is collective");
   EXPECT_EQ(DecodeJobTerms(R"({"nnodes": 2, "mode": "ps", "node": "\u001b[2J"})")->node,
             "\\x1b[2J");
   for (const std::string bad : {"", "[]", R"({"nnodes": 3})", R"({"nnodes": 1e300, "mode": "ps"})",
