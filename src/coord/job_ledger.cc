@@ -51,6 +51,10 @@ void JobLedger::Update(const std::string& key, const std::string* value) {
   } else if (Below(key, keys_.alive(""), pod)) {
     if (value) {
       alive_.insert(pod);
+      if (const auto it = dormant_.find(pod); it != dormant_.end()) {
+        if (!formed_) revived_.insert(revived_.end(), it->second.begin(), it->second.end());
+        dormant_.erase(it);
+      }
       const bool first = seen_alive_.insert(pod).second;
       if (formed_ && members_.count(pod)) {
         if (first && !done_.count(pod)) waiting_.insert(pod);
@@ -94,10 +98,14 @@ void JobLedger::Forget(const std::string& pod, bool left) {
   const auto it = info_by_pod_.find(pod);
   if (it == info_by_pod_.end()) return;
   for (const std::string& key : it->second) {
-    if (counted_.erase(key)) {
-      stale_.push_back(key);
-      if (left) left_.push_back(pod);
+    const auto counted = counted_.find(key);
+    if (counted == counted_.end()) continue;
+    if (left) {
+      dormant_[pod][key] = counted->second;
+      left_.push_back(pod);
     }
+    counted_.erase(counted);
+    stale_.push_back(key);
   }
 }
 
@@ -110,6 +118,10 @@ void JobLedger::Resync(const std::map<std::string, std::string>& job_keys) {
 }
 
 std::vector<JobLedger::Refusal> JobLedger::TakeRefusals() { return std::exchange(refusals_, {}); }
+
+std::vector<std::pair<std::string, std::string>> JobLedger::TakeRevived() {
+  return std::exchange(revived_, {});
+}
 
 std::vector<std::pair<std::string, std::string>> JobLedger::TakeLate() {
   return std::exchange(late_, {});

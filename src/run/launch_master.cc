@@ -207,6 +207,7 @@ class MasterNode {
   Clock::time_point last_status_ = Clock::now();
   Clock::time_point last_contact_ = Clock::now();
   Clock::time_point last_heartbeat_{};
+  Clock::time_point last_tick_ = Clock::now();  // OnTick's: a gap is this node's own stall.
   /// The master has not answered for --heartbeat_timeout while the job ran: this node stops
   /// and exits at once, without trying to deliver anything more to it.
   bool master_lost_ = false;
@@ -610,7 +611,19 @@ void MasterNode::HostDecide() {
   std::vector<std::string> left;
   for (const std::string& key : ledger_->TakeStaleInfo(&left)) wrote |= store.Delete(key);
   for (const std::string& pod : std::set<std::string>(left.begin(), left.end())) {
-    PDLOG_WARN("node {} left before the job started; forgetting it", OneLine(pod));
+    PDLOG_WARN(
+        "node {} left before the job started (no heartbeat for {} s); forgetting it until its "
+        "heartbeat comes back",
+        OneLine(pod), settings_.heartbeat_timeout);
+  }
+  // A node that was only slow (paused, or starved on a loaded host) counts again: its records
+  // go back where it wrote them, and it never knew it was forgotten.
+  for (const auto& [key, value] : ledger_->TakeRevived()) {
+    PDLOG_INFO("node {} is back: its heartbeat resumed before the world formed",
+               PeerName(key, value));
+    store.Put(key, value, std::nullopt, /*within_limits=*/false);
+    ledger_->Update(key, &value);
+    wrote = true;
   }
   if (phase_ == Phase::kRendezvous && !rendezvous_error_) {
     FormWorld();
@@ -962,6 +975,17 @@ void MasterNode::Heartbeat() {
 
 void MasterNode::OnTick() {
   if (phase_ == Phase::kDone) return;
+  // This launcher itself did not run for a while (stopped, or starved on a loaded host): the
+  // master's silence over that time says nothing about the master. It is given a fresh
+  // --heartbeat_timeout from now, while this node's heartbeat goes out at once.
+  const double stalled = SecondsSince(last_tick_);
+  last_tick_ = Clock::now();
+  if (stalled > std::max(1.0, settings_.heartbeat_timeout / 2)) {
+    PDLOG_INFO("this node did not run for {:.1f} s; the master gets {} s from now", stalled,
+               settings_.heartbeat_timeout);
+    last_contact_ = Clock::now();
+    last_heartbeat_ = {};
+  }
   Heartbeat();
   if (client_ && registered_ && !foreign_ && phase_ != Phase::kRendezvous &&
       SecondsSince(last_contact_) > settings_.heartbeat_timeout && !failure_) {

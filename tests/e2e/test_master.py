@@ -413,6 +413,33 @@ class MasterLoopbackTest(LaunchTestCase):
     both fail listen() at once (test_ps_3 hung that way about once in 75 runs), and a launcher
     that held the port may be gone."""
 
+    def test_a_node_paused_past_its_heartbeat_before_the_world_forms_counts_again(self):
+        # Hostile review #38 item 8: a node starved (here: stopped) past --heartbeat_timeout
+        # before the world formed was forgotten for good and the job could never form.
+        port = free_port(self)
+        common = ["--master", f"127.0.0.1:{port}", "--nnodes", 3, "--heartbeat_timeout", 1,
+                  "--rendezvous_timeout", 90] + self.rank_args()
+        host = self.start_launch(common + ["--log_dir", "h"], name="h")
+        self.wait_until(lambda: "hosts the master" in (self.dir / "h.stderr").read_text(),
+                        "the first launcher to host the master", 30)
+        paused = self.start_launch(common + ["--log_dir", "p"], name="p")
+        host_log = self.dir / "h.stderr"
+        self.wait_until(lambda: "waiting for 1 more node(s) of 3" in host_log.read_text(),
+                        "the host to count the second node", 30)
+        os.kill(paused.pid, signal.SIGSTOP)
+        try:
+            self.wait_until(lambda: "left before the job started" in host_log.read_text(),
+                            "the host to forget the paused node", 30)
+        finally:
+            os.kill(paused.pid, signal.SIGCONT)
+        self.wait_until(lambda: "its heartbeat resumed before the world formed" in
+                        host_log.read_text(), "the host to count it again", 30)
+        last = self.start_launch(common + ["--log_dir", "l"], name="l")
+        for proc in (host, paused, last):
+            result = self.finish(proc, timeout=60)
+            self.assertEqual(result.code, 0, result)
+        self.assertEqual(len(self.recorded_envs(3)), 3)
+
     def test_launchers_that_found_the_port_taken_elect_a_host_once_it_is_free(self):
         port = free_port(self)
         # A socket bound to the port without SO_REUSEADDR and not listening: both launchers'

@@ -27,7 +27,8 @@ struct MasterStep {
 ///
 /// Before the world forms: a node whose terms disagree with the job's is refused (its info keys
 /// do not count and are deleted); a node whose heartbeat went away is forgotten (its info keys
-/// deleted: a restarted node takes its place; Paddle's nodes publish no heartbeat and are never
+/// deleted: a restarted node takes its place; its records are kept aside, and count again if its
+/// heartbeat comes back before the world forms; Paddle's nodes publish no heartbeat and are never
 /// forgotten). After: a member seen alive that is neither alive nor done is lost; every member
 /// seen alive done completes the job (a member never seen alive, a node of Paddle's launcher,
 /// reports nothing and is not waited for).
@@ -54,6 +55,10 @@ class JobLedger {
   /// Info keys to delete now, each once: a refused node's, and before the world forms a node's
   /// whose heartbeat went away. `left` gets the pods forgotten for the latter.
   std::vector<std::string> TakeStaleInfo(std::vector<std::string>* left = nullptr);
+  /// Info entries (key, record) of forgotten nodes whose heartbeat came back before the world
+  /// formed (a node paused, or slow on a loaded host, past --heartbeat_timeout), each once: the
+  /// host writes them back and they count again. The node never learns it was forgotten.
+  std::vector<std::pair<std::string, std::string>> TakeRevived();
 
   /// The info entries that count: of nodes neither refused nor gone.
   const std::map<std::string, std::string>& counted() const { return counted_; }
@@ -72,7 +77,7 @@ class JobLedger {
   std::set<std::string> tracked_;  // Every key fed, for Resync.
   std::map<std::string, std::set<std::string>> info_by_pod_;
   std::map<std::string, std::string> counted_;
-  std::set<std::string> refused_;               // Mismatched, or named by a refused record.
+  std::set<std::string> refused_;  // Mismatched, or named by a refused record.
   std::set<std::string> alive_;
   std::set<std::string> seen_alive_;
   std::set<std::string> done_;
@@ -82,6 +87,8 @@ class JobLedger {
   std::vector<std::pair<std::string, std::string>> late_;
   std::vector<std::string> stale_;
   std::vector<std::string> left_;
+  std::map<std::string, std::map<std::string, std::string>> dormant_;  // Forgotten, by pod.
+  std::vector<std::pair<std::string, std::string>> revived_;
   bool formed_ = false;
   std::set<std::string> members_;
   std::set<std::string> waiting_;  // Members seen alive, not done.

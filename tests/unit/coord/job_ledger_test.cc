@@ -68,6 +68,30 @@ TEST_F(JobLedgerTest, ANodeRefusedByRecordDoesNotCount) {
   EXPECT_EQ(ledger.TakeStaleInfo(), std::vector<std::string>{keys.info("b", -1)});
 }
 
+// Hostile review #38 item 8: five nodes of a 128-node loopback test, starved on a loaded host,
+// were forgotten and then waited for a world that could never form.
+TEST_F(JobLedgerTest, AForgottenNodeWhoseHeartbeatComesBackCountsAgain) {
+  Join("b");
+  Join("c");
+  Delete(keys.alive("b"));  // Paused past --heartbeat_timeout.
+  EXPECT_EQ(ledger.TakeStaleInfo(), std::vector<std::string>{keys.info("b", -1)});
+  Delete(keys.info("b", -1));  // The host deleted it.
+  EXPECT_TRUE(ledger.TakeRevived().empty());
+  Put(keys.alive("b"), "1");  // Resumed: its next heartbeat.
+  const std::vector<std::pair<std::string, std::string>> revived = ledger.TakeRevived();
+  ASSERT_EQ(revived.size(), 1u);
+  EXPECT_EQ(revived[0], std::make_pair(keys.info("b", -1), std::string("peer of b")));
+  Put(revived[0].first, revived[0].second);  // The host writes it back.
+  EXPECT_EQ(ledger.counted().size(), 2u);
+  EXPECT_TRUE(ledger.TakeRevived().empty());  // Once.
+  // After the world formed, a heartbeat that comes back revives nothing.
+  Delete(keys.alive("c"));
+  ledger.TakeStaleInfo();
+  ledger.Form({"b"});
+  Put(keys.alive("c"), "1");
+  EXPECT_TRUE(ledger.TakeRevived().empty());
+}
+
 TEST_F(JobLedgerTest, ForgetsANodeThatLeftBeforeTheWorldFormed) {
   Join("b");
   Join("c");
