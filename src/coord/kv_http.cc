@@ -112,7 +112,7 @@ bool KvMemoryStore::Put(const std::string& key, const std::string& value,
 }
 
 bool KvMemoryStore::PutIfAbsent(const std::string& key, const std::string& value,
-                               bool within_limits) {
+                                bool within_limits) {
   if (entries_.count(key) != 0) return false;
   return Put(key, value, std::nullopt, within_limits);
 }
@@ -208,6 +208,19 @@ KvHttpResponse KvMemoryStore::Answer(const std::string& prefix) const {
   return response;
 }
 
+void KvMemoryStore::Protect(std::string key, bool prefix, std::string except) {
+  protected_.push_back(Protected{std::move(key), prefix, std::move(except)});
+}
+
+// A handful of rules per job: a linear scan costs less than a lookup structure would.
+bool KvMemoryStore::IsProtected(const std::string& key) const {
+  for (const Protected& rule : protected_) {
+    if (key == rule.except) continue;
+    if (rule.prefix ? key.starts_with(rule.key) : key == rule.key) return true;
+  }
+  return false;
+}
+
 KvHttpResponse KvMemoryStore::Handle(const KvHttpRequest& request, double now) {
   const KvTarget target = ParseKvTarget(request.target);
   if (request.method == "GET") {
@@ -222,6 +235,9 @@ KvHttpResponse KvMemoryStore::Handle(const KvHttpRequest& request, double now) {
     }
     return Answer(target.path);
   }
+  const bool writes =
+      request.method == "PUT" || request.method == "POST" || request.method == "DELETE";
+  if (writes && IsProtected(target.path)) return Reply(403, "");
   if (request.method == "PUT" || request.method == "POST") {
     if (target.create_only && entries_.count(target.path) != 0) return Reply(412, "");
     std::optional<double> expires_at;

@@ -558,6 +558,11 @@ void MasterNode::StartServing() {
   // client may write to the store, and one that fills it must not shut the job's nodes out.
   const size_t job_keys = 4 * static_cast<size_t>(std::max(settings_.nnodes, 1)) + 16;
   store.Reserve(keys_.job_prefix(), job_keys, job_keys * 4096);
+  // The host's decisions are the host's alone: written here, refused from the network (a
+  // stranger who rewrote the world made a participant start 40 ranks on its endpoints). A
+  // participant's failure record stays writable, once (?create=1).
+  store.Protect(keys_.world(), /*prefix=*/false);
+  store.Protect(keys_.news_prefix(), /*prefix=*/true, keys_.failure());
   ledger_ = std::make_unique<JobLedger>(keys_, terms_, pod_);
   store.Put(keys_.terms(), EncodeJobTerms(terms_), std::nullopt, /*within_limits=*/false);
   store.Put(keys_.alive(pod_), "1", std::nullopt, /*within_limits=*/false);
@@ -942,6 +947,16 @@ void MasterNode::ReadWorld() {
           "({})): is this node one too many (--nnodes {}), or late from an earlier run?",
           settings_.job_id, MasterText(), world_.size(), fmt::join(members, ", "), node_ip_, pod_,
           settings_.nnodes);
+      return Stop();
+    }
+    const auto own = std::find_if(world_.begin(), world_.end(),
+                                  [&](const auto& entry) { return entry.first == own_key_; });
+    if (own->second != value_) {
+      // Not what this node published: someone else wrote its record, or the world.
+      rendezvous_error_ = fmt::format(
+          "the world of job {} at master {} holds another record for this node ({}) than the "
+          "one it published: it was written by someone else; not starting",
+          settings_.job_id, MasterText(), node_ip_);
       return Stop();
     }
     Adopt([&] { return job_->Take(world_, own_key_); });

@@ -329,6 +329,58 @@ class HostileMasterTest(harness.LaunchTestCase):
         self.assert_job_succeeds(host, node)
 
 
+class HostileWorldTest(harness.LaunchTestCase):
+    """Hostile review #38 item 1: the host's decisions are written by the host alone, and a
+    participant adopts a world only with its own record as it published it."""
+
+    def test_the_world_and_the_news_are_refused_from_the_network(self):
+        port = free_port(self)
+        args = ["--master", f"127.0.0.1:{port}", "--nnodes", 2, "--rendezvous_timeout", 60]
+        host = self.start_launch(args + self.rank_args(), name="host")
+        self.wait_until(lambda: (self.dir / "host.stderr").read_text().count("hosts the master"),
+                        "the master to serve", timeout=20)
+        world = b"1\n" + b"x" * 10
+        for method, path, body in (("PUT", "/default/pdlaunch/world", world),
+                                   ("POST", "/default/pdlaunch/news/formed", b'{"nodes": 2}'),
+                                   ("DELETE", "/default/pdlaunch/news/terms", None),
+                                   ("PUT", "/default/pdlaunch/news/refused/abcdef", b"x")):
+            self.assertEqual(request(port, method, path, body)[0], 403, (method, path))
+        node = self.start_launch(args + self.rank_args(), name="node")
+        for proc in (host, node):
+            result = self.finish(proc, timeout=60)
+            self.assertEqual(result.code, 0, result)
+        envs = self.recorded_envs(2)
+        self.assertEqual([e["PADDLE_TRAINERS_NUM"] for e in envs], ["2", "2"])
+
+    def test_a_node_whose_record_was_rewritten_starts_nothing(self):
+        port = free_port(self)
+        args = ["--master", f"127.0.0.1:{port}", "--nnodes", 3, "--rendezvous_timeout", 60,
+                "--heartbeat_timeout", 3]
+        host = self.start_launch(args + self.rank_args("--sleep", 30), name="host")
+        self.wait_until(lambda: (self.dir / "host.stderr").read_text().count("hosts the master"),
+                        "the master to serve", timeout=20)
+        victim = self.start_launch(args + self.rank_args("--sleep", 30), name="victim")
+
+        def victims_record():
+            status, body = request(port, "GET", "/default/info/", source="127.0.0.1")
+            records = json.loads(body) if status == 200 else {}
+            return [(k, v) for k, v in records.items() if "aaaaaa" not in k]
+        self.wait_until(lambda: victims_record(), "the second node to register", timeout=30)
+        key, value = victims_record()[0]
+        forged = json.loads(value)
+        forged["endpoints"] = "127.0.0.9:1,127.0.0.9:2,127.0.0.9:3"
+        forged["replicas"] = 3
+        self.assertEqual(request(port, "PUT", key, json.dumps(forged).encode())[0], 200)
+        last = self.start_launch(args + self.rank_args("--sleep", 30), name="last")
+        result = self.finish(victim, timeout=60)
+        self.assertEqual(result.code, 1, result)
+        self.assertIn("holds another record for this node (127.0.0.1) than the one it published",
+                      result.stderr.splitlines()[-1])
+        self.assertNotIn("Run Pod", result.stderr)  # It started nothing.
+        for proc in (host, last):  # Its heartbeat gone, the others stop.
+            self.assertNotEqual(self.finish(proc, timeout=60).code, 0)
+
+
 class HostileMasterAnswerTest(harness.LaunchTestCase):
     """A 'master' that answers every request with a chunked response whose trailer field is 65 534
     bytes (what Beast 1.81 throws on), against a participant."""

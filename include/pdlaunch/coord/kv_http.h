@@ -54,10 +54,10 @@ struct KvHttpResponse {
 /// query parameters only to a pdlaunch master (docs/master.md).
 struct KvTarget {
   std::string path;
-  std::optional<int64_t> wait;   ///< ?wait=REV: long-poll until the revision exceeds REV.
-  double timeout = 30;           ///< ?timeout=S: longest wait.
-  std::optional<double> ttl;     ///< ?ttl=S on PUT/POST: the key expires S seconds after it.
-  bool create_only = false;      ///< ?create=1 on PUT/POST: 412 if the key exists.
+  std::optional<int64_t> wait;  ///< ?wait=REV: long-poll until the revision exceeds REV.
+  double timeout = 30;          ///< ?timeout=S: longest wait.
+  std::optional<double> ttl;    ///< ?ttl=S on PUT/POST: the key expires S seconds after it.
+  bool create_only = false;     ///< ?create=1 on PUT/POST: 412 if the key exists.
 };
 
 /// Splits `target` at its first '?' and reads wait, timeout, ttl and create; unknown or malformed
@@ -89,6 +89,11 @@ class KvMemoryStore {
   /// limits: a client that fills the store (any client may write) cannot shut the job's own
   /// records out.
   void Reserve(std::string prefix, size_t keys, size_t bytes);
+  /// Keys only the process that owns the store writes (the host's decisions: the world, the
+  /// news): a request from the network that writes or deletes `key`, or a key under it when
+  /// `prefix`, is answered 403 and changes nothing; `except` (a key under such a prefix) stays
+  /// writable from the network. The owner's own Put/Delete are not affected.
+  void Protect(std::string key, bool prefix, std::string except = "");
   bool Delete(const std::string& key);
   /// The value of `key`; nullptr when it does not exist. Valid until the next change.
   const std::string* Find(const std::string& key) const {
@@ -126,6 +131,13 @@ class KvMemoryStore {
   static constexpr size_t kMaxChangedKeys = 256;
 
  private:
+  struct Protected {
+    std::string key;
+    bool prefix = false;
+    std::string except;
+  };
+  bool IsProtected(const std::string& key) const;
+  std::vector<Protected> protected_;
   using Expiries = std::multimap<double, std::string>;
   struct Entry {
     std::string value;

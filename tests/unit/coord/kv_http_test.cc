@@ -49,6 +49,25 @@ TEST(KvMemoryStoreTest, PutOverwritesDeleteIsExact) {
   EXPECT_EQ(Do(store, "GET", "/empty").Body(), R"({"/empty": ""})");
 }
 
+TEST(KvMemoryStoreTest, ProtectedKeysAreTheOwnersAlone) {
+  KvMemoryStore store;
+  store.Protect("/j/pdlaunch/world", /*prefix=*/false);
+  store.Protect("/j/pdlaunch/news/", /*prefix=*/true, "/j/pdlaunch/news/failure");
+  store.Put("/j/pdlaunch/world", "owner's");
+  EXPECT_EQ(Do(store, "PUT", "/j/pdlaunch/world", "stranger's").status, 403);
+  EXPECT_EQ(Do(store, "POST", "/j/pdlaunch/news/formed", "x").status, 403);
+  EXPECT_EQ(Do(store, "DELETE", "/j/pdlaunch/world").status, 403);
+  EXPECT_EQ(*store.Find("/j/pdlaunch/world"), "owner's");
+  EXPECT_EQ(store.Find("/j/pdlaunch/news/formed"), nullptr);
+  // Reading is not writing; the exception and other keys stay writable.
+  EXPECT_EQ(Do(store, "GET", "/j/pdlaunch/world").status, 200);
+  EXPECT_EQ(Do(store, "PUT", "/j/pdlaunch/news/failure?create=1", "rank 1").status, 200);
+  EXPECT_EQ(Do(store, "PUT", "/j/pdlaunch/worlds", "x").status, 200);
+  EXPECT_EQ(Do(store, "PUT", "/j/info/abc/-1", "peer").status, 200);
+  // The owner writes and deletes as it likes.
+  EXPECT_TRUE(store.Delete("/j/pdlaunch/world"));
+}
+
 TEST(KvMemoryStoreTest, OtherMethodsAreNotImplemented) {
   KvMemoryStore store;
   EXPECT_EQ(Do(store, "PATCH", "/x").status, 501);
@@ -71,7 +90,8 @@ TEST(KvMemoryStoreTest, EveryChangeBumpsTheRevision) {
 TEST(KvMemoryStoreTest, LongPollParksUntilTheRevisionPasses) {
   KvMemoryStore store;
   const int64_t rev = store.revision();
-  const KvHttpResponse parked = Do(store, "GET", fmt::format("/job/?wait={}&timeout=7", rev), "", 100);
+  const KvHttpResponse parked =
+      Do(store, "GET", fmt::format("/job/?wait={}&timeout=7", rev), "", 100);
   ASSERT_TRUE(parked.wait_until);
   EXPECT_DOUBLE_EQ(*parked.wait_until, 107);
   EXPECT_EQ(parked.wait_revision, rev);
@@ -256,9 +276,9 @@ TEST(KvJsonTest, TheFastPathAgreesWithTheFullParser) {
   EXPECT_EQ(DecodeJsonObject(R"({"a": "1", "a": "2"})"), (Map{{"a", "2"}}));
   EXPECT_EQ(DecodeJsonObject(R"({"\u0061": "\u00e9"})"), (Map{{"a", "\xc3\xa9"}}));
   EXPECT_EQ(DecodeJsonObject("{\"a\": \"caf\xc3\xa9\"}"), (Map{{"a", "caf\xc3\xa9"}}));
-  for (const std::string bad : {"{", "{\"a\"}", "{\"a\": \"1\",}", "{\"a\": \"1\"} x",
-                                "{\"a\": \"\x01\"}", "{\"a\": \"1\" \"b\": \"2\"}",
-                                "{\"a\": \"\\x\"}", "{\"a\": \"\xff\"}", "{\"a\": null}"}) {
+  for (const std::string bad :
+       {"{", "{\"a\"}", "{\"a\": \"1\",}", "{\"a\": \"1\"} x", "{\"a\": \"\x01\"}",
+        "{\"a\": \"1\" \"b\": \"2\"}", "{\"a\": \"\\x\"}", "{\"a\": \"\xff\"}", "{\"a\": null}"}) {
     EXPECT_THROW(DecodeJsonObject(bad), LaunchError) << bad;
   }
 }
