@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -11,9 +12,9 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <numeric>
-#include <regex>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 
 #include "pdlaunch/base/endpoint.h"  // SplitAndStrip
 #include "pdlaunch/base/errors.h"
@@ -72,8 +73,7 @@ std::vector<long> Filter(const Json& config, const std::string& key,
     if (hi < lo) Bad(key, "max is below min");
     for (long v = lo; v <= hi; ++v) allowed.insert(v);
   } else {
-    Bad(key, fmt::format("expected \"auto\", an integer, a list or a range, got {}",
-                         value.dump()));
+    Bad(key, fmt::format("expected \"auto\", an integer, a list or a range, got {}", value.dump()));
   }
   std::vector<long> out;
   for (long v : defaults) {
@@ -188,8 +188,8 @@ bool SameBeside(const TrialConfig& a, const TrialConfig& b, const std::set<std::
 bool MatchesStrategy(const TrialConfig& c, const std::string& strategy) {
   for (const std::string& part : SplitAndStrip(strategy, '_')) {
     static const std::vector<std::pair<std::string, int>> kPrefixes = {
-        {"sharding", 0}, {"stage", 1}, {"recompute", 2}, {"mbs", 3}, {"vpp", 4},
-        {"dp", 5},       {"mp", 6},    {"pp", 7}};
+        {"sharding", 0}, {"stage", 1}, {"recompute", 2}, {"mbs", 3},
+        {"vpp", 4},      {"dp", 5},    {"mp", 6},        {"pp", 7}};
     bool known = false;
     for (const auto& [prefix, id] : kPrefixes) {
       if (!part.starts_with(prefix)) continue;
@@ -197,14 +197,30 @@ bool MatchesStrategy(const TrialConfig& c, const std::string& strategy) {
       const std::string value = part.substr(prefix.size());
       long actual = 0;
       switch (id) {
-        case 0: actual = c.sharding_degree; break;
-        case 1: actual = c.sharding_stage; break;
-        case 2: actual = c.use_recompute.value_or(false) ? 1 : 0; break;
-        case 3: actual = c.mbs; break;
-        case 4: actual = c.vpp; break;
-        case 5: actual = c.dp; break;
-        case 6: actual = c.mp; break;
-        case 7: actual = c.pp; break;
+        case 0:
+          actual = c.sharding_degree;
+          break;
+        case 1:
+          actual = c.sharding_stage;
+          break;
+        case 2:
+          actual = c.use_recompute.value_or(false) ? 1 : 0;
+          break;
+        case 3:
+          actual = c.mbs;
+          break;
+        case 4:
+          actual = c.vpp;
+          break;
+        case 5:
+          actual = c.dp;
+          break;
+        case 6:
+          actual = c.mp;
+          break;
+        case 7:
+          actual = c.pp;
+          break;
       }
       if (value == "*") {
         const bool star = id == 1 ? c.sharding_degree > 1 : id == 2 ? actual == 1 : actual > 1;
@@ -477,8 +493,8 @@ TunerConfig ParseTunerConfig(const std::string& text, const std::string& json_pa
   try {
     root = Json::parse(text);
   } catch (const Json::parse_error& e) {
-    throw UsageError(fmt::format("--auto_tuner_json {}: not JSON ({})", OneLine(json_path),
-                                 OneLine(e.what())));
+    throw UsageError(
+        fmt::format("--auto_tuner_json {}: not JSON ({})", OneLine(json_path), OneLine(e.what())));
   }
   if (!root.is_object()) Bad("(the file)", "expected a JSON object");
   for (const auto& [key, value] : root.items()) {
@@ -547,8 +563,8 @@ TunerConfig ParseTunerConfig(const std::string& text, const std::string& json_pa
   const Json& model = root["model_cfg"];
   for (const auto& [key, value] : model.items()) {
     static const std::set<std::string> kModel = {
-        "global_batch_size", "num_layers",       "hidden_size",     "vocab_size",
-        "num_attention_heads", "seq_length",     "max_sequence_length", "intermediate_size"};
+        "global_batch_size",   "num_layers", "hidden_size",         "vocab_size",
+        "num_attention_heads", "seq_length", "max_sequence_length", "intermediate_size"};
     if (!kModel.count(key)) Bad("model_cfg." + key, "unknown key");
   }
   // "auto", or none (Paddle's default): the GBS pre-search finds it (SettleGlobalBatchSize).
@@ -578,8 +594,10 @@ TunerConfig ParseTunerConfig(const std::string& text, const std::string& json_pa
   }
   const bool perf = c.performance_first;
   bool enable_mp_prune = true, enable_pp_prune = true;
-  if (root.contains("enable_mp_prune")) enable_mp_prune = Bool(root["enable_mp_prune"], "enable_mp_prune");
-  if (root.contains("enable_pp_prune")) enable_pp_prune = Bool(root["enable_pp_prune"], "enable_pp_prune");
+  if (root.contains("enable_mp_prune"))
+    enable_mp_prune = Bool(root["enable_mp_prune"], "enable_mp_prune");
+  if (root.contains("enable_pp_prune"))
+    enable_pp_prune = Bool(root["enable_pp_prune"], "enable_pp_prune");
   // utils.py dist_degree's default lists and orders.
   c.dp = Filter(root, "dp_degree", Divisors(c.num_gpus, perf), c.num_gpus);
   if (c.estimated_num_gpus && c.dp != std::vector<long>{1}) {
@@ -615,13 +633,14 @@ TunerConfig ParseTunerConfig(const std::string& text, const std::string& json_pa
     c.mbs = Filter(root, "micro_batch_size", Divisors(*c.global_batch_size, perf),
                    *c.global_batch_size);
   }
-  c.sharding_stage = Filter(root, "sharding_stage", perf ? std::vector<long>{1, 2, 3}
-                                                         : std::vector<long>{3, 2, 1}, 3);
+  c.sharding_stage = Filter(root, "sharding_stage",
+                            perf ? std::vector<long>{1, 2, 3} : std::vector<long>{3, 2, 1}, 3);
   // use_recompute / recompute_granularity.
   if (!root.contains("use_recompute")) {
     c.use_recompute = {std::nullopt};
   } else if (root["use_recompute"].is_string()) {
-    if (root["use_recompute"].get<std::string>() != "auto") Bad("use_recompute", "a string must be \"auto\"");
+    if (root["use_recompute"].get<std::string>() != "auto")
+      Bad("use_recompute", "a string must be \"auto\"");
     c.use_recompute = perf ? std::vector<std::optional<bool>>{false, true}
                            : std::vector<std::optional<bool>>{true, false};
   } else if (root["use_recompute"].is_boolean()) {
@@ -647,8 +666,8 @@ TunerConfig ParseTunerConfig(const std::string& text, const std::string& json_pa
     }
     for (const std::string& v : values) {
       if (std::find(kGranularities.begin(), kGranularities.end(), v) == kGranularities.end()) {
-        Bad("recompute_granularity", fmt::format("'{}': expected full, full_attn or core_attn",
-                                                 OneLine(v)));
+        Bad("recompute_granularity",
+            fmt::format("'{}': expected full, full_attn or core_attn", OneLine(v)));
       }
       c.recompute_granularity.push_back(v);
     }
@@ -740,13 +759,17 @@ TunerConfig ParseTunerConfig(const std::string& text, const std::string& json_pa
                       dim.key, dim.key));
     }
   }
-  if (root.contains("task_limit")) c.task_limit = static_cast<int>(PositiveInt(root["task_limit"], "task_limit"));
-  if (root.contains("max_time_per_task")) c.max_time_per_task = Seconds(root["max_time_per_task"], "max_time_per_task");
+  if (root.contains("task_limit"))
+    c.task_limit = static_cast<int>(PositiveInt(root["task_limit"], "task_limit"));
+  if (root.contains("max_time_per_task"))
+    c.max_time_per_task = Seconds(root["max_time_per_task"], "max_time_per_task");
   c.warmup_time = root.contains("warmup_time") ? Seconds(root["warmup_time"], "warmup_time")
                                                : c.max_time_per_task;
-  if (root.contains("max_search_time")) c.max_search_time = Seconds(root["max_search_time"], "max_search_time");
+  if (root.contains("max_search_time"))
+    c.max_search_time = Seconds(root["max_search_time"], "max_search_time");
   if (root.contains("buffer")) c.buffer = Seconds(root["buffer"], "buffer");
-  if (root.contains("max_mem_usage")) c.max_mem_usage = Seconds(root["max_mem_usage"], "max_mem_usage");
+  if (root.contains("max_mem_usage"))
+    c.max_mem_usage = Seconds(root["max_mem_usage"], "max_mem_usage");
   if (c.buffer && !c.max_mem_usage) Bad("buffer", "needs max_mem_usage (MiB)");
   if (root.contains("memory_estimation_tool")) {
     const Json& tool = root["memory_estimation_tool"];
@@ -758,9 +781,12 @@ TunerConfig ParseTunerConfig(const std::string& text, const std::string& json_pa
       Bad("memory_estimation_tool", "needs max_mem_usage (MiB), the estimates' limit");
     }
   }
-  if (root.contains("need_baseline")) c.need_baseline = Bool(root["need_baseline"], "need_baseline");
-  if (root.contains("invalid_strategy")) c.invalid_strategy = Strings(root["invalid_strategy"], "invalid_strategy");
-  if (root.contains("schedule_prior")) c.schedule_prior = Strings(root["schedule_prior"], "schedule_prior");
+  if (root.contains("need_baseline"))
+    c.need_baseline = Bool(root["need_baseline"], "need_baseline");
+  if (root.contains("invalid_strategy"))
+    c.invalid_strategy = Strings(root["invalid_strategy"], "invalid_strategy");
+  if (root.contains("schedule_prior"))
+    c.schedule_prior = Strings(root["schedule_prior"], "schedule_prior");
   if (root.contains("run_best")) c.run_best = Bool(root["run_best"], "run_best");
   const fs::path dir = fs::path(json_path).parent_path();
   const std::string stem = fs::path(json_path).filename().string().substr(
@@ -818,8 +844,8 @@ std::vector<std::pair<TrialConfig, std::optional<std::string>>> CustomizedLayout
     const auto integer = [&](const std::string& name) {
       const std::string text_value = field(name);
       long value = 0;
-      const auto [end, ec] = std::from_chars(text_value.data(),
-                                             text_value.data() + text_value.size(), value);
+      const auto [end, ec] =
+          std::from_chars(text_value.data(), text_value.data() + text_value.size(), value);
       if (text_value.empty() || ec != std::errc() || end != text_value.data() + text_value.size() ||
           value < 1) {
         bad(row, fmt::format("{} must be an integer >= 1, got '{}'", name, text_value));
@@ -838,7 +864,8 @@ std::vector<std::pair<TrialConfig, std::optional<std::string>>> CustomizedLayout
     std::transform(recompute.begin(), recompute.end(), recompute.begin(),
                    [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
     if (recompute != "true" && recompute != "false") {
-      bad(row, fmt::format("use_recompute must be true or false, got '{}'", field("use_recompute")));
+      bad(row,
+          fmt::format("use_recompute must be true or false, got '{}'", field("use_recompute")));
     }
     c.use_recompute = recompute == "true";
     const std::string granularity = field("recompute_granularity");
@@ -1384,24 +1411,77 @@ std::string TimeLeft(size_t trials_ahead, double seconds_per_trial) {
   return fmt::format("about {} h {} min left", total / 3600, total % 3600 / 60);
 }
 
-std::optional<double> ReadMetric(const std::string& log, const std::string& name) {
-  std::string escaped;
-  for (char ch : name) {
-    if (std::string_view("\\^$.|?*+()[]{}").find(ch) != std::string_view::npos) escaped += '\\';
-    escaped += ch;
-  }
-  const std::regex pattern(escaped + R"(:* *(\d+(\.\d*)?)|(\d+(\.\d*)?) *)" + escaped);
-  std::vector<double> values;
-  std::istringstream in(log);
-  for (std::string line; std::getline(in, line);) {
-    if (line.size() > 64 * 1024) continue;
-    std::smatch m;
-    if (!std::regex_search(line, m, pattern)) continue;
-    const std::string number = m[1].matched ? m[1].str() : m[3].str();
-    try {
-      values.push_back(std::stod(number));
-    } catch (...) {
+namespace {
+
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+
+// The first match in `line` of Paddle's regex `name:* *(\d+(\.\d*)?)|(\d+(\.\d*)?) *name`, the
+// leftmost as re.search finds it (the first alternative where both start at one place), in one
+// pass over the name's occurrences: no recursive matcher on log text (std::regex overflowed the
+// stack on a line of 30 000 digits). A name that begins with a digit is not backtracked into.
+std::optional<std::string> FirstMetricNumber(std::string_view line, std::string_view name) {
+  std::optional<size_t> best_start;
+  std::string_view best;
+  const auto offer = [&](size_t start, std::string_view number) {
+    if (!best_start || start < *best_start) {
+      best_start = start;
+      best = number;
     }
+  };
+  // \d+(\.\d*)? from `at`; its length, 0 for none.
+  const auto number_at = [&](size_t at) {
+    size_t end = at;
+    while (end < line.size() && IsDigit(line[end])) ++end;
+    if (end == at) return size_t{0};
+    if (end < line.size() && line[end] == '.') {
+      ++end;
+      while (end < line.size() && IsDigit(line[end])) ++end;
+    }
+    return end - at;
+  };
+  for (size_t j = line.find(name); j != std::string_view::npos && !name.empty();
+       j = line.find(name, j + 1)) {
+    if (best_start && j > *best_start) break;  // Every later candidate starts later.
+    // name:* *number
+    size_t at = j + name.size();
+    while (at < line.size() && line[at] == ':') ++at;
+    while (at < line.size() && line[at] == ' ') ++at;
+    if (const size_t length = number_at(at)) offer(j, line.substr(at, length));
+    // number *name: the digits that end where the spaces before the name begin.
+    size_t end = j;
+    while (end > 0 && line[end - 1] == ' ') --end;
+    size_t start = end;
+    while (start > 0 && IsDigit(line[start - 1])) --start;
+    if (start > 0 && line[start - 1] == '.') {  // A fraction: its integer digits before it.
+      size_t integer = start - 1;
+      while (integer > 0 && IsDigit(line[integer - 1])) --integer;
+      if (integer < start - 1) start = integer;
+    }
+    if (start < end && IsDigit(line[start])) offer(start, line.substr(start, number_at(start)));
+  }
+  if (!best_start) return std::nullopt;
+  return std::string(best);
+}
+
+}  // namespace
+
+std::optional<double> ReadMetric(const std::string& log, const std::string& name) {
+  std::vector<double> values;
+  size_t begin = 0;
+  while (begin < log.size()) {
+    size_t end = log.find('\n', begin);
+    if (end == std::string::npos) end = log.size();
+    const std::string_view line = std::string_view(log).substr(begin, end - begin);
+    begin = end + 1;
+    if (line.size() > 64 * 1024) continue;
+    const std::optional<std::string> number = FirstMetricNumber(line, name);
+    if (!number) continue;
+    // A number too long for a double (30 000 digits) is no metric.
+    errno = 0;
+    char* stop = nullptr;
+    const double value = std::strtod(number->c_str(), &stop);
+    if (errno == ERANGE || !std::isfinite(value)) continue;
+    values.push_back(value);
   }
   if (values.empty()) return std::nullopt;
   double value = values.back();
@@ -1611,6 +1691,18 @@ std::string EnhancedHistoryCsv(const std::vector<TrialOutcome>& history,
   return out;
 }
 
+namespace {
+
+// A number of the history as resume reads it: `nan` or `inf` (a hand-edited file, or a stranger's)
+// would rank an out-of-memory layout the best; such a row is not history (the trial runs again).
+double FiniteNumber(const std::string& text) {
+  const double value = std::stod(text);
+  if (!std::isfinite(value)) throw std::invalid_argument("not a finite number: " + text);
+  return value;
+}
+
+}  // namespace
+
 std::vector<TrialOutcome> ParseHistoryCsv(const std::string& text, const TunerConfig& config) {
   std::vector<TrialOutcome> out;
   std::istringstream in(text);
@@ -1685,18 +1777,19 @@ std::vector<TrialOutcome> ParseHistoryCsv(const std::string& text, const TunerCo
         c.trial_nodes = std::stol(f[14 + n]);
         if (est == 4 && !f[15 + n].empty()) c.sharding_overlap = f[15 + n] == "True";
       }
-      o.exec_time = std::stod(f[12 + n + est]);
-      if (!f[13 + n + est].empty()) o.metric = std::stod(f[13 + n + est]);
+      o.exec_time = FiniteNumber(f[12 + n + est]);
+      if (!f[13 + n + est].empty()) o.metric = FiniteNumber(f[13 + n + est]);
       for (size_t k = 0; k < conv; ++k) {
         const std::string& v = f[14 + n + est + k];
         o.converted.emplace_back(conversion[k],
-                                 v.empty() ? std::nullopt : std::optional<double>(std::stod(v)));
+                                 v.empty() ? std::nullopt : std::optional<double>(FiniteNumber(v)));
       }
       const std::string& memory = f[14 + n + est + conv];
       o.oom = memory == "OOM";
-      if (!o.oom && !memory.empty()) o.memory_mib = std::stod(memory);
+      if (!o.oom && !memory.empty()) o.memory_mib = FiniteNumber(memory);
       std::string error = line.substr(at);
-      if (error.starts_with("['") && error.ends_with("']")) error = error.substr(2, error.size() - 4);
+      if (error.starts_with("['") && error.ends_with("']"))
+        error = error.substr(2, error.size() - 4);
       o.error = error;
       out.push_back(std::move(o));
     } catch (...) {
@@ -1764,6 +1857,10 @@ std::string TrialDirName(int job_id, const TrialConfig& c) {
   if (c.sharding_overlap) custom += fmt::format("_Overlap_{}", PyBool(c.sharding_overlap));
   for (const auto& [op, value] : c.refined) custom += fmt::format("_{}{}", CamelKey(op), value);
   for (const auto& [key, value] : c.custom) custom += "_" + CamelKey(key) + PyStr(value);
+  // One path component whatever the values say: a custom_search_dim value "/../.." put the
+  // trial's logs two directories up (hostile review #38 item 6). Paddle joins it as it is.
+  std::replace(custom.begin(), custom.end(), '/', '_');
+  std::replace(custom.begin(), custom.end(), '\0', '_');
   return fmt::format(
              "Job{}_GBS{}_DP{}_MP{}_PP{}_VPP{}_Sharding{}_Stage{}_MBS{}_Recompute_{}_Granularity_{}"
              "_"
@@ -1813,12 +1910,11 @@ void AppendShardingOverlap(const TrialConfig& c, const TunerConfig& config,
 }
 
 }  // namespace
-std::vector<std::string> TrialArguments(const std::vector<std::string>& raw,
-                                        const TrialConfig& c, const TunerConfig& config,
-                                        bool best_run, std::vector<FileEdit>& edits) {
+std::vector<std::string> TrialArguments(const std::vector<std::string>& raw, const TrialConfig& c,
+                                        const TunerConfig& config, bool best_run,
+                                        std::vector<FileEdit>& edits) {
   std::vector<std::string> args = raw;
-  const auto apply = [&](const std::string& key, const std::string& text,
-                         const std::string& json) {
+  const auto apply = [&](const std::string& key, const std::string& text, const std::string& json) {
     const auto it = config.run_cmd.find(key);
     if (it == config.run_cmd.end()) return;
     const RunCmdEntry& e = it->second;
@@ -1832,8 +1928,7 @@ std::vector<std::string> TrialArguments(const std::vector<std::string>& raw,
         args.push_back(e.second + "=" + text);
         break;
       case RunCmdEntry::Kind::kFile:
-        edits.push_back({e.first, e.second,
-                         e.third ? Json(*e.third + text).dump() : json});
+        edits.push_back({e.first, e.second, e.third ? Json(*e.third + text).dump() : json});
         break;
     }
   };

@@ -1,15 +1,17 @@
 #include "pdlaunch/process/device_probe.h"
 
 #include <dirent.h>
-#include <fmt/format.h>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <filesystem>
@@ -23,25 +25,48 @@ namespace pdlaunch {
 namespace {
 
 // Reads `fd` to EOF; false when the deadline passes first or reading fails.
-bool ReadUntilEof(int fd, std::string& output, int timeout_ms) {
-  using std::chrono::steady_clock;
-  const auto deadline = steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+using Deadline = std::chrono::steady_clock::time_point;
+
+int MillisecondsLeft(Deadline deadline) {
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+      deadline - std::chrono::steady_clock::now());
+  return static_cast<int>(std::max<int64_t>(0, left.count()));
+}
+
+/// Reads `fd` to its end into `output`, at most `max_bytes`; false past `deadline` or the bound.
+bool ReadUntilEof(int fd, std::string& output, Deadline deadline, size_t max_bytes) {
   char buffer[4096];
   while (true) {
-    const auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - steady_clock::now());
-    if (left.count() <= 0) return false;
+    const int left = MillisecondsLeft(deadline);
+    if (left <= 0) return false;
     pollfd pfd{fd, POLLIN, 0};
-    const int ready = poll(&pfd, 1, static_cast<int>(left.count()));
+    const int ready = poll(&pfd, 1, left);
     if (ready < 0 && errno == EINTR) continue;
     if (ready <= 0) return false;
     const ssize_t n = read(fd, buffer, sizeof buffer);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return n == 0;
+    if (output.size() + static_cast<size_t>(n) > max_bytes) return false;
     output.append(buffer, static_cast<size_t>(n));
   }
 }
 
+/// Whether `pid` exits before `deadline` (its pidfd polled). Without pidfds (Linux < 5.3) it is
+/// taken as exited: the caller's waitpid then blocks, as it did before this bound existed.
+bool ExitsBefore(pid_t pid, Deadline deadline) {
+  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  if (pidfd < 0) return true;
+  bool exited = false;
+  while (true) {
+    pollfd pfd{pidfd, POLLIN, 0};
+    const int ready = poll(&pfd, 1, MillisecondsLeft(deadline));
+    if (ready < 0 && errno == EINTR) continue;
+    exited = ready > 0;
+    break;
+  }
+  close(pidfd);
+  return exited;
+}
 
 int CountDirectoryEntries(const std::string& path) {
   DIR* dir = opendir(path.c_str());
@@ -143,8 +168,14 @@ std::optional<std::string> CaptureOutput(const std::vector<std::string>& argv, i
     close(fds[0]);
     return std::nullopt;
   }
+  // One deadline to the program's exit, not to the end of its output (a program that closed
+  // its stdout and hung held --dry_run 25 s against 10 s), and its output bounded (300 MB of it
+  // took 528 MB of the launcher's memory): hostile review #38 item 6.
+  const Deadline deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   std::string output;
-  const bool complete = ReadUntilEof(fds[0], output, timeout_ms);
+  const bool complete =
+      ReadUntilEof(fds[0], output, deadline, kMaxCapturedBytes) && ExitsBefore(pid, deadline);
   close(fds[0]);
   if (!complete) kill(-pid, SIGKILL);
   int status = 0;
@@ -157,6 +188,5 @@ std::optional<std::string> CaptureOutput(const std::vector<std::string>& argv, i
 std::unique_ptr<DeviceProbe> MakeSystemDeviceProbe(std::string root) {
   return std::make_unique<SystemDeviceProbe>(std::move(root));
 }
-
 
 }  // namespace pdlaunch

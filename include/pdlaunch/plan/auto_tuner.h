@@ -36,7 +36,7 @@ struct TunerConfig {
   /// SettleGlobalBatchSize sets it (and the micro-batch sizes, which depend on it).
   bool gbs_auto = false;
   bool gbs_searched = false;  ///< The pre-search ran and SettleGlobalBatchSize set the batch.
-  std::string mbs_spec;  ///< micro_batch_size as the file gives it (JSON text); empty: absent.
+  std::string mbs_spec;       ///< micro_batch_size as the file gives it (JSON text); empty: absent.
   bool use_sequence_parallel = false;
   /// Candidate values per dimension after the user's filter, in Paddle's order.
   std::vector<long> dp, mp, pp, sharding_degree, sharding_stage, vpp, mbs;
@@ -54,10 +54,10 @@ struct TunerConfig {
   bool need_baseline = false;
   std::vector<std::string> invalid_strategy, schedule_prior;
   bool run_best = true;
-  std::string best_cfg_dir;       ///< Default: <json dir>/best_cfg.
-  std::string history_csv;        ///< <json dir>/<stem>_history.csv.
-  std::string enhanced_csv;       ///< <json dir>/<stem>_history_enhanced.csv (dp_estimation).
-  std::string resume_csv;         ///< resume_csv_file_path, default history_csv.
+  std::string best_cfg_dir;  ///< Default: <json dir>/best_cfg.
+  std::string history_csv;   ///< <json dir>/<stem>_history.csv.
+  std::string enhanced_csv;  ///< <json dir>/<stem>_history_enhanced.csv (dp_estimation).
+  std::string resume_csv;    ///< resume_csv_file_path, default history_csv.
   long nodes = 1, gpus_per_node = 8, num_gpus = 8;
   /// search_algo "customize": the CSV of layouts to run, in its order (configs_csv; relative to
   /// the working directory, as Paddle opens it).
@@ -181,8 +181,8 @@ std::string GbsTrialDirName(int job_id, const TrialConfig& cfg);
 /// What one trial gave.
 struct TrialOutcome {
   TrialConfig cfg;
-  int job_id = 0;                ///< 1, 2, ... (auto_tuner_<job_id>); 0 for pruned ones.
-  std::optional<double> metric;  ///< None: no metric, an error or OOM.
+  int job_id = 0;                    ///< 1, 2, ... (auto_tuner_<job_id>); 0 for pruned ones.
+  std::optional<double> metric;      ///< None: no metric, an error or OOM.
   std::optional<double> memory_mib;  ///< Peak memory_used from the GPU log, when it ran.
   bool oom = false;
   bool timed_out = false;
@@ -284,7 +284,8 @@ bool HasOutOfMemory(const std::string& log);
 /// The index of the best outcome (recorder.py get_best): by the metric in its direction; with
 /// `buffer` and `max_mem_usage`, the best one that uses less than max_mem_usage - buffer MiB
 /// (else the one that uses least). nullopt when no trial gave a metric.
-std::optional<size_t> BestTrial(const std::vector<TrialOutcome>& history, const TunerConfig& config);
+std::optional<size_t> BestTrial(const std::vector<TrialOutcome>& history,
+                                const TunerConfig& config);
 
 /// The history CSV (Paddle's columns: job_id, mp_degree, sharding_degree, pp_degree, dp_degree,
 /// sharding_stage, micro_batch_size, vpp_degree, use_recompute, recompute_granularity,
@@ -297,7 +298,8 @@ std::vector<TrialOutcome> ParseHistoryCsv(const std::string& text, const TunerCo
 /// Paddle's trial log directory name: Job<id>_GBS<gbs>_DP<dp>_MP<mp>_PP<pp>_VPP<vpp>_Sharding<sd>_
 /// Stage<st>_MBS<mbs>_Recompute_<True|False|None>_Granularity_<g|None>_AccStep<acc>, then
 /// _<Op><value> for each refined_recompute operator (mlp_row_ln 2: _MlpRowLn2), then
-/// _<Key><value> for each custom_search_dim (use_flash_attn true: _UseFlashAttnTrue).
+/// _<Key><value> for each custom_search_dim (use_flash_attn true: _UseFlashAttnTrue); a '/' (or
+/// NUL) of those becomes '_', so that the name is one directory whatever the file says.
 std::string TrialDirName(int job_id, const TrialConfig& cfg);
 
 /// A JSON file key set for a trial.
@@ -314,8 +316,8 @@ struct FileEdit {
 /// custom_search_dim keys), then the
 /// stage's entries (search_stage, or run_best_stage for the best run); JSON file keys go to
 /// `edits` instead.
-std::vector<std::string> TrialArguments(const std::vector<std::string>& raw,
-                                        const TrialConfig& cfg, const TunerConfig& config,
-                                        bool best_run, std::vector<FileEdit>& edits);
+std::vector<std::string> TrialArguments(const std::vector<std::string>& raw, const TrialConfig& cfg,
+                                        const TunerConfig& config, bool best_run,
+                                        std::vector<FileEdit>& edits);
 
 }  // namespace pdlaunch

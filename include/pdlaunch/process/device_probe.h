@@ -24,8 +24,12 @@ std::unique_ptr<DeviceProbe> MakeSystemDeviceProbe(std::string root = "");
 /// /dev/null, stdout on `out_fd`, default signal dispositions and an empty mask; -1 on failure.
 pid_t SpawnWithStdout(const std::vector<std::string>& argv, int out_fd);
 
+/// At most this much of a probe's stdout is kept; more fails the probe.
+inline constexpr size_t kMaxCapturedBytes = 1 << 20;
+
 /// The stdout of `argv` (no shell; stdin and stderr on /dev/null, its own process group), or
-/// nullopt unless it exits 0 within `timeout_ms`; past it the group is killed. Reaped.
+/// nullopt unless it exits 0 within `timeout_ms` (one deadline to its exit, whenever its output
+/// ends) having written at most kMaxCapturedBytes; otherwise the group is killed. Reaped.
 std::optional<std::string> CaptureOutput(const std::vector<std::string>& argv,
                                          int timeout_ms = 10000);
 

@@ -48,13 +48,13 @@ std::vector<std::string> Layouts(const TunerConfig& config, bool kept_only = tru
 // 2; mp1/dp4 with mbs 1: six layouts, none pruned.
 TEST(AutoTunerTest, MemoryModeOrderOfASmallSpace) {
   const TunerConfig config = ParseTunerConfig(kSmall, "/t/tuner.json", 1, 4);
-  EXPECT_EQ(Layouts(config), (std::vector<std::string>{
-                                 "dp1 mp4 pp1 vpp1 sharding1 stage1 mbs1 recompute=-",
-                                 "dp1 mp4 pp1 vpp1 sharding1 stage1 mbs2 recompute=-",
-                                 "dp1 mp4 pp1 vpp1 sharding1 stage1 mbs4 recompute=-",
-                                 "dp2 mp2 pp1 vpp1 sharding1 stage1 mbs1 recompute=-",
-                                 "dp2 mp2 pp1 vpp1 sharding1 stage1 mbs2 recompute=-",
-                                 "dp4 mp1 pp1 vpp1 sharding1 stage1 mbs1 recompute=-"}));
+  EXPECT_EQ(Layouts(config),
+            (std::vector<std::string>{"dp1 mp4 pp1 vpp1 sharding1 stage1 mbs1 recompute=-",
+                                      "dp1 mp4 pp1 vpp1 sharding1 stage1 mbs2 recompute=-",
+                                      "dp1 mp4 pp1 vpp1 sharding1 stage1 mbs4 recompute=-",
+                                      "dp2 mp2 pp1 vpp1 sharding1 stage1 mbs1 recompute=-",
+                                      "dp2 mp2 pp1 vpp1 sharding1 stage1 mbs2 recompute=-",
+                                      "dp4 mp1 pp1 vpp1 sharding1 stage1 mbs1 recompute=-"}));
   EXPECT_EQ(config.history_csv, "/t/tuner_history.csv");
   EXPECT_EQ(config.best_cfg_dir, "/t/best_cfg");
 }
@@ -112,8 +112,8 @@ TEST(AutoTunerTest, ShardingStagesAndPipelines) {
                                       "dp1 mp1 pp1 vpp1 sharding2 stage2 mbs1 recompute=-",
                                       "dp1 mp1 pp1 vpp1 sharding2 stage1 mbs1 recompute=-"}));
   // mbs "auto": divisors of 8 with 8 % (mbs * 2) == 0, so 1, 2, 4; mbs 4 leaves one micro batch
-  // for two pipeline stages (prune_by_mbs comes before prune_by_sharding). The stage varies slower than the mbs
-  // (itertools.product(stage, mbs, ...)).
+  // for two pipeline stages (prune_by_mbs comes before prune_by_sharding). The stage varies slower
+  // than the mbs (itertools.product(stage, mbs, ...)).
   const char* piped = R"({"sharding_degree": "auto", "sharding_stage": "auto", "pp_degree": 2,
     "micro_batch_size": "auto",
     "model_cfg": {"global_batch_size": 8, "num_layers": 4}, "metric_cfg": {"name": "m"},
@@ -132,7 +132,8 @@ TEST(AutoTunerTest, ShardingStagesAndPipelines) {
 }
 
 TEST(AutoTunerTest, PaddleNlpsLlama7bConfigParsesAndKeepsItsRules) {
-  std::ifstream in(std::string(PDLAUNCH_TEST_SOURCE_DIR) + "/unit/plan/fixtures/llama7b_pretrain.json");
+  std::ifstream in(std::string(PDLAUNCH_TEST_SOURCE_DIR) +
+                   "/unit/plan/fixtures/llama7b_pretrain.json");
   std::stringstream text;
   text << in.rdbuf();
   const TunerConfig config = ParseTunerConfig(text.str(), "autoconfig/llama7b_pretrain.json", 1, 8);
@@ -159,8 +160,8 @@ TEST(AutoTunerTest, PaddleNlpsLlama7bConfigParsesAndKeepsItsRules) {
   EXPECT_EQ(space.front().first.mp, 4);
   // The script's parameters go to its JSON file: sharding_stage as "stage<N>".
   std::vector<FileEdit> edits;
-  const std::vector<std::string> args = TrialArguments({"run_pretrain.py"}, kept.front(), config,
-                                                       false, edits);
+  const std::vector<std::string> args =
+      TrialArguments({"run_pretrain.py"}, kept.front(), config, false, edits);
   EXPECT_EQ(args, std::vector<std::string>{"run_pretrain.py"});
   bool stage = false, benchmark = false;
   for (const FileEdit& e : edits) {
@@ -186,9 +187,9 @@ TEST(AutoTunerTest, ArgumentsPerRunCmdStyle) {
   c.global_batch_size = 4;
   c.acc_steps = 1;
   std::vector<FileEdit> edits;
-  EXPECT_EQ(TrialArguments({"train.py", "x"}, c, config, false, edits),
-            (std::vector<std::string>{"train.py", "x", "--dp", "2", "-o",
-                                      "Distributed.mp_degree=2"}));
+  EXPECT_EQ(
+      TrialArguments({"train.py", "x"}, c, config, false, edits),
+      (std::vector<std::string>{"train.py", "x", "--dp", "2", "-o", "Distributed.mp_degree=2"}));
   ASSERT_EQ(edits.size(), 1u);
   EXPECT_EQ(edits[0].dotted_key, "train.mbs");
   EXPECT_EQ(edits[0].value_json, "2");
@@ -316,11 +317,22 @@ TEST(AutoTunerTest, MetricByPaddlesRule) {
     return text;
   };
   EXPECT_EQ(ReadMetric("", "tokens/s"), std::nullopt);
-  EXPECT_EQ(ReadMetric(log(3, 1), "tokens/s"), 3);                  // < 10: the last.
+  EXPECT_EQ(ReadMetric(log(3, 1), "tokens/s"), 3);                      // < 10: the last.
   EXPECT_EQ(ReadMetric(log(12, 1), "tokens/s"), (10 + 11 + 12) / 3.0);  // 10-19: from the 10th.
-  EXPECT_EQ(ReadMetric(log(25, 1), "tokens/s"), (16 + 25) / 2.0);   // >= 20: the last 10.
+  EXPECT_EQ(ReadMetric(log(25, 1), "tokens/s"), (16 + 25) / 2.0);       // >= 20: the last 10.
   EXPECT_EQ(ReadMetric("speed 12.5 tokens/s\n", "tokens/s"), 12.5);
   EXPECT_EQ(ReadMetric("a.b: 7\naxb: 9\n", "a.b"), 7);  // The name is literal, not a regex.
+  // The leftmost match, as re.search: the first alternative where both start at one place.
+  EXPECT_EQ(ReadMetric("3 ms then ms: 4\n", "ms"), 3);
+  EXPECT_EQ(ReadMetric("ms:: 5 and 6 ms\n", "ms"), 5);
+  EXPECT_EQ(ReadMetric("took 2. ms\n", "ms"), 2);
+  EXPECT_EQ(ReadMetric("ms: none\n", "ms"), std::nullopt);
+  // Hostile review #38 item 6: 30 000 digits overflowed std::regex's stack (SIGSEGV); a number
+  // too long for a double is no metric, and a long line costs one pass.
+  const std::string digits(30000, '7');
+  EXPECT_EQ(ReadMetric("tokens/s: " + digits + "\n", "tokens/s"), std::nullopt);
+  EXPECT_EQ(ReadMetric(digits + " tokens/s\ntokens/s: 8\n", "tokens/s"), 8);
+  EXPECT_EQ(ReadMetric(std::string(60000, '9') + "\n", "tokens/s"), std::nullopt);
   EXPECT_TRUE(HasOutOfMemory("x\nOut of memory error on GPU 0: ...\n"));
   EXPECT_FALSE(HasOutOfMemory("out of memory"));
 }
@@ -331,8 +343,7 @@ TEST(AutoTunerTest, BestAndTheHistoryCsvRoundTrip) {
   a.mbs = 1;
   b.mbs = 2;
   c.mbs = 4;
-  std::vector<TrialOutcome> history = {Ran(a, 1, 10.0), Ran(b, 2, 30.0),
-                                       Ran(c, 3, std::nullopt)};
+  std::vector<TrialOutcome> history = {Ran(a, 1, 10.0), Ran(b, 2, 30.0), Ran(c, 3, std::nullopt)};
   history[0].memory_mib = 1000;
   history[1].memory_mib = 39000;
   history[2].oom = true;
@@ -353,6 +364,15 @@ TEST(AutoTunerTest, BestAndTheHistoryCsvRoundTrip) {
   EXPECT_EQ(back[1].memory_mib, 39000);
   EXPECT_TRUE(back[2].oom);
   EXPECT_EQ(back[2].error, "Out of memory");
+  // Hostile review #38 item 6: a `nan` or `inf` made an out-of-memory layout the best. Such a
+  // row is no history: the trial runs again.
+  std::string forged = csv;
+  const size_t at = forged.find(",30,");
+  ASSERT_NE(at, std::string::npos) << forged;
+  forged.replace(at, 4, ",nan,");
+  EXPECT_EQ(ParseHistoryCsv(forged, config).size(), 2u);
+  forged.replace(forged.find(",nan,"), 5, ",inf,");
+  EXPECT_EQ(ParseHistoryCsv(forged, config).size(), 2u);
 }
 
 TEST(AutoTunerTest, CustomizeRunsTheLayoutsOfItsCsvInOrder) {
@@ -418,6 +438,12 @@ TEST(AutoTunerTest, CustomSearchDimsInTheFilesOrderInnermost) {
   EXPECT_EQ(TrialDirName(2, first),
             "Job2_GBS4_DP1_MP1_PP1_VPP1_Sharding1_Stage1_MBS1_Recompute_None_Granularity_None_"
             "AccStep4_UseFlashAttnTrue_FuseAttentionQkvoff");
+  // Hostile review #38 item 6: a value with '/' put the logs elsewhere; one directory now.
+  TrialConfig climbing = first;
+  climbing.custom = {{"fuse_attention_qkv", "\"/../../x\""}};
+  EXPECT_EQ(TrialDirName(2, climbing),
+            "Job2_GBS4_DP1_MP1_PP1_VPP1_Sharding1_Stage1_MBS1_Recompute_None_Granularity_None_"
+            "AccStep4_FuseAttentionQkv_.._.._x");
   std::vector<FileEdit> edits;
   EXPECT_EQ(TrialArguments({"train.py"}, first, config, false, edits),
             (std::vector<std::string>{"train.py", "--dp", "1", "--use_flash_attn", "True"}));
@@ -741,9 +767,10 @@ TEST(AutoTunerTest, BadFilesAreOneLineNamingTheKey) {
   const auto error = [](const std::string& text) {
     return ErrorOf<UsageError>([&] { ParseTunerConfig(text, "t.json", 1, 8); });
   };
-  EXPECT_EQ(error("{"), "--auto_tuner_json t.json: not JSON ([json.exception.parse_error.101] "
-                        "parse error at line 1, column 2: syntax error while parsing object key - "
-                        "unexpected end of input; expected string literal)");
+  EXPECT_EQ(error("{"),
+            "--auto_tuner_json t.json: not JSON ([json.exception.parse_error.101] "
+            "parse error at line 1, column 2: syntax error while parsing object key - "
+            "unexpected end of input; expected string literal)");
   EXPECT_EQ(error(R"({"model_cfg": {"global_batch_size": 8}, "metric_cfg": {"name": "m"},
     "run_cmd": {}, "dp_degree": "Auto"})"),
             "--auto_tuner_json: dp_degree: a string must be \"auto\"");
