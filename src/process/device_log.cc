@@ -211,7 +211,8 @@ struct DeviceLogSampler::State : std::enable_shared_from_this<State> {
                  fs::path(settings.path).filename().string());
       return;
     }
-    file = ::open(settings.path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    file =
+        ::open(settings.path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (file < 0) return Fail(fmt::format("cannot write {}: {}", settings.path, strerror(errno)));
     if (settings.tool != DeviceLogTool::kNvidiaSmi) {
       // Paddle fills these two sections from nvidia-smi, which a DCU or NPU host lacks.

@@ -66,7 +66,8 @@ constexpr size_t kMaskWords = 1024 / 64;
 constexpr long kMpolPreferred = 1;  // <linux/mempolicy.h> MPOL_PREFERRED.
 
 int OutputFlags(const ProcessSpec& spec) {
-  return O_WRONLY | O_CREAT | O_CLOEXEC | (spec.output_truncate ? O_TRUNC : O_APPEND);
+  // O_NOFOLLOW: a link planted as workerlog.N in a shared log directory is not written through.
+  return O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | (spec.output_truncate ? O_TRUNC : O_APPEND);
 }
 
 std::string OutputError(const std::string& path) {
@@ -89,7 +90,7 @@ struct ChildArgs {
   uint64_t reset_signals = ~uint64_t{0};  ///< ProcessSpec::reset_signals.
   bool bind_cpus = false;                 ///< ProcessSpec::cpus as a mask.
   uint64_t cpu_mask[kMaskWords] = {};
-  bool prefer_node = false;               ///< ProcessSpec::preferred_numa_node as a mask.
+  bool prefer_node = false;  ///< ProcessSpec::preferred_numa_node as a mask.
   uint64_t node_mask[kMaskWords] = {};
 
   ChildArgs() = default;
@@ -117,8 +118,8 @@ struct ChildArgs {
   }
 };
 
-// Runs in the new child: raw system calls only (src/process/raw_syscall.h), no allocation, no errno.
-// Never returns.
+// Runs in the new child: raw system calls only (src/process/raw_syscall.h), no allocation, no
+// errno. Never returns.
 [[noreturn]] void ExecChild(ChildArgs* a) {
   long rc = 0;
   int stage = 0;  // kOpeningOutput while opening the output file.
@@ -372,9 +373,9 @@ void Process::ConfirmStarted() {
       ThrowSystemError(child_errno & ~kOpeningOutput, OutputError(output_path_));
     }
     if ((child_errno & kBindingCpus) != 0) {
-      ThrowSystemError(child_errno & ~kBindingCpus,
-                       fmt::format("cannot bind '{}' to its NUMA node (--numa_binding)",
-                                   executable_));
+      ThrowSystemError(
+          child_errno & ~kBindingCpus,
+          fmt::format("cannot bind '{}' to its NUMA node (--numa_binding)", executable_));
     }
     // execve says ENOENT both for a missing file and for a missing #! interpreter.
     if (child_errno == ENOENT && ::access(executable_.c_str(), F_OK) == 0) {

@@ -5,10 +5,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <climits>
 #include <cstdlib>
-
-#include <chrono>
 #include <cstring>
 
 #include "pdlaunch/process/console_echo.h"
@@ -62,8 +61,8 @@ ReportTarget ResolveReportTarget(const std::string& path) {
   char real[PATH_MAX];
   const std::string resolved = exists && ::realpath(path.c_str(), real) ? real : FollowLinks(path);
   if ((exists && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode))) ||
-      path.starts_with("/dev/") || path.starts_with("/proc/") ||
-      resolved.starts_with("/dev/") || resolved.starts_with("/proc/")) {
+      path.starts_with("/dev/") || path.starts_with("/proc/") || resolved.starts_with("/dev/") ||
+      resolved.starts_with("/proc/")) {
     return {ReportTarget::Kind::kStraight, path};
   }
   return {ReportTarget::Kind::kFile, resolved};
@@ -94,7 +93,10 @@ std::optional<std::string> WriteRunReport(const std::string& given, const RunRep
   // so a reader never sees half a report and a link stays a link.
   const std::string& path = target.path;
   const std::string temporary = path + ".tmp." + std::to_string(::getpid());
-  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  // A fresh file, never one planted under that name (nor a link): O_EXCL.
+  ::unlink(temporary.c_str());
+  const int fd =
+      ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) return "cannot create " + temporary + ": " + std::strerror(errno);
   const bool written = WriteAll(fd, text);
   const int write_errno = errno;
@@ -122,7 +124,8 @@ std::optional<std::string> ReportPathProblem(const std::string& given) {
     return std::nullopt;
   }
   const std::string& path = target.path;
-  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return "'" + given + "' is a directory";
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    return "'" + given + "' is a directory";
   const std::string dir = DirOf(path);
   if (::stat(dir.c_str(), &st) != 0) return "directory '" + dir + "': " + std::strerror(errno);
   if (!S_ISDIR(st.st_mode)) return "'" + dir + "' is not a directory";

@@ -141,7 +141,27 @@ fs::path PrepareLogDir(const std::string& log_dir) {
   if (ec) {
     throw LaunchError(fmt::format("cannot create log directory '{}': {}", log_dir, ec.message()));
   }
+  CheckLogDirOwnership(log_dir);
   return fs::absolute(log_dir);
+}
+
+void CheckLogDirOwnership(const std::string& log_dir) {
+  struct stat st {};
+  if (::stat(log_dir.c_str(), &st) != 0) return;  // create_directories said it exists.
+  // Its group may write it: with umask 002 (user private groups) every directory is 775, and
+  // the group is the user's own; a link planted by a group member still fails O_NOFOLLOW.
+  const bool others_write = st.st_uid != ::geteuid() || (st.st_mode & S_IWOTH) != 0;
+  // A sticky directory (/tmp's kind) keeps each user's files to that user; the files are opened
+  // without following links, so one planted there fails to open rather than being written.
+  if (!others_write || (st.st_mode & S_ISVTX) != 0) return;
+  throw LaunchError(fmt::format(
+      "log directory '{}' can be written by another user ({}; mode {:o}): a file or link planted "
+      "there would be written through; use a directory of your own, or make it sticky "
+      "(chmod +t)",
+      log_dir,
+      st.st_uid != ::geteuid() ? fmt::format("owned by uid {}", st.st_uid)
+                               : std::string("writable by all"),
+      st.st_mode & 07777));
 }
 
 std::vector<fs::path> MissingDirectories(const std::string& dir) {
@@ -335,7 +355,8 @@ void WriteTextFile(const std::filesystem::path& path, const std::string& content
   // Written over in place and then cut to length, not truncated first: truncating frees the
   // file's blocks and the write allocates them again, which on ext4 mounted with `discard`
   // costs about 0.25 ms (a discard per run; measured, docs/performance.md). Same result.
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
+  // O_NOFOLLOW: a link planted in a shared log directory is not written through.
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666);
   bool ok = fd >= 0 && WriteAll(fd, content);
   ok = ok && ::ftruncate(fd, static_cast<off_t>(content.size())) == 0;
   const int error = errno;
@@ -479,8 +500,11 @@ void WriteEndpointsFile(const std::filesystem::path& log_dir, const std::string&
 void WritePodLog(const std::filesystem::path& path, const std::string& topology, bool truncate) {
   // open(2) and write(2), as WriteTextFile: an std::ofstream would set up the C++ locale on the
   // start of every job of today's interface (small_file.h).
+  // It holds the launcher's whole environment, secrets included: this user's only, and never
+  // written through a planted link.
   const UniqueFd fd(
-      ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | (truncate ? O_TRUNC : O_APPEND), 0666));
+      ::open(path.c_str(),
+             O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | (truncate ? O_TRUNC : O_APPEND), 0600));
   struct stat st {};
   const bool ok = fd.get() >= 0 && ::fstat(fd.get(), &st) == 0;
   std::string text;

@@ -106,7 +106,13 @@ void ChooseConsole(SupervisorOptions& supervisor, const std::string& pod);
 /// A file that cannot be written is logged (Paddle's "save pod env log failed") and skipped.
 void WriteEnvLogs(const std::vector<SupervisedProcess>& processes, bool truncate);
 
-/// Creates `log_dir` (and parents); returns its absolute path. Throws LaunchError naming it.
+/// LaunchError when another user can write `log_dir` (it belongs to another user, or everyone
+/// may write it) and it is not sticky: a link planted there would be written through
+/// (hostile review #38 item 7). The launcher's files there are opened with O_NOFOLLOW anyway.
+void CheckLogDirOwnership(const std::string& log_dir);
+
+/// Creates `log_dir` (and parents); returns its absolute path. Throws LaunchError naming it, and
+/// when CheckLogDirOwnership refuses it.
 std::filesystem::path PrepareLogDir(const std::string& log_dir);
 
 /// The directories of `dir` and its parents that do not exist yet, deepest first: what

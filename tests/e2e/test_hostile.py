@@ -381,6 +381,50 @@ class HostileWorldTest(harness.LaunchTestCase):
             self.assertNotEqual(self.finish(proc, timeout=60).code, 0)
 
 
+class HostileLogDirTest(harness.LaunchTestCase):
+    """Hostile review #38 item 7: a log directory another user can write, and links planted in
+    it, are never written through."""
+
+    def test_a_directory_of_another_user_is_refused_before_anything_starts(self):
+        shared = self.dir / "shared"
+        shared.mkdir()
+        os.chown(shared, 65534, 65534)
+        result = self.run_launch(["--log_dir", shared] + self.rank_args())
+        self.assertEqual(result.code, 1, result)
+        self.assertEqual(result.stderr.splitlines()[-1],
+                         f"launch: error: log directory '{shared}' can be written by another user "
+                         "(owned by uid 65534; mode 755): a file or link planted there would be "
+                         "written through; use a directory of your own, or make it sticky "
+                         "(chmod +t)")
+        self.assertEqual(list(self.rec.iterdir()), [])
+
+    def test_links_planted_in_a_sticky_directory_are_not_written_through(self):
+        sticky = self.dir / "sticky"
+        sticky.mkdir()
+        sticky.chmod(0o1777)
+        victim = self.dir / "victim"
+        victim.write_text("untouched\n")
+        for name in ("workerlog.0", "endpoints.log"):
+            for left in sticky.iterdir():  # What the previous run wrote.
+                left.unlink()
+            (sticky / name).symlink_to(victim)
+            result = self.run_launch(["--log_dir", sticky] + self.rank_args())
+            self.assertEqual(result.code, 1, result)
+            self.assertIn("Too many levels of symbolic links", result.stderr.splitlines()[-1])
+            self.assertEqual(victim.read_text(), "untouched\n")
+        self.assertEqual(list(self.rec.iterdir()), [])
+
+    def test_files_holding_the_environment_are_the_users_alone(self):
+        result = self.run_launch(["--job_id", "j", "--log_dir", "logs"] + self.rank_args(),
+                                 env=self.env(SECRET_TOKEN="s3cret"))
+        self.assertEqual(result.code, 0, result)
+        logs = self.dir / "logs"
+        pod_log = next(logs.glob("j.*.log"))
+        self.assertIn("s3cret", pod_log.read_text())
+        for path in (pod_log, logs / "envlog.0"):
+            self.assertEqual(path.stat().st_mode & 0o777, 0o600, path)
+
+
 class HostileMasterAnswerTest(harness.LaunchTestCase):
     """A 'master' that answers every request with a chunked response whose trailer field is 65 534
     bytes (what Beast 1.81 throws on), against a participant."""
