@@ -18,7 +18,6 @@ free: run it on an otherwise idle machine, not beside the test suite.
 """
 import argparse
 import os
-import re
 import statistics
 import subprocess
 import sys
@@ -26,21 +25,12 @@ import tempfile
 import time
 from pathlib import Path
 
-JOINED = re.compile(r"all \d+ nodes joined in ([0-9.]+) s")
-STAMP = re.compile(r"^\w+ \S+ (\d+):(\d+):(\d+),(\d+) ")
+from rendezvous import JOINED, stamp_of  # The launchers' log stamps, read the same way.
+
 RANK_SH = """#!/bin/sh
 if [ "$PADDLE_TRAINER_ID" = 3 ]; then sleep 1; exit 7; fi
 exec sleep 60
 """
-
-
-def stamp_of(text, pattern):
-    for line in text.splitlines():
-        m = STAMP.match(line)
-        if m and re.search(pattern, line):
-            h, mi, s, ms = (int(g) for g in m.groups())
-            return h * 3600 + mi * 60 + s + ms / 1000
-    raise RuntimeError(f"no {pattern!r} in:\n{text}")
 
 
 def plan(launch, work, nodes, runs):

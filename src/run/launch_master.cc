@@ -140,6 +140,7 @@ class MasterNode {
   int RunRanks();
   int Complete();
   int Finish(int code);
+  void ServeUntilHeard(const std::vector<std::string>& pods);
 
   // The participant's side of the wire.
   void Contact();
@@ -1345,6 +1346,18 @@ int MasterNode::Complete() {
   return Finish(0);
 }
 
+// The host serves until each of `pods` wrote its heard/<pod> key, for a few seconds at most.
+void MasterNode::ServeUntilHeard(const std::vector<std::string>& pods) {
+  const KvMemoryStore& store = server_->store();
+  loop_.RunUntil(
+      [&] {
+        return std::all_of(pods.begin(), pods.end(), [&](const std::string& pod) {
+          return store.Find(keys_.heard(pod)) != nullptr;
+        });
+      },
+      std::min(settings_.heartbeat_timeout, kHeardSeconds));
+}
+
 // Delivers what is still in flight (a failure record, a done report), then leaves.
 int MasterNode::Finish(int code) {
   // The host's last answers (the done report that completed the job, say) go out before it
@@ -1357,14 +1370,7 @@ int MasterNode::Finish(int code) {
     for (const auto& [key, value] : ledger_->counted()) {
       if (key != own_key_) pods.push_back(InfoKeyPod(keys_, key));
     }
-    const KvMemoryStore& store = server_->store();
-    loop_.RunUntil(
-        [&] {
-          return std::all_of(pods.begin(), pods.end(), [&](const std::string& pod) {
-            return store.Find(keys_.heard(pod)) != nullptr;
-          });
-        },
-        std::min(settings_.heartbeat_timeout, kHeardSeconds));
+    ServeUntilHeard(pods);
   }
   if (server_ && ledger_ && !settings_.ips.empty() && phase_ == Phase::kCompleting && !failure_) {
     // Every node of an --ips job waits for the news that all are done: each says it heard it
@@ -1373,14 +1379,7 @@ int MasterNode::Finish(int code) {
     for (const std::string& member : members_) {
       if (member != pod_) pods.push_back(member);
     }
-    const KvMemoryStore& store = server_->store();
-    loop_.RunUntil(
-        [&] {
-          return std::all_of(pods.begin(), pods.end(), [&](const std::string& pod) {
-            return store.Find(keys_.heard(pod)) != nullptr;
-          });
-        },
-        std::min(settings_.heartbeat_timeout, kHeardSeconds));
+    ServeUntilHeard(pods);
   }
   if (server_) loop_.RunUntil([this] { return server_->answers_in_flight() == 0; }, kFlushSeconds);
   if (client_ && !master_lost_) {

@@ -192,18 +192,21 @@ class PaddleHandshakeTest(NetnsTestCase):
         self.addCleanup(proc.kill)
         return proc
 
+    def paddle_join(self, node, rank):
+        """Paddle's sync_peers from namespace `node` at the master the handshake found."""
+        peer = subprocess.run(self.lab.command(node, [harness.SYSTEM_PYTHON, PADDLE_KV, "join",
+                                                      f"{self.ip(0)}:6768", "default", "2",
+                                                      self.ip(node), "1", str(rank)]),
+                              capture_output=True, text=True, timeout=90)
+        self.assertEqual(peer.returncode, 0, peer.stderr)
+
     def test_a_paddle_node_finds_a_pdlaunch_host(self):
         args = ["--ips", f"{self.ip(0)},{self.ip(1)}", "--nnodes", 2] + self.rank_args()
         host = self.start_on(0, args)
         joiner = self.paddle(1, "handshake-join", self.ip(0))
         out, err = joiner.communicate(timeout=60)
         self.assertEqual((joiner.returncode, out.strip()), (0, "port 6768"), err)
-        # Then Paddle's sync_peers at the master the handshake found: the job forms.
-        peer = subprocess.run(self.lab.command(1, [harness.SYSTEM_PYTHON, PADDLE_KV, "join",
-                                                   f"{self.ip(0)}:6768", "default", "2",
-                                                   self.ip(1), "1", "1"]),
-                              capture_output=True, text=True, timeout=90)
-        self.assertEqual(peer.returncode, 0, peer.stderr)
+        self.paddle_join(1, rank=1)  # Then Paddle's sync_peers there: the job forms.
         result = self.finish(host)
         self.assertEqual(result.code, 0, result)
         self.assertEqual(self.recorded_envs(1)[0]["PADDLE_TRAINERS_NUM"], "2")
@@ -214,11 +217,7 @@ class PaddleHandshakeTest(NetnsTestCase):
         ours = self.start_on(1, args)
         self.assertEqual(host.stdout.readline().strip(), "port 6768")
         # Paddle's host then serves its KV store there: a Paddle node registers beside ours.
-        peer = subprocess.run(self.lab.command(0, [harness.SYSTEM_PYTHON, PADDLE_KV, "join",
-                                                   f"{self.ip(0)}:6768", "default", "2",
-                                                   self.ip(0), "1", "0"]),
-                              capture_output=True, text=True, timeout=90)
-        self.assertEqual(peer.returncode, 0, peer.stderr)
+        self.paddle_join(0, rank=0)
         result = self.finish(ours)
         self.assertEqual(result.code, 0, result)
         self.assertIn(f"Success found the master and port: {self.ip(0)}, 6768", result.stderr)
