@@ -303,8 +303,9 @@ const auto kFlags = std::to_array<FlagSpec>({
     {"--selected_xpus", "xpus", Kind::kValue, L, &StoreText<&LO::xpus>, kBaseGroup,
      "Deprecated alias of --xpus.", ""},
     {"--ips", "ips", Kind::kValue, L, &StoreText<&LO::ips>, kCollectiveGroup,
-     "Comma list of the nodes' addresses or host names, the same on every node; each node runs "
-     "the same command and finds itself in it. Default: 127.0.0.1",
+     "Comma list of the nodes' addresses or host names, or a file of one per line (its first "
+     "token), the same on every node; each node runs the same command and finds itself in it, "
+     "and the nodes meet at the first before any rank starts. Default: 127.0.0.1",
      "", "PADDLE_IPS"},
     {"--servers", "servers", Kind::kValue, L, &StoreText<&LO::servers>, kPsGroup,
      "Parameter servers, ip:port,...", "", "PADDLE_SERVERS_ENDPOINTS"},
@@ -340,9 +341,9 @@ const auto kFlags = std::to_array<FlagSpec>({
     {"--max_restart", "max_restart", Kind::kValue, L, &StoreInt<&LO::max_restart>, kElasticGroup,
      "Restart budget of an elastic job. Default: 3", ""},
     {"--master", "master", Kind::kValue, N, &StoreText<&LO::master>, kLaunchGroup,
-     "Rendezvous: ip:port of the HTTP master (the node with that address hosts it), or "
-     "etcd://host:port. Absent with --nnodes >= 2: this node hosts it and prints the command "
-     "for the others.",
+     "Rendezvous: ip:port of the HTTP master (the node with that address hosts it), :PORT (on "
+     "the first node of --ips), or etcd://host:port. Absent with --nnodes >= 2: this node hosts "
+     "it and prints the command for the others.",
      "", "PADDLE_MASTER"},
     {"--nnodes", "nnodes", Kind::kValue, N, &StoreNnodes, kLaunchGroup,
      "Number of nodes, N (or MIN:MAX with an etcd master). Default: 1", "", "PADDLE_NNODES"},

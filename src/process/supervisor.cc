@@ -216,8 +216,12 @@ class ConsoleEcho {
     quiet_armed_ = true;
     quiet_timer_.expires_after(Seconds(std::max(0.0, *next - Now()) + 0.001));
     quiet_timer_.async_wait([this](boost::system::error_code ec) {
+      // Aborted: the echo may be gone by now (a loop shared with the master outlives it, and
+      // runs the aborted handler later), so nothing of it is touched. It is cancelled only by
+      // Finish, after which it is never armed again.
+      if (ec) return;
       quiet_armed_ = false;
-      if (ec || finished_) return;
+      if (finished_) return;
       WriteOut(mux_.FlushQuiet(Now(), kQuietSeconds));
       ArmQuiet();
     });
