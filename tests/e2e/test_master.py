@@ -624,7 +624,9 @@ class MismatchTest(LaunchTestCase):
         # Job B's node used to share job A's host: when A finished, its launcher left, and B's
         # healthy nodes printed 'lost the master' and exited 1.
         port = free_port(self)
-        host = self.node(port, 2, "host", "--job_id", "A")
+        # Job A's host waits for its second node for as long as a loaded machine (the ASan tree
+        # beside 128 launchers) may take to start B and the second node: 6 s was once too short.
+        host = self.node(port, 2, "host", "--job_id", "A", "--rendezvous_timeout", 120)
         self.serving(port)
         other = self.node(port, 2, "other", "--job_id", "B")
         result = self.finish(other, timeout=30)
