@@ -162,8 +162,8 @@ size_t ItemCount(const std::optional<std::string>& list, char separator) {
 void CheckConfiguration(const LaunchOptions& options) {
   const std::string text = FormatConfigurationArguments(options);
   // Tokens hold no '\n' (the input is split on it) and list items are escaped: one line each.
-  // 31 options and the two rule lines; 15 more for a command of today's interface.
-  const size_t lines = UsesNewInterface(options) ? 48u : 33u;
+  // 32 options and the two rule lines; 16 more for a command of today's interface.
+  const size_t lines = UsesNewInterface(options) ? 50u : 34u;
   PDLAUNCH_FUZZ_CHECK(CountLines(text) == lines);
   PDLAUNCH_FUZZ_CHECK(text.rfind("-----------  Configuration Arguments -----------\n", 0) == 0);
   PDLAUNCH_FUZZ_CHECK(text.ends_with(std::string(48, '-') + "\n"));
