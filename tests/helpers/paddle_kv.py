@@ -108,6 +108,12 @@ def handshake_host(ip, npeers):
                 clients.append(conn)
             for conn in clients:
                 conn.send(b"connect success")
+            # Paddle keeps these connections open until update_by_ips returns, long before its
+            # HTTP master binds this port. Here the bind follows at once, so each client is let
+            # close first: a connection the host closed first would hold the port (EADDRINUSE).
+            for conn in clients:
+                conn.settimeout(30)
+                conn.recv(1)
                 conn.close()
             listener.close()
         except OSError:
