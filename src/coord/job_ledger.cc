@@ -21,12 +21,33 @@ JobLedger::JobLedger(MasterKeys keys, JobTerms terms, std::string host_pod)
 
 void JobLedger::Update(const std::string& key, const std::string* value) {
   if (!key.starts_with(keys_.job_prefix())) return;
-  if (value) {
-    tracked_.insert(key);
-  } else {
-    tracked_.erase(key);
-  }
+  const bool was_tracked = value ? !tracked_.insert(key).second : tracked_.erase(key) == 1;
   std::string pod;
+  UpdatePod(key, value, pod);
+  if (pod.empty() || was_tracked == (value != nullptr)) return;
+  if (value) {
+    ++keys_of_pod_[pod];
+  } else if (const auto it = keys_of_pod_.find(pod);
+             it != keys_of_pod_.end() && --it->second == 0) {
+    keys_of_pod_.erase(it);
+    Prune(pod);
+  }
+}
+
+// A pod none of whose keys is left is forgotten altogether, unless it is a member of the formed
+// world: what the ledger holds is bounded by what the store holds, whatever a client PUTs and
+// DELETEs (a stranger's pairs of random pods grew it by 16 KiB a pair).
+void JobLedger::Prune(const std::string& pod) {
+  if (formed_ && members_.count(pod)) return;
+  seen_alive_.erase(pod);
+  alive_.erase(pod);
+  done_.erase(pod);
+  refused_.erase(pod);
+  late_pods_.erase(pod);
+  dormant_.erase(pod);
+}
+
+void JobLedger::UpdatePod(const std::string& key, const std::string* value, std::string& pod) {
   if (key.starts_with(keys_.info_prefix())) {
     pod = InfoKeyPod(keys_, key);
     if (!value) {
@@ -100,10 +121,12 @@ void JobLedger::Forget(const std::string& pod, bool left) {
   for (const std::string& key : it->second) {
     const auto counted = counted_.find(key);
     if (counted == counted_.end()) continue;
-    if (left) {
+    // Kept aside for a node that was only slow; as many as the job has nodes, no more (a
+    // stranger's records would fill it).
+    if (left && (dormant_.count(pod) || dormant_.size() < static_cast<size_t>(terms_.nnodes))) {
       dormant_[pod][key] = counted->second;
-      left_.push_back(pod);
     }
+    if (left) left_.push_back(pod);
     counted_.erase(counted);
     stale_.push_back(key);
   }
@@ -141,6 +164,14 @@ void JobLedger::Form(const std::vector<std::string>& members) {
     waiting_.insert(pod);
     if (!alive_.count(pod)) lost_.insert(pod);
   }
+}
+
+size_t JobLedger::footprint() const {
+  size_t entries = tracked_.size() + counted_.size() + refused_.size() + alive_.size() +
+                   seen_alive_.size() + done_.size() + late_pods_.size() + keys_of_pod_.size() +
+                   dormant_.size();
+  for (const auto& [pod, keys] : info_by_pod_) entries += 1 + keys.size();
+  return entries;
 }
 
 MasterStep JobLedger::Step() const {

@@ -67,14 +67,20 @@ class JobLedger {
   void Form(const std::vector<std::string>& members);
   /// O(1) unless nodes are lost (then O(lost)).
   MasterStep Step() const;
+  /// The entries the ledger holds, for tests: O(keys under the job's prefix in the store), since a
+  /// pod none of whose keys is left is pruned (a member of the formed world excepted).
+  size_t footprint() const;
 
  private:
+  void UpdatePod(const std::string& key, const std::string* value, std::string& pod);
   void Forget(const std::string& pod, bool left);
+  void Prune(const std::string& pod);
 
   MasterKeys keys_;
   JobTerms terms_;
   std::string host_pod_;
-  std::set<std::string> tracked_;  // Every key fed, for Resync.
+  std::set<std::string> tracked_;              // Every key fed, for Resync.
+  std::map<std::string, size_t> keys_of_pod_;  // Tracked keys that name each pod.
   std::map<std::string, std::set<std::string>> info_by_pod_;
   std::map<std::string, std::string> counted_;
   std::set<std::string> refused_;  // Mismatched, or named by a refused record.

@@ -157,5 +157,44 @@ TEST_F(JobLedgerTest, ResyncReadsDeletionsItWasNotTold) {
   EXPECT_EQ(ledger.counted().count(keys.info("b", -1)), 0u);
 }
 
+TEST_F(JobLedgerTest, PairsOfPutAndDeleteLeaveNothingBehind) {
+  // A stranger's random pods, each registered every way, refused, lapsed, then deleted: the
+  // ledger holds what the store holds (the host's own keys), not a trace of each pair.
+  Put(keys.alive("host"), "1");
+  Put(keys.info("host", -1), "host's");
+  const size_t before = ledger.footprint();
+  const std::string big(16 << 10, 'x');
+  for (int i = 0; i < 2000; ++i) {
+    const std::string pod = "p" + std::to_string(i);
+    Put(keys.info(pod, 0), big);
+    Put(keys.alive(pod), "1");
+    Put(keys.done(pod), "1");
+    Put(keys.refused(pod), "x");
+    Put(keys.node_terms(pod), EncodeJobTerms({9, "collective", ""}));
+    Delete(keys.alive(pod));
+    for (const std::string& key : ledger.TakeStaleInfo()) Delete(key);  // As the host does.
+    Delete(keys.done(pod));
+    Delete(keys.refused(pod));
+    Delete(keys.node_terms(pod));
+    Delete(keys.info(pod, 0));
+    ledger.TakeRefusals();
+  }
+  EXPECT_EQ(ledger.footprint(), before);
+  EXPECT_EQ(ledger.counted().size(), 1u);
+}
+
+TEST_F(JobLedgerTest, ForgottenRecordsAreKeptForAsManyNodesAsTheJobHas) {
+  // Nodes that lapse before the world forms keep their records aside (they may come back), but
+  // no more of them than the job has nodes: a stranger's lapsing pods cannot fill the host.
+  for (int i = 0; i < 10; ++i) {
+    const std::string pod = "n" + std::to_string(i);
+    Join(pod);
+    Delete(keys.alive(pod));
+    for (const std::string& key : ledger.TakeStaleInfo()) Delete(key);
+  }
+  for (int i = 0; i < 10; ++i) Put(keys.alive("n" + std::to_string(i)), "1");
+  EXPECT_EQ(ledger.TakeRevived().size(), 3u);  // The first 3: the job's --nnodes.
+}
+
 }  // namespace
 }  // namespace pdlaunch
