@@ -52,6 +52,9 @@ constexpr char kRevisionHeader[] = "X-Pdlaunch-Revision";
 constexpr std::string_view kHandshakeRequest = "connect master";
 constexpr std::string_view kHandshakeAnswer = "connect success";
 constexpr char kJobHeader[] = "X-Pdlaunch-Job";
+// "required" on every answer of a master that takes a job token: a node that has one refuses a
+// master that does not check it (docs/master.md, "Exposure").
+constexpr char kTokenHeader[] = "X-Pdlaunch-Token";
 
 class Session;
 
@@ -73,6 +76,7 @@ struct KvHttpServer::State : std::enable_shared_from_this<KvHttpServer::State> {
   KvMemoryStore store;
   std::function<void()> on_change;
   std::string job;
+  std::optional<JobToken> token;
   std::list<std::weak_ptr<Session>> sessions;  // Every open connection (each erases its own).
   // The long-polls waiting for a change, by the prefix they wait on: a change costs one test per
   // distinct prefix (at most kMaxParkedPrefixes), not one per parked connection.
@@ -222,6 +226,13 @@ class Session : public std::enable_shared_from_this<Session> {
     if (request_ready) OnRequest();
   }
 
+  // Whether the request carries `Authorization: Bearer <token>`, compared in constant time.
+  static bool Presents(const http::request<http::string_body>& request, const JobToken& token) {
+    constexpr std::string_view kScheme = "Bearer ";
+    const std::string_view field = request[http::field::authorization];
+    return field.starts_with(kScheme) && token.Matches(field.substr(kScheme.size()));
+  }
+
   static KvHttpResponse Status(int status) {
     KvHttpResponse response;
     response.status = status;
@@ -238,6 +249,11 @@ class Session : public std::enable_shared_from_this<Session> {
     Guard([&] {
       const http::request<http::string_body>& request = parser_->get();
       version_ = request.version();
+      if (state_->token && !Presents(request, *state_->token)) {
+        response = Status(401);  // Nothing of the job's is read or written, nothing said.
+        handled = true;
+        return;
+      }
       const KvHttpRequest kv{std::string(request.method_string()), std::string(request.target()),
                              request.body()};
       before = state_->store.revision();
@@ -294,6 +310,7 @@ class Session : public std::enable_shared_from_this<Session> {
     response_.set(http::field::content_type, "application/json; charset=utf8");
     response_.set(kRevisionHeader, std::to_string(state_->store.revision()));
     if (!state_->job.empty()) response_.set(kJobHeader, state_->job);
+    if (state_->token) response_.set(kTokenHeader, "required");
     response_.set(http::field::connection, "close");
     response_.body() = http::span_body<const char>::value_type(body.data(), body.size());
     response_.prepare_payload();
@@ -464,6 +481,8 @@ void KvHttpServer::Changed() { state_->Changed(); }
 
 void KvHttpServer::set_job(std::string job_id) { state_->job = std::move(job_id); }
 
+void KvHttpServer::set_token(std::optional<JobToken> token) { state_->token = std::move(token); }
+
 void KvHttpServer::set_on_change(std::function<void()> on_change) {
   state_->on_change = std::move(on_change);
 }
@@ -527,6 +546,7 @@ class Call : public std::enable_shared_from_this<Call> {
       reply.body = response.body();
       reply.server = OneLine(response[http::field::server].substr(0, 100));
       reply.job = OneLine(response[kJobHeader].substr(0, 256));
+      reply.token_required = response[kTokenHeader] == "required";
       const auto revision = response.find(kRevisionHeader);
       if (revision != response.end()) {
         int64_t value = -1;
@@ -575,10 +595,11 @@ struct KvHttpClient::State {
   tcp::endpoint endpoint;
   std::string host_header;
   std::list<std::weak_ptr<Call>> calls;
+  std::optional<JobToken> token;
 };
 
 KvHttpClient::KvHttpClient(asio::io_context& io, const std::string& address, int port)
-    : state_(std::make_shared<State>(State{io, {}, {}, {}})) {
+    : state_(std::make_shared<State>(State{io, {}, {}, {}, {}})) {
   beast::error_code ec;
   const asio::ip::address ip = asio::ip::make_address(address, ec);
   if (ec) throw std::system_error(EINVAL, std::generic_category(), "bad address " + address);
@@ -603,6 +624,7 @@ void KvHttpClient::Request(const std::string& method, const std::string& target,
   request.set(http::field::host, state_->host_header);
   request.set(http::field::user_agent, ServerName());
   request.set(http::field::connection, "close");
+  if (state_->token) request.set(http::field::authorization, state_->token->Authorization());
   request.body() = body;
   if (method != "GET") request.content_length(body.size());
   state_->calls.remove_if([](const std::weak_ptr<Call>& c) { return c.expired(); });
@@ -610,6 +632,8 @@ void KvHttpClient::Request(const std::string& method, const std::string& target,
   state_->calls.push_back(call);
   call->Start(state_->endpoint, std::move(request), timeout_seconds);
 }
+
+void KvHttpClient::set_token(std::optional<JobToken> token) { state_->token = std::move(token); }
 
 // --- Loop ---
 

@@ -1364,6 +1364,14 @@ std::optional<NodeOutcome> DecodeNodeOutcome(const std::string& text) {
 }
 
 NodeOutcome MergeNodeOutcomes(const std::vector<NodeOutcome>& nodes) {
+  const auto rank0 = std::count_if(nodes.begin(), nodes.end(),
+                                   [](const NodeOutcome& n) { return n.rank0 && !n.skipped; });
+  if (rank0 > 1) {
+    throw LaunchError(fmt::format(
+        "auto tuner: {} of the {} nodes' outcomes say they ran rank 0, which one node runs: a "
+        "record that no node of this search wrote (docs/master.md, \"Exposure\")",
+        rank0, nodes.size()));
+  }
   NodeOutcome merged;
   for (const NodeOutcome& n : nodes) {
     merged.search_seconds = std::max(merged.search_seconds, n.search_seconds);

@@ -14,9 +14,12 @@ namespace {
 
 std::string_view NameOf(std::string_view entry) { return entry.substr(0, entry.find('=')); }
 
-bool IsProxyVariable(std::string_view name) {
+// Never passed to a process: the proxies (Paddle drops them), and the job token, which is the
+// launchers' alone (docs/master.md, "Exposure"): a rank has no use for it, and its environment is
+// written to envlog.N and the pod log.
+bool IsWithheldVariable(std::string_view name) {
   return name == "http_proxy" || name == "https_proxy" || name == "HTTP_PROXY" ||
-         name == "HTTPS_PROXY";
+         name == "HTTPS_PROXY" || name == "PDLAUNCH_JOB_TOKEN";
 }
 
 // PyTorch's names (env:// init): the same master as Paddle's PADDLE_MASTER. Appended in place:
@@ -176,7 +179,7 @@ std::vector<std::string> ComposeEnvironment(const std::vector<std::string>& pare
   env.reserve(parent.size() + vars.size());
   for (const std::string& entry : parent) {
     const std::string_view name = NameOf(entry);
-    if (IsProxyVariable(name) || is_placed(name)) continue;
+    if (IsWithheldVariable(name) || is_placed(name)) continue;
     if (const std::string* value = last_setting(name)) {
       env.push_back(entry_of(name, *value));
       placed.push_back(name);
@@ -225,7 +228,7 @@ SplitEnvironments ComposeEnvironments(const std::vector<std::string>& parent,
   bool parent_has_a_set_name = false;
   for (const std::string& entry : parent) {
     const std::string_view name = NameOf(entry);
-    if (IsProxyVariable(name)) continue;
+    if (IsWithheldVariable(name)) continue;
     if (std::binary_search(set_names.begin(), set_names.end(), name)) {
       parent_has_a_set_name = true;
       break;

@@ -112,9 +112,10 @@ void ApplyEdits(const std::vector<FileEdit>& edits, const std::string& trial,
     }
     if (!named) {
       if (!warned) {
-        PDLOG_WARN("auto tuner: {} is not among the script's arguments: it is rewritten in place "
-                   "for each trial, as Paddle does",
-                   OneLine(file));
+        PDLOG_WARN(
+            "auto tuner: {} is not among the script's arguments: it is rewritten in place "
+            "for each trial, as Paddle does",
+            OneLine(file));
         warned = true;
       }
       WriteAtomically(path, text);
@@ -183,7 +184,7 @@ long NodesOf(const LaunchOptions& options) {
 }  // namespace
 
 std::string TrialKeyJob(const LaunchOptions& options, const std::string& job_name) {
-  return fmt::format("{}.{}", options.job_id.value_or("default"), job_name);
+  return fmt::format("{}:{}", options.job_id.value_or("default"), job_name);
 }
 
 const char* const kTunerNeedsAMaster =
@@ -198,7 +199,8 @@ static TunerConfig LoadConfig(const LaunchOptions& options,
                               std::vector<int>* device_ids = nullptr) {
   const std::string json_path = *options.auto_tuner_json;
   if (!json_path.ends_with(".json")) {
-    throw UsageError(fmt::format("--auto_tuner_json: '{}' must be a .json file", OneLine(json_path)));
+    throw UsageError(
+        fmt::format("--auto_tuner_json: '{}' must be a .json file", OneLine(json_path)));
   }
   std::error_code ec;
   if (!fs::is_regular_file(json_path, ec)) {
@@ -343,8 +345,8 @@ struct Search {
   // dp_estimation replica of k nodes runs on the first k.
   int node_index = 0;
   std::vector<std::string> node_names;
-  bool warned = false;                            // A run_cmd file rewritten in place was said.
-  int launched = 0;  // Trials run here, of every stage (the first gets warmup_time).
+  bool warned = false;  // A run_cmd file rewritten in place was said.
+  int launched = 0;     // Trials run here, of every stage (the first gets warmup_time).
 };
 
 // How one trial ended for the search.
@@ -725,7 +727,8 @@ int RunAutoTuner(const LaunchOptions& options,
   if (fs::is_regular_file(config.resume_csv, ec)) {
     resumed = ParseHistoryCsv(ReadFile(config.resume_csv), config);
     if (!resumed.empty()) {
-      PDLOG_INFO("auto tuner: resuming from {} ({} trials done)", config.resume_csv, resumed.size());
+      PDLOG_INFO("auto tuner: resuming from {} ({} trials done)", config.resume_csv,
+                 resumed.size());
     }
   }
   if (several) {
@@ -739,7 +742,7 @@ int RunAutoTuner(const LaunchOptions& options,
       return code;
     }
   }
-  double search_seconds = 0;  // The longest any node has searched (max_search_time).
+  double search_seconds = 0;           // The longest any node has searched (max_search_time).
   search.search_start = Clock::now();  // After the nodes met: their time.
   const Clock::time_point search_start = search.search_start;
   int launched = 0;  // Trials of this stage run here (task_limit).
@@ -794,9 +797,10 @@ int RunAutoTuner(const LaunchOptions& options,
         // would write: left out, so that the histories stay one and the search resumes.
         if (!several) history.push_back(run.outcome);
         WriteHistory(config, history);
-        fmt::print("auto tuner interrupted during trial {}: history in {}; run the same command "
-                   "again to resume\n",
-                   job_id, config.history_csv);
+        fmt::print(
+            "auto tuner interrupted during trial {}: history in {}; run the same command "
+            "again to resume\n",
+            job_id, config.history_csv);
         return run.code;
       }
       if (run.end == TrialRun::End::kNotAgreed) {
@@ -861,21 +865,21 @@ int RunAutoTuner(const LaunchOptions& options,
     fmt::print("  {}. {}  {}  (Job{})\n", k + 1, Describe(o.cfg), *o.metric, o.job_id);
   }
   const TrialOutcome& winner = history[*best];
-  Json best_json = {{"dp_degree", winner.cfg.dp},
-                    {"mp_degree", winner.cfg.mp},
-                    {"pp_degree", winner.cfg.pp},
-                    {"vpp_degree", winner.cfg.vpp},
-                    {"sharding_degree", winner.cfg.sharding_degree},
-                    {"sharding_stage", winner.cfg.sharding_stage},
-                    {"micro_batch_size", winner.cfg.mbs},
-                    {"use_recompute", winner.cfg.use_recompute ? Json(*winner.cfg.use_recompute) : Json(nullptr)},
-                    {"recompute_granularity", winner.cfg.recompute_granularity
-                                                  ? Json(*winner.cfg.recompute_granularity)
-                                                  : Json(nullptr)},
-                    {"global_batch_size", winner.cfg.global_batch_size},
-                    {"acc_steps", winner.cfg.acc_steps},
-                    {"job_id", winner.job_id},
-                    {config.metric_name, *winner.metric}};
+  Json best_json = {
+      {"dp_degree", winner.cfg.dp},
+      {"mp_degree", winner.cfg.mp},
+      {"pp_degree", winner.cfg.pp},
+      {"vpp_degree", winner.cfg.vpp},
+      {"sharding_degree", winner.cfg.sharding_degree},
+      {"sharding_stage", winner.cfg.sharding_stage},
+      {"micro_batch_size", winner.cfg.mbs},
+      {"use_recompute", winner.cfg.use_recompute ? Json(*winner.cfg.use_recompute) : Json(nullptr)},
+      {"recompute_granularity",
+       winner.cfg.recompute_granularity ? Json(*winner.cfg.recompute_granularity) : Json(nullptr)},
+      {"global_batch_size", winner.cfg.global_batch_size},
+      {"acc_steps", winner.cfg.acc_steps},
+      {"job_id", winner.job_id},
+      {config.metric_name, *winner.metric}};
   for (const auto& [op, value] : winner.cfg.refined) best_json[op] = value;
   for (const auto& [key, value] : winner.cfg.custom) best_json[key] = Json::parse(value);
   if (config.estimated_num_gpus) {
@@ -888,7 +892,8 @@ int RunAutoTuner(const LaunchOptions& options,
   }
   fs::create_directories(config.best_cfg_dir, ec);
   WriteAtomically(fs::path(config.best_cfg_dir) / "best_cfg.json", best_json.dump(2) + "\n");
-  PDLOG_INFO("AutoTuner ended in {:.1f}s.", std::chrono::duration<double>(Clock::now() - start).count());
+  PDLOG_INFO("AutoTuner ended in {:.1f}s.",
+             std::chrono::duration<double>(Clock::now() - start).count());
   if (config.estimated_num_gpus) {
     // As Paddle: the layouts ran as one replica of a cluster this job is not; nothing to run.
     fmt::print(
@@ -909,7 +914,8 @@ int RunAutoTuner(const LaunchOptions& options,
   run.job_of_a_sequence = several;
   run.etcd_key_job = TrialKeyJob(options, "best_cfg");
   std::vector<FileEdit> edits;
-  run.training_script_args = TrialArguments(options.training_script_args, winner.cfg, config, true, edits);
+  run.training_script_args =
+      TrialArguments(options.training_script_args, winner.cfg, config, true, edits);
   ApplyEdits(edits, "best_cfg", run.training_script_args, search.warned);
   const int code = run_job(run);
   if (several) exchange("", "", false, "", 0);  // The best was a job of every node: all are past.

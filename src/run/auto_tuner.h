@@ -27,7 +27,8 @@ using TunerExchange =
                                  const std::string& trial, double wait)>;
 
 /// The etcd key name of the search's job `job_name` (auto_tuner_<n>, gbs_tuner_<n>, best_cfg):
-/// `<--job_id, else default>.<job_name>` (LaunchOptions::etcd_key_job).
+/// `<--job_id, else default>:<job_name>` (LaunchOptions::etcd_key_job). No job id holds a ':'
+/// (--job_id takes letters, digits, '-', '_' and '.'): a user's job is never a trial's.
 std::string TrialKeyJob(const LaunchOptions& options, const std::string& job_name);
 
 /// Runs the search of options.auto_tuner_json; `run_job` runs one job (a trial, or the best) as

@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -41,11 +42,12 @@ std::string RandomNodeId() {
 class EtcdExchange : public ExternalEvents {
  public:
   EtcdExchange(std::shared_ptr<KvStore> store, std::string scope, int nodes,
-               double unavailable_limit)
+               double unavailable_limit, std::optional<JobToken> token)
       : store_(std::move(store)),
         scope_(std::move(scope)),
         nodes_(static_cast<size_t>(nodes)),
         unavailable_limit_(unavailable_limit),
+        token_(std::move(token)),
         id_(RandomNodeId()) {}
 
   ExchangeResult Exchange(const std::string& name, const std::string& value, double timeout);
@@ -66,19 +68,26 @@ class EtcdExchange : public ExternalEvents {
   void Scan();
   void Unavailable(const KvUnavailable& e);
   void Revoke(int64_t& lease);
+  void SayIgnored(const std::vector<IgnoredKey>& ignored);
+  const JobToken* token() const { return token_ ? &*token_ : nullptr; }
   bool Over() const { return values_.has_value() || error_.has_value() || timed_out_; }
 
   std::shared_ptr<KvStore> store_;
   std::string scope_;
   size_t nodes_;
   double unavailable_limit_;  // Seconds etcd may stay unreachable in a row.
+  std::optional<JobToken> token_;
   std::string id_;
   std::string session_;  // Empty until the first exchange is over.
   // The exchange under way.
   std::string prefix_;
   std::string own_key_;
+  std::string name_;
   std::string value_;
-  std::string confirmed_;  // The digest of the complete set this node confirmed; empty: none.
+  std::string written_;         // The record this node last wrote under own_key_.
+  std::set<std::string> said_;  // Keys said to be ignored in this exchange.
+  bool repaired_ = false;       // Whether this exchange said that its record was put back.
+  std::string confirmed_;       // The digest of the complete set this node confirmed; empty: none.
   Clock::time_point start_;
   double timeout_ = 0;
   int64_t lease_ = 0;
@@ -88,6 +97,7 @@ class EtcdExchange : public ExternalEvents {
   std::unique_ptr<KvWatch> watch_;
   std::vector<KeyValue> kvs_;
   std::optional<std::vector<std::string>> values_;
+  std::string digest_;  // The digest of the records of the exchange that completed.
   std::optional<std::string> error_;
   std::optional<std::string> unavailable_;  // The last failure to reach etcd, said once.
   std::optional<Clock::time_point> unavailable_since_;  // Unreachable since; reset on success.
@@ -97,7 +107,8 @@ class EtcdExchange : public ExternalEvents {
 void EtcdExchange::Publish() {
   try {
     if (lease_ == 0) lease_ = store_->GrantLease(kLeaseSeconds);
-    store_->Put(own_key_, EncodeExchangeRecord(confirmed_, value_), lease_);
+    written_ = EncodeExchangeRecord(own_key_, confirmed_, value_, token());
+    store_->Put(own_key_, written_, lease_);
     published_ = true;
     last_keepalive_ = Clock::now();
   } catch (const KvUnavailable& e) {
@@ -120,13 +131,28 @@ void EtcdExchange::Step() {
   for (int pass = 0; pass < 2; ++pass) {
     kvs_ = store_->GetPrefix(prefix_).kvs;
     unavailable_since_.reset();
-    const ExchangeStep step = DecideExchange(kvs_, nodes_, own_key_);
+    const ExchangeStep step = DecideExchange(kvs_, nodes_, own_key_, written_, token());
+    SayIgnored(step.ignored);
     if (step.kind == ExchangeStep::Kind::kDone) {
       values_ = step.values;
+      digest_ = step.digest;
       return;
     }
-    if (step.kind != ExchangeStep::Kind::kConfirm) return;
-    confirmed_ = step.digest;
+    if (step.kind == ExchangeStep::Kind::kRepair) {
+      // Only this node writes its key: a stranger changed or removed it. Put back, and the
+      // exchange completes with the true values once the stranger stops.
+      if (!repaired_) {
+        PDLOG_WARN(
+            "auto tuner: this node's record in the exchange {} in etcd was changed or removed by "
+            "someone else; writing it again (docs/master.md, \"Exposure\")",
+            name_);
+      }
+      repaired_ = true;
+    } else if (step.kind == ExchangeStep::Kind::kConfirm) {
+      confirmed_ = step.digest;
+    } else {
+      return;
+    }
     Publish();
     if (!published_) return;
   }
@@ -148,6 +174,13 @@ void EtcdExchange::Scan() {
     return;
   } catch (const LaunchError& e) {
     error_ = e.what();
+  }
+}
+
+void EtcdExchange::SayIgnored(const std::vector<IgnoredKey>& ignored) {
+  for (const IgnoredKey& key : ignored) {
+    if (said_.size() >= 16 || !said_.insert(key.key).second) continue;  // Said once, 16 at most.
+    PDLOG_WARN("auto tuner: ignoring {} in the exchange {} in etcd: {}", key.key, name_, key.why);
   }
 }
 
@@ -201,7 +234,12 @@ ExchangeResult EtcdExchange::Exchange(const std::string& name, const std::string
                                       double timeout) {
   prefix_ = ExchangePrefix(scope_, session_, name);
   own_key_ = prefix_ + id_;
+  name_ = name;
   value_ = value;
+  written_.clear();
+  said_.clear();
+  repaired_ = false;
+  digest_.clear();
   confirmed_.clear();
   start_ = Clock::now();
   timeout_ = timeout;
@@ -236,7 +274,7 @@ ExchangeResult EtcdExchange::Exchange(const std::string& name, const std::string
                   unavailable_limit_, name, *unavailable_);
     } else if (timed_out_) {
       PDLOG_ERROR("auto tuner: the exchange {} in etcd did not complete within {} s: {}{}", name,
-                  timeout, ExchangeShortfall(kvs_, nodes_, own_key_),
+                  timeout, ExchangeShortfall(kvs_, nodes_, own_key_, token()),
                   unavailable_ ? fmt::format(" (etcd: {})", *unavailable_) : std::string());
     }
     if (result.code == 0) result.code = 1;
@@ -246,7 +284,7 @@ ExchangeResult EtcdExchange::Exchange(const std::string& name, const std::string
   Revoke(previous_lease_);
   previous_lease_ = lease_;
   lease_ = 0;
-  if (session_.empty()) session_ = ExchangeSession(kvs_);
+  if (session_.empty()) session_ = digest_;
   result.values = std::move(*values_);
   return result;
 }
@@ -254,9 +292,9 @@ ExchangeResult EtcdExchange::Exchange(const std::string& name, const std::string
 }  // namespace
 
 StoreExchangeCall MakeStoreExchange(std::shared_ptr<KvStore> store, std::string scope, int nodes,
-                                    double unavailable_limit) {
-  auto exchange =
-      std::make_shared<EtcdExchange>(std::move(store), std::move(scope), nodes, unavailable_limit);
+                                    double unavailable_limit, std::optional<JobToken> token) {
+  auto exchange = std::make_shared<EtcdExchange>(std::move(store), std::move(scope), nodes,
+                                                 unavailable_limit, std::move(token));
   return [exchange](const std::string& name, const std::string& value, double timeout) {
     if (name.empty()) return exchange->Close();
     return exchange->Exchange(name, value, timeout);

@@ -689,6 +689,7 @@ int Main(int argc, char** argv) {
       return 0;
     }
     LaunchOptions& options = command_line.options;
+    internal::TheJobToken();  // Taken out of the environment before anything reads it.
     const EnvMap env = EnvironmentMap();
     const std::vector<std::string> notes = ApplyEnvironmentTwins(options, env);
     // The auto tuner's nodes agree on each trial through its own master, and each trial is an
@@ -809,8 +810,10 @@ int Main(int argc, char** argv) {
       // One client: the exchange's, which also removes each trial's keys.
       std::shared_ptr<KvStore> store =
           MakeEtcdStore(elastic.server, std::chrono::milliseconds(3000));
+      std::optional<JobToken> token;
+      if (const JobToken* given = internal::TheJobToken()) token = *given;
       auto call = internal::MakeStoreExchange(store, options.job_id.value_or("default"),
-                                              elastic.np_min, elastic.timeout_seconds);
+                                              elastic.np_min, elastic.timeout_seconds, token);
       exchange = [&options, call, store, rendezvous = options.rendezvous_timeout,
                   outcome = elastic.ttl_seconds + options.grace + 10](
                      const std::string& job_id, const std::string& value, bool first,

@@ -131,6 +131,7 @@ class MasterNode {
   std::optional<int> FindHandshakePort(Clock::time_point deadline);
   std::string MissingNodes() const;
   std::optional<int> ResolveMaster(Clock::time_point deadline);
+  std::optional<std::string> TokenError(const HttpReply& reply) const;
   bool TryToServe();
   void SetOwnKey();
   void StartRendezvous();
@@ -549,11 +550,13 @@ void MasterNode::StartRendezvous() {
   tick_ = std::make_unique<LoopTimer>(loop_.get(), 0.25, [this] { OnTick(); });
   if (server_) return StartServing();
   client_ = std::make_unique<KvHttpClient>(loop_.get(), master_address_, port_);
+  if (const JobToken* token = TheJobToken()) client_->set_token(*token);
   Contact();
 }
 
 void MasterNode::StartServing() {
   server_->set_job(settings_.job_id);
+  if (const JobToken* token = TheJobToken()) server_->set_token(*token);
   KvMemoryStore& store = server_->store();
   // Room for the job's own records (info, alive, done, terms, the world) beyond the limits: any
   // client may write to the store, and one that fills it must not shut the job's nodes out.
@@ -752,6 +755,28 @@ std::optional<int> MasterNode::WaitForWorld() {
   return std::nullopt;
 }
 
+// The job token on both sides or on neither (docs/master.md, "Exposure"): a node without it is
+// refused by the master (401), and a node with it refuses a master that does not check it.
+std::optional<std::string> MasterNode::TokenError(const HttpReply& reply) const {
+  const bool has_token = TheJobToken() != nullptr;
+  if (reply.status == 401 && reply.token_required) {
+    return fmt::format(
+        "the master at {} takes a job token, and this node {}: give every node the same {} "
+        "(docs/master.md, \"Exposure\")",
+        MasterText(), has_token ? "presents another one" : "has none in its environment",
+        kJobTokenVariable);
+  }
+  if (reply.status != 0 && has_token && !reply.token_required) {
+    return fmt::format(
+        "this node has a job token ({}), and the master at {} does not check one ({}): give "
+        "every node the same token, or none (a master of Paddle's cannot check one; "
+        "docs/master.md, \"Exposure\")",
+        kJobTokenVariable, MasterText(),
+        reply.server.starts_with("pdlaunch/") ? "its node has none" : reply.server);
+  }
+  return std::nullopt;
+}
+
 void MasterNode::Contact() {
   client_->Request("GET", "/healthy", "", 5.0, [this](const HttpReply& reply) {
     if (reply.status == 0 && master_is_local_ && TryToServe()) {
@@ -764,6 +789,10 @@ void MasterNode::Contact() {
       client_.reset();
       SetOwnKey();
       return StartServing();
+    }
+    if (auto error = TokenError(reply)) {
+      rendezvous_error_ = std::move(*error);
+      return Stop();
     }
     if (reply.status != 200) {
       return Retry([this] { Contact(); },

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <random>
 #include <string_view>
 #include <system_error>
@@ -106,6 +107,18 @@ std::string NewPodName() {
   std::string name;
   for (int i = 0; i < 6; ++i) name += static_cast<char>(letter(random));
   return name;
+}
+
+const JobToken* TheJobToken() {
+  static std::optional<JobToken> token;
+  static bool taken = false;
+  if (!taken) {
+    const std::string name(kJobTokenVariable);
+    token = JobToken::FromEnvironment(std::getenv(name.c_str()));
+    ::unsetenv(name.c_str());
+    taken = true;
+  }
+  return token ? &*token : nullptr;
 }
 
 // Every child also gets kNestedMarker (docs/cli.md, "Nested launches").

@@ -15,6 +15,7 @@
 #include "pdlaunch/cli/master_config.h"
 #include "pdlaunch/cli/options.h"
 #include "pdlaunch/coord/elastic.h"
+#include "pdlaunch/coord/job_token.h"
 #include "pdlaunch/coord/kv_store.h"
 #include "pdlaunch/plan/cloud.h"
 #include "pdlaunch/plan/devices.h"
@@ -31,6 +32,11 @@ namespace pdlaunch::internal {
 
 /// The value of environment variable `name`; nullopt when unset or empty.
 std::optional<std::string> GetEnv(const char* name);
+
+/// The job token (docs/master.md, "Exposure"): read from PDLAUNCH_JOB_TOKEN at the first call
+/// and removed from this process's environment, so that no child (a rank, a probe, a hook)
+/// inherits it; nullptr without one. The first call throws UsageError for a malformed one.
+const JobToken* TheJobToken();
 
 /// The environment as a map, variables set to "" included (PaddleCloud detection counts them).
 EnvMap EnvironmentMap();
@@ -225,7 +231,8 @@ ExchangeResult ExchangeOverMaster(const LaunchOptions& options, MasterSettings s
 using StoreExchangeCall = std::function<ExchangeResult(const std::string& name,
                                                        const std::string& value, double timeout)>;
 StoreExchangeCall MakeStoreExchange(std::shared_ptr<KvStore> store, std::string scope, int nodes,
-                                    double unavailable_limit);
+                                    double unavailable_limit,
+                                    std::optional<JobToken> token = std::nullopt);
 
 /// Runs a parameter-server job (launch_ps.cc); returns the launcher's exit code. `announce`
 /// (the configuration dump) is called once the plan has passed its checks.

@@ -745,7 +745,7 @@ class AutoTunerEtcdTwoNodeTest(AutoTunerTwoNodeTest):
 
     def test_two_searches_on_one_etcd_never_meet(self):
         # Two searches of different --job_id at once on one etcd, two nodes each: each trial's
-        # etcd job is <job_id>.auto_tuner_<n>, the exchanges are under the job id, so neither
+        # etcd job is <job_id>:auto_tuner_<n>, the exchanges are under the job id, so neither
         # joins, stops or cleans up the other's trials.
         procs = {}
         for job, hosts in (("s1", ("127.0.0.2", "127.0.0.3")), ("s2", ("127.0.0.4", "127.0.0.5"))):

@@ -381,6 +381,99 @@ class HostileWorldTest(harness.LaunchTestCase):
             self.assertNotEqual(self.finish(proc, timeout=60).code, 0)
 
 
+class HostileTokenTest(harness.LaunchTestCase):
+    """Hostile review #38 item 2: with PDLAUNCH_JOB_TOKEN on every node, a stranger can neither
+    read nor write the job's keys, and the token is written nowhere."""
+
+    TOKEN = "tok-0123456789abcdef-secret"
+
+    def start_job(self, port, host_env, node_env, *extra):
+        args = ["--master", f"127.0.0.1:{port}", "--nnodes", 2, "--rendezvous_timeout", 60,
+                "--log_dir", "logs", "--report", "report.json"] + list(extra)
+        host = self.start_launch(args + self.rank_args("--sleep", 2), env=host_env,
+                                 cwd=self.node_dir("host"), name="host")
+        self.wait_until(lambda: (self.dir / "host.stderr").read_text().count("hosts the master"),
+                        "the master to serve", timeout=20)
+        node = self.start_launch(args + self.rank_args("--sleep", 2), env=node_env,
+                                 cwd=self.node_dir("node"), name="node")
+        return host, node
+
+    def node_dir(self, name):
+        path = self.dir / name
+        path.mkdir(exist_ok=True)
+        return path
+
+    def test_a_stranger_without_the_token_reads_and_writes_nothing(self):
+        port = free_port(self)
+        env = self.env(PDLAUNCH_JOB_TOKEN=self.TOKEN)
+        host, node = self.start_job(port, env, env)
+        refused = []
+        for method, path, body in (("GET", "/default/info/", None), ("GET", "/healthy", None),
+                                   ("PUT", "/default/pdlaunch/news/failure", b'{"x": 1}'),
+                                   ("DELETE", "/default/pdlaunch/world", None)):
+            refused.append(request(port, method, path, body)[0])
+        # The token presented by a stranger who knows it would work; another one does not.
+        conn = socket.create_connection(("127.0.0.1", port), timeout=10,
+                                        source_address=(ATTACKER, 0))
+        conn.sendall(b"GET /healthy HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                     b"Authorization: Bearer tok-0123456789abcdef-secreT\r\n\r\n")
+        refused.append(int(conn.recv(4096).split(b" ", 2)[1]))
+        conn.close()
+        self.assertEqual(refused, [401] * 5)
+        for proc in (host, node):
+            result = self.finish(proc, timeout=60)
+            self.assertEqual(result.code, 0, result)
+        envs = self.recorded_envs(2)
+        self.assertEqual([e["PADDLE_TRAINERS_NUM"] for e in envs], ["2", "2"])
+        # Written nowhere: no rank inherits it, and no file, log line or report holds it.
+        for e in envs:
+            self.assertNotIn("PDLAUNCH_JOB_TOKEN", e)
+        for path in self.dir.rglob("*"):
+            if path.is_file():
+                self.assertNotIn(self.TOKEN, path.read_text(errors="replace"), path)
+        dry = self.run_launch(["--dry_run", "--master", f"127.0.0.1:{port}", "--nnodes", 2]
+                              + self.rank_args(), env=env)
+        self.assertEqual(dry.code, 0, dry)
+        self.assertNotIn(self.TOKEN, dry.stdout + dry.stderr)
+
+    def test_a_node_without_the_token_or_with_another_is_refused_in_one_line(self):
+        port = free_port(self)
+        env = self.env(PDLAUNCH_JOB_TOKEN=self.TOKEN)
+        for node_env, why in ((self.env(), "has none in its environment"),
+                              (self.env(PDLAUNCH_JOB_TOKEN="another-token-0123456789"),
+                               "presents another one")):
+            with self.subTest(why=why):
+                host, node = self.start_job(port, env, node_env, "--heartbeat_timeout", 3)
+                result = self.finish(node, timeout=60)
+                self.assertEqual(result.code, 1, result)
+                self.assertEqual(result.stderr.splitlines()[-1],
+                                 f"launch: error: the master at 127.0.0.1:{port} takes a job "
+                                 f"token, and this node {why}: give every node the same "
+                                 'PDLAUNCH_JOB_TOKEN (docs/master.md, "Exposure")')
+                host.kill()
+                self.finish(host, timeout=60)
+
+    def test_a_node_with_the_token_refuses_a_master_that_does_not_check_it(self):
+        port = free_port(self)
+        host, node = self.start_job(port, self.env(), self.env(PDLAUNCH_JOB_TOKEN=self.TOKEN),
+                                    "--heartbeat_timeout", 3)
+        result = self.finish(node, timeout=60)
+        self.assertEqual(result.code, 1, result)
+        self.assertIn("this node has a job token (PDLAUNCH_JOB_TOKEN), and the master at "
+                      f"127.0.0.1:{port} does not check one (its node has none)",
+                      result.stderr.splitlines()[-1])
+        host.kill()
+        self.finish(host, timeout=60)
+
+    def test_a_malformed_token_is_a_usage_error_that_does_not_show_it(self):
+        result = self.run_launch(self.rank_args(), env=self.env(PDLAUNCH_JOB_TOKEN="short one"))
+        self.assertEqual(result.code, 2, result)
+        self.assertEqual(result.stderr.splitlines()[-1],
+                         "launch: error: PDLAUNCH_JOB_TOKEN: the token is 9 characters long; it "
+                         "takes 16 to 1024")
+        self.assertEqual(list(self.rec.iterdir()), [])
+
+
 class HostileLogDirTest(harness.LaunchTestCase):
     """Hostile review #38 item 7: a log directory another user can write, and links planted in
     it, are never written through."""

@@ -17,6 +17,7 @@
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <charconv>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -39,6 +40,7 @@
 #include "pdlaunch/coord/elastic_policy.h"
 #include "pdlaunch/coord/etcd_protocol.h"
 #include "pdlaunch/coord/job_ledger.h"
+#include "pdlaunch/coord/job_token.h"
 #include "pdlaunch/coord/kv_http.h"
 #include "pdlaunch/coord/rendezvous.h"
 #include "pdlaunch/coord/store_exchange.h"
@@ -355,18 +357,16 @@ void FuzzCollective(const LaunchOptions& options, const FuzzInput& input) {
   if (options.nproc_per_node && *options.nproc_per_node > kMaxProcesses) return;
   const VisibleDevices visible =
       ReadVisibleDevices([&](const std::string& name) { return Get(input.env, name); });
-  for (const auto* list : {&options.gpus, &options.xpus, &visible.cuda, &visible.xpu,
-                           &visible.custom}) {
+  for (const auto* list :
+       {&options.gpus, &options.xpus, &visible.cuda, &visible.xpu, &visible.custom}) {
     if (ItemCount(*list, ',') > kMaxProcesses) return;
   }
   FakeDeviceProbe probe(input.gpu_count, input.gpu_count / 2, input.gpu_count % 3);
   const std::optional<DevicePlan> devices = Try([&] {
     if (options.gpus && options.xpus) throw UsageError("both");
-    return ResolveDevices(options.xpus ? options.xpus : options.gpus, options.nproc_per_node,
-                          options.backend,
-                          DeviceEnvFrom(visible, "--nproc_per_node", "--gpus",
-                                        options.xpus.has_value()),
-                          probe);
+    return ResolveDevices(
+        options.xpus ? options.xpus : options.gpus, options.nproc_per_node, options.backend,
+        DeviceEnvFrom(visible, "--nproc_per_node", "--gpus", options.xpus.has_value()), probe);
   });
   PDLAUNCH_FUZZ_CHECK(probe.calls() <= 2);  // GPU, then XPU.
   if (!devices) return;
@@ -547,6 +547,11 @@ void FuzzElastic(const LaunchOptions& options, const FuzzInput& input) {
     if (auto edited = Try([&] { return SetYamlValue(token, "a.b", "2"); })) {
       PDLAUNCH_FUZZ_CHECK(SetYamlValue(*edited, "a.b", "2") == *edited);
     }
+    // A trial's log line (the auto tuner's metric reader): a finite number or none.
+    for (const char* metric : {"step/s", "interval_samples_per_second"}) {
+      const std::optional<double> value = ReadMetric(token, metric);
+      PDLAUNCH_FUZZ_CHECK(!value || std::isfinite(*value));
+    }
     ++revision;
     (void)Try([&] { return etcd::ParseRangeResponse(token); });
     (void)Try([&] { return etcd::ParseTxnResponse(token); });
@@ -559,15 +564,31 @@ void FuzzElastic(const LaunchOptions& options, const FuzzInput& input) {
   for (size_t i = 0; i < input.args.size(); ++i) {
     exchange.push_back({fmt::format("/x/{:04}", i), input.args[i], 1, 1, 0});
   }
-  for (size_t nodes = 1; nodes <= 3; ++nodes) {
-    if (auto step = Try([&] { return DecideExchange(exchange, nodes, "/x/0000"); })) {
-      if (step->kind == ExchangeStep::Kind::kDone) {
-        PDLAUNCH_FUZZ_CHECK(step->values.size() == nodes && exchange.size() == nodes);
+  // With and without a token: keys that are not records are ignored, never fatal; done only
+  // with `nodes` records; a MAC'd record of this node's own is believed with the token only.
+  static const JobToken kToken = JobToken::Parse("fuzzer-token-0123456789");
+  const std::string own_record = exchange.empty() ? std::string() : exchange.front().value;
+  for (const JobToken* token : {static_cast<const JobToken*>(nullptr), &kToken}) {
+    for (size_t nodes = 1; nodes <= 3; ++nodes) {
+      const ExchangeStep step = DecideExchange(exchange, nodes, "/x/0000", own_record, token);
+      PDLAUNCH_FUZZ_CHECK(step.ignored.size() <= exchange.size());
+      if (step.kind == ExchangeStep::Kind::kDone) {
+        PDLAUNCH_FUZZ_CHECK(step.values.size() == nodes &&
+                            exchange.size() - step.ignored.size() == nodes);
       }
-      if (step->kind != ExchangeStep::Kind::kWait) {
-        PDLAUNCH_FUZZ_CHECK(step->digest == ExchangeSession(exchange));
-      }
+      if (step.kind == ExchangeStep::Kind::kRepair) PDLAUNCH_FUZZ_CHECK(exchange.empty());
+      PDLAUNCH_FUZZ_CHECK(!ExchangeShortfall(exchange, nodes, "/x/0000", token).empty());
     }
+  }
+  if (!input.args.empty()) {
+    // A record made by EncodeExchangeRecord is always one, under its own key only.
+    const std::string record = EncodeExchangeRecord("/x/0000", "", input.args[0], &kToken);
+    const std::vector<KeyValue> mine = {{"/x/0000", record, 1, 1, 0}};
+    const ExchangeStep step = DecideExchange(mine, 1, "/x/0000", record, &kToken);
+    PDLAUNCH_FUZZ_CHECK(input.args[0].size() > kMaxExchangeValue ||
+                        step.kind == ExchangeStep::Kind::kConfirm);
+    const std::vector<KeyValue> moved = {{"/x/0001", record, 1, 1, 0}};
+    PDLAUNCH_FUZZ_CHECK(DecideExchange(moved, 1, "/x/0001", record, &kToken).ignored.size() == 1);
   }
   const JobState state = ParseJobState(keys, kvs);
   ElasticConfig config;
@@ -647,10 +668,9 @@ void FuzzMaster(const FuzzInput& input, const LaunchOptions& options, const EnvM
     }
     // The same token as a direct request, the way the tests drive it.
     const size_t space = token.find(' ');
-    const KvHttpResponse direct =
-        store.Handle({token.substr(0, space), space == std::string::npos ? "/" : token.substr(space + 1),
-                      token},
-                     now);
+    const KvHttpResponse direct = store.Handle(
+        {token.substr(0, space), space == std::string::npos ? "/" : token.substr(space + 1), token},
+        now);
     PDLAUNCH_FUZZ_CHECK(direct.status >= 200 && direct.status < 600);
     PDLAUNCH_FUZZ_CHECK(store.revision() >= before);
     now += 1;

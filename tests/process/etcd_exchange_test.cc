@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -64,12 +66,15 @@ class EtcdExchangeTest : public ::testing::Test {
   std::thread Peer(const std::string& prefix, const std::string& id, const std::string& value,
                    size_t nodes) {
     return std::thread([this, prefix, id, value, nodes] {
-      store_.Put(prefix + id, EncodeExchangeRecord("", value));
+      store_.Put(prefix + id, EncodeExchangeRecord(prefix + id, "", value));
       testutil::WaitFor(
           [&] {
-            const std::vector<KeyValue> kvs = store_.GetPrefix(prefix).kvs;
+            std::vector<KeyValue> kvs = store_.GetPrefix(prefix).kvs;
+            std::erase_if(kvs, [](const KeyValue& kv) {  // Only records count.
+              return kv.value.size() < 17 || kv.value[16] != ' ';
+            });
             if (kvs.size() != nodes) return false;
-            store_.Put(prefix + id, EncodeExchangeRecord(ExchangeSession(kvs), value));
+            store_.Put(prefix + id, EncodeExchangeRecord(prefix + id, ExchangeSession(kvs), value));
             return true;
           },
           std::chrono::seconds(5));
@@ -119,7 +124,8 @@ TEST_F(EtcdExchangeTest, AKeyOfAnEarlierSearchIsWaitedOutNotTakenForANode) {
   // node waits until its lease goes and the real peer comes.
   const std::string plan = ExchangePrefix("job", "", "auto_tuner_plan");
   const int64_t stale = store_.GrantLease(10);
-  store_.Put(plan + "0old", EncodeExchangeRecord("00000000000000aa", "earlier plan"), stale);
+  store_.Put(plan + "0old", EncodeExchangeRecord(plan + "0old", "00000000000000aa", "earlier plan"),
+             stale);
   std::thread later([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
     store_.ExpireLease(stale);
@@ -138,8 +144,8 @@ TEST_F(EtcdExchangeTest, AKeyOfAnEarlierSearchIsWaitedOutNotTakenForANode) {
 
 TEST_F(EtcdExchangeTest, ANodeTooManyIsNamedAtTheDeadline) {
   const std::string plan = ExchangePrefix("job", "", "auto_tuner_plan");
-  store_.Put(plan + "peer1", EncodeExchangeRecord("", "a"));
-  store_.Put(plan + "peer2", EncodeExchangeRecord("", "b"));
+  store_.Put(plan + "peer1", EncodeExchangeRecord(plan + "peer1", "", "a"));
+  store_.Put(plan + "peer2", EncodeExchangeRecord(plan + "peer2", "", "b"));
   auto exchange = Node(2);
   EXPECT_EQ(exchange("auto_tuner_plan", "c", 0.6).code, 1);
   EXPECT_EQ(Keys(plan), (std::vector<std::string>{plan + "peer1", plan + "peer2"}));
@@ -182,6 +188,70 @@ TEST_F(EtcdExchangeTest, AnUnavailableStoreIsTriedAgainUntilTheDeadline) {
   const internal::ExchangeResult again = exchange("auto_tuner_plan", "my plan", 5);
   EXPECT_EQ(again.code, 0);
   EXPECT_EQ(again.values, (std::vector<std::string>{"my plan"}));
+}
+
+TEST_F(EtcdExchangeTest, ARecordAStrangerChangedIsPutBackAndTheTrueValuesWin) {
+  // A stranger overwrites this node's record once, keeping its confirmation and forging its
+  // value; the peer confirms whatever set it sees, again and again, as a real node does.
+  const std::string plan = ExchangePrefix("job", "", "auto_tuner_plan");
+  std::atomic<bool> over{false};
+  std::atomic<bool> forged{false};  // The peer comes after the stranger struck.
+  std::thread stranger([&] {
+    testutil::WaitFor([&] {
+      for (const KeyValue& kv : store_.GetPrefix(plan).kvs) {
+        if (kv.key == plan + "zzzz" || kv.value.size() < 17) continue;
+        store_.Put(kv.key, kv.value.substr(0, 17) + "99999");
+        forged = true;
+        return true;
+      }
+      return false;
+    });
+  });
+  std::thread peer([&] {
+    testutil::WaitFor([&] {
+      if (!forged) return false;
+      const std::vector<KeyValue> kvs = store_.GetPrefix(plan).kvs;
+      const auto own = std::find_if(kvs.begin(), kvs.end(),
+                                    [&](const KeyValue& kv) { return kv.key == plan + "zzzz"; });
+      const std::string record = EncodeExchangeRecord(plan + "zzzz", ExchangeSession(kvs), "b");
+      if (own == kvs.end()) {
+        store_.Put(plan + "zzzz", EncodeExchangeRecord(plan + "zzzz", "", "b"));
+      } else if (kvs.size() == 2 && own->value != record) {
+        store_.Put(plan + "zzzz", record);
+      }
+      return over.load();
+    });
+  });
+  auto exchange = Node(2);
+  ::testing::internal::CaptureStderr();
+  const internal::ExchangeResult result = exchange("auto_tuner_plan", "a", 10);
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  over = true;
+  stranger.join();
+  peer.join();
+  ASSERT_EQ(result.code, 0);
+  EXPECT_EQ(result.values, (std::vector<std::string>{"a", "b"}));
+  EXPECT_NE(log.find("this node's record in the exchange auto_tuner_plan in etcd was "
+                     "changed or removed by someone else; writing it again"),
+            std::string::npos)
+      << log;
+}
+
+TEST_F(EtcdExchangeTest, AJunkKeyUnderThePrefixIsNamedAndIgnored) {
+  const std::string plan = ExchangePrefix("job", "", "auto_tuner_plan");
+  store_.Put(plan + "junk", "x");                           // No lease: it never goes by itself.
+  std::thread peer = Peer(plan, "zzzz", "peer's plan", 2);  // Three keys, two records.
+  auto exchange = Node(2);
+  ::testing::internal::CaptureStderr();
+  const internal::ExchangeResult result = exchange("auto_tuner_plan", "my plan", 10);
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  peer.join();
+  ASSERT_EQ(result.code, 0);
+  EXPECT_EQ(result.values, (std::vector<std::string>{"my plan", "peer's plan"}));
+  EXPECT_NE(log.find("ignoring /pdlaunch/auto_tuner/job/auto_tuner_plan/junk in the "
+                     "exchange auto_tuner_plan in etcd: not a record"),
+            std::string::npos)
+      << log;
 }
 
 }  // namespace

@@ -74,8 +74,9 @@ struct LaunchOptions {
   /// master address, so that a master still serving the previous one is waited for, not an error.
   bool job_of_a_sequence = false;
   /// Set by the auto tuner for its jobs (no flag): the name under which a job through etcd keeps
-  /// its keys (/paddle/<name>/) in place of its job id: `<--job_id>.auto_tuner_<n>`, so that two
-  /// searches on one etcd never share a trial's keys.
+  /// its keys (/paddle/<name>/) in place of its job id: `<--job_id>:auto_tuner_<n>`, so that two
+  /// searches on one etcd never share a trial's keys, and no job of a user's is a trial (a job id
+  /// holds no ':').
   std::optional<std::string> etcd_key_job;
 
   // pdlaunch's own additions.

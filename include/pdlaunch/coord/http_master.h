@@ -6,8 +6,10 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
+#include "pdlaunch/coord/job_token.h"
 #include "pdlaunch/coord/kv_http.h"
 
 namespace boost::asio {
@@ -60,6 +62,9 @@ class KvHttpServer {
   void Changed();
   /// Every answer says `X-Pdlaunch-Job: <job_id>`: the job this master serves.
   void set_job(std::string job_id);
+  /// With a job token, a request that does not present it (`Authorization: Bearer <token>`) is
+  /// answered 401 and touches nothing; Paddle's nodes cannot present one (docs/master.md).
+  void set_token(std::optional<JobToken> token);
   /// Called on the loop after every change of the store (a request's or an expiry's);
   /// store().ChangedUnder() tells which keys it touched.
   void set_on_change(std::function<void()> on_change);
@@ -75,9 +80,10 @@ class KvHttpServer {
 struct HttpReply {
   int status = 0;
   std::string body;
-  std::string server;     ///< The Server header ("pdlaunch/0.x", "BaseHTTP/0.6 Python/3.10").
-  int64_t revision = -1;  ///< X-Pdlaunch-Revision, -1 when absent (not a pdlaunch master).
-  std::string job;        ///< X-Pdlaunch-Job (escaped, bounded): the job the master serves.
+  std::string server;           ///< The Server header ("pdlaunch/0.x", "BaseHTTP/0.6 Python/3.10").
+  int64_t revision = -1;        ///< X-Pdlaunch-Revision, -1 when absent (not a pdlaunch master).
+  std::string job;              ///< X-Pdlaunch-Job (escaped, bounded): the job the master serves.
+  bool token_required = false;  ///< X-Pdlaunch-Token: required: the master takes a job token.
   std::string error;
 };
 
@@ -94,6 +100,8 @@ class KvHttpClient {
 
   void Request(const std::string& method, const std::string& target, const std::string& body,
                double timeout_seconds, std::function<void(const HttpReply&)> done);
+  /// Every request from now on presents `token` (see KvHttpServer::set_token).
+  void set_token(std::optional<JobToken> token);
 
  private:
   struct State;

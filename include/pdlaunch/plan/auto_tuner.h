@@ -221,7 +221,8 @@ std::optional<NodeOutcome> DecodeNodeOutcome(const std::string& text);
 /// The trial's outcome from every node's (Paddle's merge through etcd, made whole): out of
 /// memory if any node ran out; timed out if any node's deadline stopped it; the exit code of the
 /// first node (in the given order) that did not time out and failed; the metric of the node that
-/// ran rank 0; the highest peak memory; the longest time.
+/// ran rank 0; the highest peak memory; the longest time. Throws LaunchError when more than one
+/// node says it ran rank 0 (only one did: another record is not a node's of this search).
 NodeOutcome MergeNodeOutcomes(const std::vector<NodeOutcome>& nodes);
 
 /// Classifies `node` into `trial` (metric, memory, oom, timed_out, error, exec_time): out of

@@ -666,6 +666,22 @@ TEST(AutoTunerTest, MemoryEstimatesAboveTheLimitPrune) {
   EXPECT_EQ(why, (std::vector<std::optional<std::string>>{none, none, above, none, above, above}));
 }
 
+// One node runs rank 0: a second outcome that says so is a record no node of the search wrote.
+TEST(AutoTunerTest, TwoOutcomesOfRankZeroAreRefused) {
+  NodeOutcome a;
+  a.rank0 = true;
+  a.metric = 240;
+  NodeOutcome forged = a;
+  forged.metric = 99999;
+  EXPECT_EQ(testutil::ErrorOf<LaunchError>([&] {
+              MergeNodeOutcomes({a, forged});
+            }),
+            "auto tuner: 2 of the 2 nodes' outcomes say they ran rank 0, which one node runs: a "
+            "record that no node of this search wrote (docs/master.md, \"Exposure\")");
+  forged.skipped = true;  // A node outside a dp_estimation replica is not counted.
+  EXPECT_EQ(MergeNodeOutcomes({a, forged}).metric, 240);
+}
+
 // Several nodes (docs/auto-tuner.md, "Several nodes"): each node's view of a trial, merged the
 // same way on every node.
 TEST(AutoTunerTest, NodeOutcomesMergeAsOneTrial) {
