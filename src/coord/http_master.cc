@@ -55,6 +55,7 @@ constexpr char kJobHeader[] = "X-Pdlaunch-Job";
 // "required" on every answer of a master that takes a job token: a node that has one refuses a
 // master that does not check it (docs/master.md, "Exposure").
 constexpr char kTokenHeader[] = "X-Pdlaunch-Token";
+constexpr int kSendBufferBytes = 256 << 10;
 
 class Session;
 
@@ -66,6 +67,7 @@ struct KvHttpServer::State : std::enable_shared_from_this<KvHttpServer::State> {
 
   void Accept();
   void Admit(tcp::socket socket);
+  void EvictOldest(std::list<std::weak_ptr<Session>>& list);
   void Changed();
   void ArmExpiry();
 
@@ -83,8 +85,14 @@ struct KvHttpServer::State : std::enable_shared_from_this<KvHttpServer::State> {
   using Parked = std::list<std::weak_ptr<Session>>;
   std::map<std::string, Parked, std::less<>> parked;
   static constexpr size_t kMaxParkedPrefixes = 64;
-  std::map<asio::ip::address, size_t> per_address;  // Open connections by client address.
-  size_t writing = 0;                               // Answers being written.
+  // Open connections by client address, oldest first.
+  std::map<asio::ip::address, std::list<std::weak_ptr<Session>>> per_address;
+  size_t writing = 0;  // Answers being written.
+  // Answers being written, oldest first, and the bytes of their bodies: a client that does not
+  // read holds its answer (and the kernel's buffers) until its deadline.
+  std::list<std::weak_ptr<Session>> writers;
+  size_t bytes_writing = 0;
+  static constexpr size_t kMaxBytesWriting = 64u << 20;
   bool stopped = false;
 };
 
@@ -101,16 +109,14 @@ class Session : public std::enable_shared_from_this<Session> {
         peer_(std::move(peer)) {}
 
   ~Session() {
-    if (self_in_sessions_) state_->sessions.erase(*self_in_sessions_);
+    Leave();
     if (parked_) Unpark();
-    const auto count = state_->per_address.find(peer_);
-    if (count != state_->per_address.end() && --count->second == 0) {
-      state_->per_address.erase(count);
-    }
   }
 
-  void Start(std::list<std::weak_ptr<Session>>::iterator self_in_sessions) {
+  void Start(std::list<std::weak_ptr<Session>>::iterator self_in_sessions,
+             std::list<std::weak_ptr<Session>>::iterator self_in_address) {
     self_in_sessions_ = self_in_sessions;
+    self_in_address_ = self_in_address;
     parser_.emplace();
     parser_->header_limit(static_cast<uint32_t>(state_->limits.max_header_bytes));
     parser_->body_limit(state_->limits.max_body_bytes);
@@ -124,6 +130,19 @@ class Session : public std::enable_shared_from_this<Session> {
   /// connection only.
   void AnswerChange() noexcept {
     if (parked_ && state_->store.revision() > wait_revision_) Guard([&] { Answer(); });
+  }
+
+  /// Closed to make room for a newer connection (the server is at a bound): it leaves the
+  /// server's books at once, so that the slot is free now, not when its handlers have run.
+  void Evict() {
+    PDLOG_DEBUG("master: closing the oldest connection of {} to admit a newer one",
+                peer_.to_string());
+    Leave();
+    if (parked_) {
+      Unpark();
+      wait_timer_.cancel();
+    }
+    Close();
   }
 
   void Close() {
@@ -316,10 +335,49 @@ class Session : public std::enable_shared_from_this<Session> {
     response_.prepare_payload();
     stream_.expires_after(Duration(state_->limits.idle_seconds));
     ++state_->writing;
+    StartWriting(body.size());
     http::async_write(stream_, response_, [self = shared_from_this()](beast::error_code, size_t) {
       --self->state_->writing;
+      self->StopWriting();
       self->Close();
     });
+  }
+
+  // Over kMaxBytesWriting, the oldest answers still being written (their clients do not read)
+  // make room: their connections are closed.
+  void StartWriting(size_t bytes) {
+    while (!state_->writers.empty() &&
+           state_->bytes_writing + bytes > ServerState::kMaxBytesWriting) {
+      const std::shared_ptr<Session> oldest = state_->writers.front().lock();
+      if (!oldest) {
+        state_->writers.pop_front();
+        continue;
+      }
+      oldest->Evict();
+    }
+    writing_bytes_ = bytes;
+    state_->bytes_writing += bytes;
+    self_in_writers_ = state_->writers.insert(state_->writers.end(), weak_from_this());
+  }
+
+  void StopWriting() {
+    if (!self_in_writers_) return;
+    state_->writers.erase(*self_in_writers_);
+    self_in_writers_.reset();
+    state_->bytes_writing -= writing_bytes_;
+    writing_bytes_ = 0;
+  }
+
+  // Off the server's books: its slot, its address's share and its bytes in flight are free.
+  void Leave() {
+    StopWriting();
+    if (self_in_sessions_) state_->sessions.erase(*self_in_sessions_);
+    self_in_sessions_.reset();
+    if (!self_in_address_) return;
+    const auto list = state_->per_address.find(peer_);
+    list->second.erase(*self_in_address_);
+    if (list->second.empty()) state_->per_address.erase(list);
+    self_in_address_.reset();
   }
 
   beast::tcp_stream stream_;
@@ -331,6 +389,9 @@ class Session : public std::enable_shared_from_this<Session> {
   std::shared_ptr<ServerState> state_;
   asio::ip::address peer_;
   std::optional<std::list<std::weak_ptr<Session>>::iterator> self_in_sessions_;
+  std::optional<std::list<std::weak_ptr<Session>>::iterator> self_in_address_;
+  std::optional<std::list<std::weak_ptr<Session>>::iterator> self_in_writers_;
+  size_t writing_bytes_ = 0;
   std::map<std::string, ServerState::Parked, std::less<>>::iterator group_;
   ServerState::Parked::iterator self_in_parked_;
   Clock::time_point request_deadline_;
@@ -371,18 +432,36 @@ void KvHttpServer::State::Accept() {
   });
 }
 
+void KvHttpServer::State::EvictOldest(std::list<std::weak_ptr<Session>>& list) {
+  while (!list.empty()) {
+    const std::shared_ptr<Session> oldest = list.front().lock();
+    if (oldest) return oldest->Evict();  // Takes it off `list`.
+    list.pop_front();
+  }
+}
+
 void KvHttpServer::State::Admit(tcp::socket socket) {
   beast::error_code ec;
   const tcp::endpoint remote = socket.remote_endpoint(ec);
   if (ec) return;  // Gone already; the socket closes with this scope.
-  const auto held = per_address.find(remote.address());
-  const size_t mine = held == per_address.end() ? 0 : held->second;
-  if (sessions.size() >= limits.max_connections || mine >= limits.max_per_address) {
-    return;  // Over a bound: closed at once, without affecting the others.
+  // At a bound, the oldest connection (of this address, or of all) is closed to admit this one:
+  // a flood of long-polls or idle connections can delay a node's next request by nothing, since
+  // a node's heartbeat is always the newest, and a request takes milliseconds (docs/master.md,
+  // "Exposure"). O(1) a connection.
+  std::list<std::weak_ptr<Session>>& mine = per_address[remote.address()];
+  if (mine.size() >= limits.max_per_address) EvictOldest(mine);
+  if (sessions.size() >= limits.max_connections) EvictOldest(sessions);
+  if (sessions.size() >= limits.max_connections || mine.size() >= limits.max_per_address) {
+    if (mine.empty()) per_address.erase(remote.address());
+    return;  // Nothing to close (a bound of 0): this one is closed at once.
   }
+  // A fixed send buffer: an answer a client does not read holds 256 KiB of the kernel's memory,
+  // not the 4 MiB autotuning grows to, and writing it costs the loop as much (enough for a LAN:
+  // 10 Gb/s at 0.2 ms is 250 KB in flight).
+  socket.set_option(asio::socket_base::send_buffer_size(kSendBufferBytes), ec);
   auto session = std::make_shared<Session>(std::move(socket), shared_from_this(), remote.address());
-  ++per_address[remote.address()];  // Undone by ~Session.
-  session->Start(sessions.insert(sessions.end(), session));
+  const auto in_sessions = sessions.insert(sessions.end(), session);
+  session->Start(in_sessions, mine.insert(mine.end(), session));  // Undone by Session::Leave.
 }
 
 void KvHttpServer::State::Changed() {

@@ -55,6 +55,16 @@ def cpu_seconds(pid):
         return 0.0
 
 
+def tcp_memory_bytes():
+    """The kernel's TCP buffer memory now, all sockets (/proc/net/sockstat, in pages)."""
+    with open("/proc/net/sockstat") as f:
+        for line in f:
+            if line.startswith("TCP:"):
+                fields = line.split()
+                return int(fields[fields.index("mem") + 1]) * os.sysconf("SC_PAGE_SIZE")
+    return 0
+
+
 def attacker_socket(port, timeout=10, source=ATTACKER):
     return socket.create_connection(("127.0.0.1", port), timeout=timeout,
                                     source_address=(source, 0))
@@ -246,6 +256,68 @@ class HostileMasterTest(harness.LaunchTestCase):
         finally:
             for s in sockets:
                 s.close()
+        self.assert_job_succeeds(host, node)
+
+    def test_long_polls_from_many_addresses_and_the_nodes_own_shut_no_node_out(self):
+        # 600 long-polls from 30 addresses and 100 from the nodes' own address (127.0.0.1: nodes
+        # simulated on one host share it), held past --heartbeat_timeout: every slot and the
+        # nodes' address's share are taken, and each new connection closes the oldest instead
+        # of being refused. Before, both nodes failed their heartbeat in 3.4-4.0 s.
+        port, host, node = self.start_job(seconds=HEARTBEAT + 5)
+        sockets = []
+
+        def body():
+            sources = [f"127.0.0.{10 + i}" for i in range(30)] + ["127.0.0.1"] * 5
+            for i in range(700):
+                try:
+                    s = attacker_socket(port, timeout=2, source=sources[i % len(sources)])
+                    s.sendall(b"GET /default/info/?wait=999999999&timeout=60 HTTP/1.1\r\n"
+                              b"Host: x\r\n\r\n")
+                    sockets.append(s)
+                except OSError:
+                    pass
+            time.sleep(HEARTBEAT + 1)
+        try:
+            self.attack(port, host, body)
+        finally:
+            for s in sockets:
+                s.close()
+        self.assert_job_succeeds(host, node)
+
+    def test_answers_nobody_reads_are_bounded_in_bytes(self):
+        # 400 GETs from 20 addresses of a prefix of 3.75 MiB, never read: at most 64 MiB of
+        # answers are in flight (the oldest unread ones are closed), and the loop keeps
+        # answering /healthy.
+        port, host, node = self.start_job(seconds=HEARTBEAT + 5)
+        chunk = b"v" * (256 << 10)
+        for i in range(15):
+            self.assertEqual(request(port, "PUT", f"/default/big/k{i:02}", chunk)[0], 200)
+        sockets = []
+
+        def body():
+            for i in range(400):
+                try:
+                    s = attacker_socket(port, timeout=2, source=f"127.0.0.{40 + i % 20}")
+                    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+                    s.sendall(b"GET /default/big/ HTTP/1.1\r\nHost: x\r\n\r\n")
+                    sockets.append(s)
+                except OSError:
+                    pass
+            deadline = time.monotonic() + 2
+            while time.monotonic() < deadline:
+                peak[0] = max(peak[0], tcp_memory_bytes())
+                time.sleep(0.05)
+        peak = [0]
+        try:
+            self.attack(port, host, body)
+        finally:
+            for s in sockets:
+                s.close()
+        print(f"hostile measured: kernel TCP memory peak {peak[0] / 1048576:.0f} MiB",
+              file=sys.stderr)
+        # 64 MiB of answers in flight, and what the kernel holds besides; 400 answers of 3.75
+        # MiB were 1.5 GiB.
+        self.assertLess(peak[0], 256 << 20)
         self.assert_job_succeeds(host, node)
 
     def test_a_full_store_leaves_room_for_the_jobs_records(self):
