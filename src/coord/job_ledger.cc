@@ -45,6 +45,7 @@ void JobLedger::Prune(const std::string& pod) {
   refused_.erase(pod);
   late_pods_.erase(pod);
   dormant_.erase(pod);
+  running_.erase(pod);
 }
 
 void JobLedger::UpdatePod(const std::string& key, const std::string* value, std::string& pod) {
@@ -72,6 +73,7 @@ void JobLedger::UpdatePod(const std::string& key, const std::string* value, std:
   } else if (Below(key, keys_.alive(""), pod)) {
     if (value) {
       alive_.insert(pod);
+      if (*value == kRunningHeartbeat) running_.insert(pod);
       if (const auto it = dormant_.find(pod); it != dormant_.end()) {
         if (!formed_) revived_.insert(revived_.end(), it->second.begin(), it->second.end());
         dormant_.erase(it);
@@ -166,10 +168,21 @@ void JobLedger::Form(const std::vector<std::string>& members) {
   }
 }
 
+std::vector<std::string> JobLedger::NotRunning() const {
+  std::vector<std::string> idle;
+  if (!formed_) return idle;
+  for (const std::string& pod : members_) {
+    if (pod != host_pod_ && seen_alive_.count(pod) && !running_.count(pod) && !done_.count(pod)) {
+      idle.push_back(pod);
+    }
+  }
+  return idle;
+}
+
 size_t JobLedger::footprint() const {
   size_t entries = tracked_.size() + counted_.size() + refused_.size() + alive_.size() +
                    seen_alive_.size() + done_.size() + late_pods_.size() + keys_of_pod_.size() +
-                   dormant_.size();
+                   dormant_.size() + running_.size();
   for (const auto& [pod, keys] : info_by_pod_) entries += 1 + keys.size();
   return entries;
 }

@@ -132,6 +132,8 @@ class MasterNode {
   std::string MissingNodes() const;
   std::optional<int> ResolveMaster(Clock::time_point deadline);
   std::optional<std::string> TokenError(const HttpReply& reply) const;
+  std::vector<std::string> NamesOf(const std::vector<std::string>& pods) const;
+  double RunningBound() const;
   bool TryToServe();
   void SetOwnKey();
   void StartRendezvous();
@@ -209,6 +211,7 @@ class MasterNode {
   Clock::time_point last_status_ = Clock::now();
   Clock::time_point last_contact_ = Clock::now();
   Clock::time_point last_heartbeat_{};
+  std::unique_ptr<LoopTimer> running_check_;    // The host's, armed when the world forms.
   Clock::time_point last_tick_ = Clock::now();  // OnTick's: a gap is this node's own stall.
   /// The master has not answered for --heartbeat_timeout while the job ran: this node stops
   /// and exits at once, without trying to deliver anything more to it.
@@ -671,6 +674,20 @@ void MasterNode::FormWorld() {
     store.Put(keys_.formed(), EncodeFormed({settings_.nnodes, {}}), std::nullopt,
               /*within_limits=*/false);
     ledger_->Form(members_);
+    // A member that joined and never runs ranks (a stranger's records, say) would keep the host
+    // waiting for its done report for as long as it keeps a heartbeat: it is given a bound.
+    const double bound = RunningBound();
+    running_check_ = std::make_unique<LoopTimer>(loop_.get(), bound, [this, bound] {
+      auto keep = std::move(running_check_);  // Destroyed after the call: no re-arm.
+      const std::vector<std::string> idle = ledger_->NotRunning();
+      if (idle.empty()) return;
+      PublishFailure(JobFailure{
+          node_ip_, "",
+          fmt::format("node {} joined the world of job {} but started no rank within {} s: a "
+                      "stranger's records, or a launcher of another version; stopping the job",
+                      fmt::join(NamesOf(idle), ", "), settings_.job_id, bound),
+          1});
+    });
     return server_->Changed();
   }
   // Every node exits with the host's reason (two nodes with one --rank, say).
@@ -698,6 +715,7 @@ bool MasterNode::Adopt(const std::function<MasterWorld()>& form) {
     return false;
   }
   phase_ = Phase::kRunning;
+  last_heartbeat_ = {};  // The next tick says "running" at once.
   if (!Solo(settings_)) {
     // A thousand addresses on every node's console say nothing: the first ones, and how many.
     constexpr size_t kShown = 16;
@@ -1015,7 +1033,10 @@ void MasterNode::Heartbeat() {
   if (!registered_ || foreign_ || !client_ || phase_ == Phase::kDone) return;
   if (SecondsSince(last_heartbeat_) < settings_.heartbeat_timeout / 4) return;
   last_heartbeat_ = Clock::now();
-  Put(keys_.alive(pod_), "1", fmt::format("?ttl={}", settings_.heartbeat_timeout), nullptr);
+  // Once its world formed, the heartbeat says so: the host fails a member that never does.
+  const std::string_view value = phase_ == Phase::kRendezvous ? "1" : kRunningHeartbeat;
+  Put(keys_.alive(pod_), std::string(value), fmt::format("?ttl={}", settings_.heartbeat_timeout),
+      nullptr);
 }
 
 void MasterNode::OnTick() {
@@ -1220,17 +1241,29 @@ void MasterNode::OnJobFailed(const JobFailure& failure) {
 }
 
 // The host found members whose heartbeat expired: their loss is the job's failure.
-void MasterNode::OnNodesLost(const std::vector<std::string>& lost) {
-  if (lost_reported_) return;
-  lost_reported_ = true;
+// The members' addresses as the world names them ("10.0.0.2 (abcdef)"); the pod, escaped, when
+// it is no member.
+std::vector<std::string> MasterNode::NamesOf(const std::vector<std::string>& pods) const {
   std::vector<std::string> names;
-  for (const std::string& pod : lost) {
+  for (const std::string& pod : pods) {
     std::string address = OneLine(pod);
     for (size_t i = 0; i < members_.size(); ++i) {
       if (members_[i] == pod) address = member_addresses_[i];
     }
     names.push_back(address);
   }
+  return names;
+}
+
+// How long after the world formed every member's heartbeat must say that it runs: its first
+// heartbeat after the forming goes at once, so two heartbeat periods and 5 s are slack enough
+// for a starved node.
+double MasterNode::RunningBound() const { return 2 * settings_.heartbeat_timeout + 5; }
+
+void MasterNode::OnNodesLost(const std::vector<std::string>& lost) {
+  if (lost_reported_) return;
+  lost_reported_ = true;
+  const std::vector<std::string> names = NamesOf(lost);
   PublishFailure(JobFailure{node_ip_, "",
                             fmt::format("node {} lost: no heartbeat for {} s",
                                         fmt::join(names, ", "), settings_.heartbeat_timeout),

@@ -453,6 +453,47 @@ class HostileWorldTest(harness.LaunchTestCase):
             self.assertNotEqual(self.finish(proc, timeout=60).code, 0)
 
 
+class HostileMemberTest(harness.LaunchTestCase):
+    """Hostile review #38 item 4: a stranger that registers as a node and keeps its heartbeat
+    fresh, but runs no rank, holds the host for a bound, not forever, and is named."""
+
+    def test_a_member_that_only_heartbeats_fails_the_job_within_a_bound(self):
+        port = free_port(self)
+        heartbeat = 3
+        host = self.start_launch(["--master", f"127.0.0.1:{port}", "--nnodes", 2,
+                                  "--heartbeat_timeout", heartbeat, "--rendezvous_timeout", 60]
+                                 + self.rank_args("--sleep", 1), name="host")
+        self.wait_until(lambda: (self.dir / "host.stderr").read_text().count("hosts the master"),
+                        "the master to serve", timeout=20)
+        stop = threading.Event()
+
+        def stranger():
+            record = {"name": "zzzzzz", "rank": -1, "replicas": 1, "dtype": "cpu",
+                      "candidate": f"{ATTACKER}:1", "endpoints": f"{ATTACKER}:2"}
+            request(port, "PUT", "/default/pdlaunch/alive/zzzzzz?ttl=3", b"1")
+            request(port, "PUT", "/default/pdlaunch/node_terms/zzzzzz",
+                    json.dumps({"nnodes": 2, "mode": "collective", "node": ATTACKER}).encode())
+            request(port, "PUT", "/default/info/zzzzzz/-1", json.dumps(record).encode())
+            while not stop.wait(0.5):  # Its heartbeat, never "running", never done.
+                try:
+                    request(port, "PUT", "/default/pdlaunch/alive/zzzzzz?ttl=3", b"1")
+                except OSError:
+                    return
+        thread = threading.Thread(target=stranger)
+        thread.start()
+        try:
+            result = self.finish(host, timeout=90)
+        finally:
+            stop.set()
+            thread.join(10)
+        self.assertEqual(result.code, 1, result)
+        # The host's rank ran 1 s; the bound is 2 x --heartbeat_timeout + 5 s after the forming.
+        self.assertLess(result.elapsed, 1 + 2 * heartbeat + 5 + 20, result)
+        self.assertIn(f"node {ATTACKER} (zzzzzz) joined the world of job default but started no "
+                      "rank within 11 s: a stranger's records, or a launcher of another version; "
+                      "stopping the job", result.stderr)
+
+
 class HostileTokenTest(harness.LaunchTestCase):
     """Hostile review #38 item 2: with PDLAUNCH_JOB_TOKEN on every node, a stranger can neither
     read nor write the job's keys, and the token is written nowhere."""

@@ -7,11 +7,15 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "pdlaunch/coord/rendezvous.h"
 
 namespace pdlaunch {
+
+/// A participant's heartbeat once its world formed and its ranks start; "1" before.
+inline constexpr std::string_view kRunningHeartbeat = "running";
 
 /// What the host does next in the run.
 struct MasterStep {
@@ -67,6 +71,11 @@ class JobLedger {
   void Form(const std::vector<std::string>& members);
   /// O(1) unless nodes are lost (then O(lost)).
   MasterStep Step() const;
+  /// Members of the formed world (the host aside) seen alive whose heartbeat never said
+  /// kRunningHeartbeat and that are not done: nodes that joined and never started their ranks.
+  /// The host asks once, a bound after the world formed (docs/master.md, "Failure detection").
+  /// O(members).
+  std::vector<std::string> NotRunning() const;
   /// The entries the ledger holds, for tests: O(keys under the job's prefix in the store), since a
   /// pod none of whose keys is left is pruned (a member of the formed world excepted).
   size_t footprint() const;
@@ -86,6 +95,7 @@ class JobLedger {
   std::set<std::string> refused_;  // Mismatched, or named by a refused record.
   std::set<std::string> alive_;
   std::set<std::string> seen_alive_;
+  std::set<std::string> running_;  // Heartbeats that said kRunningHeartbeat.
   std::set<std::string> done_;
   std::optional<JobFailure> failure_;
   std::vector<Refusal> refusals_;

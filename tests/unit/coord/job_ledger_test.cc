@@ -196,5 +196,18 @@ TEST_F(JobLedgerTest, ForgottenRecordsAreKeptForAsManyNodesAsTheJobHas) {
   EXPECT_EQ(ledger.TakeRevived().size(), 3u);  // The first 3: the job's --nnodes.
 }
 
+TEST_F(JobLedgerTest, AMemberWhoseHeartbeatNeverSaysRunningIsNamed) {
+  Put(keys.alive("host"), "1");
+  Join("b");
+  Join("c");
+  Put(keys.info("paddle", -1), "a node of Paddle's: no heartbeat");
+  ledger.Form({"host", "b", "c", "paddle"});
+  EXPECT_EQ(ledger.NotRunning(), (std::vector<std::string>{"b", "c"}));
+  Put(keys.alive("b"), std::string(kRunningHeartbeat));
+  EXPECT_EQ(ledger.NotRunning(), std::vector<std::string>{"c"});
+  Put(keys.done("c"), "0");  // Done is done, however quick.
+  EXPECT_TRUE(ledger.NotRunning().empty());
+}
+
 }  // namespace
 }  // namespace pdlaunch
