@@ -1528,6 +1528,38 @@ std::optional<size_t> BestTrial(const std::vector<TrialOutcome>& history,
   return least ? least : std::optional<size_t>(order.front());
 }
 
+std::vector<size_t> RankedTrials(const std::vector<TrialOutcome>& history,
+                                 const TunerConfig& config) {
+  std::vector<size_t> order;
+  for (size_t i = 0; i < history.size(); ++i) {
+    if (history[i].metric && !history[i].oom && !history[i].pruned) order.push_back(i);
+  }
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return config.maximize ? *history[a].metric > *history[b].metric
+                           : *history[a].metric < *history[b].metric;
+  });
+  // The table's first line is the layout the tuner runs: one rule for both.
+  if (const std::optional<size_t> best = BestTrial(history, config)) {
+    const auto at = std::find(order.begin(), order.end(), *best);
+    if (at != order.end()) std::rotate(order.begin(), at, at + 1);
+  }
+  return order;
+}
+
+std::string RankedLine(size_t place, const TrialOutcome& trial, const TunerConfig& config) {
+  std::string memory;
+  if (trial.memory_mib) {
+    memory = fmt::format("  {} MiB", Fmt(*trial.memory_mib));
+    if (config.buffer && config.max_mem_usage &&
+        *trial.memory_mib >= *config.max_mem_usage - *config.buffer) {
+      memory += fmt::format(" (over max_mem_usage {} - buffer {})", Fmt(*config.max_mem_usage),
+                            Fmt(*config.buffer));
+    }
+  }
+  return fmt::format("  {}. {}  {}{}  (Job{})", place, Describe(trial.cfg),
+                     trial.metric ? Fmt(*trial.metric) : std::string("-"), memory, trial.job_id);
+}
+
 std::vector<std::string> ConversionColumns(const TunerConfig& config) {
   std::vector<std::string> out;
   if (!config.conversion) return out;

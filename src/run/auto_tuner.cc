@@ -849,20 +849,16 @@ int RunAutoTuner(const LaunchOptions& options,
                 config.metric_name, base.empty() ? "." : base.string());
     return 1;
   }
-  // The best five.
-  std::vector<size_t> order;
-  for (size_t i = 0; i < history.size(); ++i) {
-    if (history[i].metric && !history[i].oom && !history[i].pruned) order.push_back(i);
-  }
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return config.maximize ? *history[a].metric > *history[b].metric
-                           : *history[a].metric < *history[b].metric;
-  });
-  fmt::print("auto tuner: the best layouts ({}, {} is best):\n", config.metric_name,
-             config.maximize ? "higher" : "lower");
+  // The best five, the one that runs first.
+  const std::vector<size_t> order = RankedTrials(history, config);
+  fmt::print("auto tuner: the best layouts ({}, {} is best{}):\n", config.metric_name,
+             config.maximize ? "higher" : "lower",
+             config.buffer && config.max_mem_usage
+                 ? fmt::format("; under max_mem_usage {} - buffer {} MiB first",
+                               *config.max_mem_usage, *config.buffer)
+                 : std::string());
   for (size_t k = 0; k < std::min<size_t>(5, order.size()); ++k) {
-    const TrialOutcome& o = history[order[k]];
-    fmt::print("  {}. {}  {}  (Job{})\n", k + 1, Describe(o.cfg), *o.metric, o.job_id);
+    fmt::print("{}\n", RankedLine(k + 1, history[order[k]], config));
   }
   const TrialOutcome& winner = history[*best];
   Json best_json = {

@@ -234,6 +234,15 @@ esac
         self.assertEqual((rows[("8", "1")], rows[("4", "2")]), ("1800", "2400"), rows)
         best = json.loads((self.dir / "best_cfg" / "best_cfg.json").read_text())
         self.assertEqual((best["dp_degree"], best["micro_batch_size"]), (8, 1))
+        # Issue #42 item 1: the table's first line is the layout that runs, and the faster one
+        # over the limit is marked.
+        table = result.stdout[result.stdout.index("auto tuner: the best layouts"):].splitlines()
+        self.assertEqual(table[:3], [
+            "auto tuner: the best layouts (interval_samples_per_second, higher is best; under "
+            "max_mem_usage 2300 - buffer 100 MiB first):",
+            "  1. dp8 mp1 pp1 vpp1 sharding1 stage1 mbs1 recompute=-  180  1800 MiB  (Job2)",
+            "  2. dp4 mp2 pp1 vpp1 sharding1 stage1 mbs2 recompute=-  240  2400 MiB (over "
+            "max_mem_usage 2300 - buffer 100)  (Job4)"])
 
     def test_an_unrelated_process_on_the_device_is_never_touched(self):
         # Paddle's tuner runs `kill -9` on every process `fuser -v /dev/nvidia*` lists between

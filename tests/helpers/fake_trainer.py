@@ -14,11 +14,14 @@ the last ones. Step time (interval_runtime): 0.5 * mp seconds. --hang: sleep for
 """
 import json
 import os
+import signal
 import sys
 import time
 
 
 def main(argv):
+    # A trial's deadline stops it with SIGTERM: the memory file is cleared then too.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     cfg = {"dp": 1, "mp": 1, "pp": 1, "sharding": 1, "stage": 1}
     params, hang, seconds, mem_file, flash, oom_rank = None, False, 0.05, None, False, None
     i = 0
@@ -58,6 +61,15 @@ def main(argv):
     if mem_file:  # 1000 MiB per sample of the micro-batch, 100 per data-parallel replica.
         with open(mem_file, "w") as f:
             f.write(str(1000 * mbs + 100 * cfg["dp"]))
+    try:
+        return train(cfg, mbs, hang, seconds, flash, oom_rank)
+    finally:
+        if mem_file:  # The memory is free again: the next trial's sampler must not see it.
+            with open(mem_file, "w") as f:
+                f.write("0")
+
+
+def train(cfg, mbs, hang, seconds, flash, oom_rank):
     if hang and cfg["mp"] == 1 and mbs == 1:
         time.sleep(3600)
     rank = os.environ.get("PADDLE_TRAINER_ID")

@@ -288,6 +288,16 @@ bool HasOutOfMemory(const std::string& log);
 std::optional<size_t> BestTrial(const std::vector<TrialOutcome>& history,
                                 const TunerConfig& config);
 
+/// The trials with a metric (not out of memory, not pruned) for the final table: BestTrial's
+/// choice first, then the others by the metric in its direction.
+std::vector<size_t> RankedTrials(const std::vector<TrialOutcome>& history,
+                                 const TunerConfig& config);
+
+/// Line `place` (1-based) of the final table: the layout, its metric, its peak memory when known,
+/// marked when it is over max_mem_usage - buffer, and its job: "1. dp2 mp1 ...  220  2400 MiB
+/// (over max_mem_usage 2300 - buffer 100)  (Job3)".
+std::string RankedLine(size_t place, const TrialOutcome& trial, const TunerConfig& config);
+
 /// The history CSV (Paddle's columns: job_id, mp_degree, sharding_degree, pp_degree, dp_degree,
 /// sharding_stage, micro_batch_size, vpp_degree, use_recompute, recompute_granularity,
 /// acc_steps, global_batch_size, exec_time, <metric name>, max_mem_usage, error_info), the runs

@@ -352,6 +352,10 @@ TEST(AutoTunerTest, BestAndTheHistoryCsvRoundTrip) {
   config.max_mem_usage = 40960;
   config.buffer = 4096;  // 39000 is past 40960 - 4096: the one that fits wins.
   EXPECT_EQ(BestTrial(history, config), 0u);
+  // The final table shows it first, and the faster one marked (issue #42 item 1).
+  EXPECT_EQ(RankedTrials(history, config), (std::vector<size_t>{0, 1}));
+  EXPECT_EQ(RankedLine(2, history[1], config).substr(RankedLine(2, history[1], config).find("30")),
+            "30  39000 MiB (over max_mem_usage 40960 - buffer 4096)  (Job2)");
   const std::string csv = HistoryCsv(history, config);
   EXPECT_EQ(csv.substr(0, csv.find('\n')),
             "job_id,mp_degree,sharding_degree,pp_degree,dp_degree,sharding_stage,"
