@@ -16,7 +16,7 @@ namespace {
 // plane 16's private use area, which the dump writes as they are (no \u escape), so that
 // Restore finds them in its output.
 constexpr uint32_t kMark = 0x10FFFE;
-constexpr uint32_t kByteBase = 0x10FF00;
+constexpr uint32_t kByteBase = 0x10FE00;  // Below kMark even + 0xFF (0x10FF00 + 0xFE was kMark).
 
 void AppendUtf8(std::string& out, uint32_t cp) {  // cp >= 0x10000.
   out += static_cast<char>(0xF0 | (cp >> 18));

@@ -34,5 +34,47 @@ TEST(JsonLosslessTest, TheMarkItUsesStaysItselfInTheText) {
             "{\"m\":\"" + mark + "\\udcff" + mark + mark + "\"}");
 }
 
+// Reads DumpLossless's output back to bytes, as Python's surrogateescape does: each \udcXX is
+// the byte XX. (Through U+F7XX, which no input of one or two bytes can hold.)
+std::string ReadBack(const std::string& dumped) {
+  std::string text;
+  for (size_t i = 0; i < dumped.size(); ++i) {
+    if (dumped.compare(i, 4, "\\udc") == 0) {
+      text += "\\uf7";
+      i += 3;
+    } else {
+      text += dumped[i];
+    }
+  }
+  const std::string value = Json::parse(text)["s"].get<std::string>();
+  std::string bytes;
+  for (size_t i = 0; i < value.size(); ++i) {
+    const auto c = static_cast<unsigned char>(value[i]);
+    if (c == 0xef && i + 2 < value.size() &&
+        (static_cast<unsigned char>(value[i + 1]) & 0xfc) ==
+            0x9c) {  // U+F700..U+F7FF: EF 9C..9F xx.
+      const unsigned cp = ((c & 0x0f) << 12) | ((value[i + 1] & 0x3f) << 6) | (value[i + 2] & 0x3f);
+      bytes += static_cast<char>(cp - 0xf700);
+      i += 2;
+    } else {
+      bytes += value[i];
+    }
+  }
+  return bytes;
+}
+
+TEST(JsonLosslessTest, EveryByteAloneAndInPairsRoundTrips) {
+  // Issue #42 item 11: 0xFE came back as the UTF-8 of U+10FFFE (the mark) before.
+  EXPECT_EQ(DumpLossless(Json{{"s", "acc\xfezz"}}, -1), R"({"s":"acc\udcfezz"})");
+  for (int a = 0; a < 256; ++a) {
+    const std::string one(1, static_cast<char>(a));
+    ASSERT_EQ(ReadBack(DumpLossless(Json{{"s", one}}, -1)), one) << a;
+    for (int b = 0; b < 256; ++b) {
+      const std::string two = one + static_cast<char>(b);
+      ASSERT_EQ(ReadBack(DumpLossless(Json{{"s", two}}, -1)), two) << a << " " << b;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace pdlaunch
