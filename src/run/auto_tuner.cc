@@ -793,9 +793,8 @@ int RunAutoTuner(const LaunchOptions& options,
                    TrialDirName(job_id, cfg),
                    search.launched == 0 ? config.warmup_time : config.max_time_per_task);
       if (run.end == TrialRun::End::kInterrupted) {
-        // Across nodes, this node's own view of the trial is not the merged one the others
-        // would write: left out, so that the histories stay one and the search resumes.
-        if (!several) history.push_back(run.outcome);
+        // A trial that did not finish is no result (Paddle's order): left out of the history,
+        // on one node as across nodes, so that the same command resumes with it.
         WriteHistory(config, history);
         fmt::print(
             "auto tuner interrupted during trial {}: history in {}; run the same command "

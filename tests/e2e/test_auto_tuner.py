@@ -398,7 +398,16 @@ esac
         result = self.finish(proc, timeout=30)
         self.assertEqual(result.code, 130, result)
         self.assertIn("run the same command again to resume", result.stdout)
-        self.assertEqual(len(self.history()), 2)
+        # Issue #42 item 12: the interrupted trial is no result: only Job1 is history, and the
+        # same command resumes with Job2.
+        self.assertEqual([r["job_id"] for r in self.history()], ["1"])
+        resumed = self.start_launch(["--auto_tuner_json", "tuner.json", "--nproc_per_node", "1",
+                                     TRAINER, "./params.json", "--hang"], env=env, name="again")
+        self.wait_until(lambda: "(from tuner_history.csv)" in
+                        (self.dir / "again.stdout").read_text(), "trial 1 taken from the history")
+        os.kill(resumed.pid, signal.SIGINT)
+        again = self.finish(resumed, timeout=30)
+        self.assertIn("auto tuner interrupted during trial 2", again.stdout)  # Resumed with it.
 
     def test_dp_estimation_runs_one_replica_of_each_layout_and_converts_its_metric(self):
         # 8 devices here, layouts for 32: mp 2 or 1 with pp 1 and dp 1 leave sharding 16 or 32,
