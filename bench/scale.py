@@ -68,6 +68,19 @@ def loopback_bytes():
     return int(Path("/sys/class/net/lo/statistics/tx_bytes").read_text())
 
 
+def read_stamp(path):
+    """The time in a stamp file, or None while it is empty or cut short (a rank stopped
+    mid-write, or not yet done writing): such a rank has not started as far as the run counts."""
+    try:
+        return float(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def stamps_written(stamps):
+    return [t for t in (read_stamp(p) for p in stamps.glob("stamp.*")) if t is not None]
+
+
 def run(launch, n, port, work, hold, fail_rank=None):
     stamps = work / "stamps"
     shutil.rmtree(work, ignore_errors=True)
@@ -99,15 +112,16 @@ def run(launch, n, port, work, hold, fail_rank=None):
     host = procs[0].pid
     deadline = time.time() + 300
     sent = None
-    while len(list(stamps.glob("stamp.*"))) < n and time.time() < deadline:
+    while len(stamps_written(stamps)) < n and time.time() < deadline:
         if any(p.poll() not in (None, 0) for p in procs):
             break
         time.sleep(0.05)
-    ranks = len(list(stamps.glob("stamp.*")))
+    written = stamps_written(stamps)
+    ranks = len(written)
     formed = None
     if ranks == n:
         sent = loopback_bytes() - lo_before
-        formed = max(float(p.read_text()) for p in stamps.glob("stamp.*")) - last_start
+        formed = max(written) - last_start
     cpu = None
     if ranks == n and fail_rank is None:
         time.sleep(1)
@@ -119,10 +133,12 @@ def run(launch, n, port, work, hold, fail_rank=None):
     retried = sum("master not ready" in (work / f"node{i}.log").read_text(errors="replace")
                   for i in range(n))
     fail_to_exit = None
-    if fail_rank is not None and (stamps / "fail").exists():
-        fail_to_exit = exited - float((stamps / "fail").read_text())
+    failed_at = read_stamp(stamps / "fail") if fail_rank is not None else None
+    if failed_at is not None:
+        fail_to_exit = exited - failed_at
     return dict(n=n, ranks=ranks, formed=formed, cpu=cpu, sent=sent, retried=retried,
-                nonzero=sum(c != 0 for c in codes), fail_to_exit=fail_to_exit)
+                nonzero=sum(c != 0 for c in codes), fail_to_exit=fail_to_exit,
+                codes=sorted(set(codes)))
 
 
 def main():
@@ -147,7 +163,8 @@ def main():
             bad = run(launch, n, args.port + 2 * k + 1, Path(tmp) / "bad", 60,
                       fail_rank=n - 1)
             formed = f"{ok['formed']:.2f} s" if ok["formed"] is not None else \
-                f"never ({ok['ranks']} of {n} ranks started, {ok['nonzero']} launchers failed)"
+                (f"never ({ok['ranks']} of {n} ranks started, {ok['nonzero']} launchers failed; "
+                 f"exit codes {ok['codes']}; logs in the run's node*.log)")
             cpu = f"{ok['cpu']:.1f} %" if ok["cpu"] is not None else "–"
             sent = f"{ok['sent'] / 1e6:.1f} MB" if ok["sent"] is not None else "–"
             fail = f"{bad['fail_to_exit']:.2f} s" if bad["fail_to_exit"] is not None else "–"
