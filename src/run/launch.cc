@@ -456,6 +456,13 @@ int PlanDryRun(JobDecision decision) {
       PDLOG_WARN("{}", *absent);
     }
   }
+  // The run refuses a variable past the kernel's bound before it starts anything: so does this.
+  for (const DryRunPlan::Process& process : plan.processes) {
+    std::vector<std::string> entries;
+    entries.reserve(process.env.size());
+    for (const auto& [name, value] : process.env) entries.push_back(name + "=" + value);
+    CheckEnvironmentSizes(entries);
+  }
   for (auto& [level, line] : TakeHeldLines()) {
     if (level >= LogLevel::kWarn) {
       plan.warnings.push_back(std::move(line));

@@ -131,6 +131,11 @@ class SetupErrorTest(LaunchTestCase):
                                         "launch: error: PADDLE_TRAINER_ENDPOINTS would be ")
         self.assertRegex(result.stderr, r"for a list of 9600 entries, which passes the bound at "
                          r"about \d+; Linux takes at most 131071 bytes for one environment variable")
+        # Issue #42 item 8: --dry_run refuses it with the same line (it exited 0 before).
+        dry = self.run_launch(["--dry_run", "--ips", ",".join(ips), "--nproc_per_node", 8]
+                              + self.rank_args())
+        self.assertEqual(dry.code, 1, dry)
+        self.assertEqual(dry.stderr.splitlines()[-1], result.stderr.splitlines()[-1])
 
     def test_missing_python_interpreter(self):
         env = self.env(PADDLE_LAUNCH_PYTHON="/nonexistent/python9")
