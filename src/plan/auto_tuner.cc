@@ -527,8 +527,16 @@ TunerConfig ParseTunerConfig(const std::string& text, const std::string& json_pa
         c.sharding_overlap = ParseShardingOverlap(value, c.search_algo == "grid");
         continue;
       }
+      if (key == "configs_csv") {  // Paddle reads it at the top level; here either place.
+        if (c.search_algo != "customize") Bad("search_algo." + key, "only with customize");
+        if (!value.is_string()) Bad("search_algo." + key, "expected a file name");
+        c.configs_csv = value.get<std::string>();
+        continue;
+      }
       if (key != "estimated_num_gpus" && key != "conversion") {
-        Bad("search_algo." + key, "not supported yet");
+        Bad("search_algo." + key,
+            "not a key of search_algo (it takes name, sharding_overlap, configs_csv, "
+            "estimated_num_gpus and conversion)");
       }
       if (c.search_algo != "dp_estimation") Bad("search_algo." + key, "only with dp_estimation");
     }
@@ -544,7 +552,12 @@ TunerConfig ParseTunerConfig(const std::string& text, const std::string& json_pa
   }
   if (root.contains("configs_csv")) {
     if (!root["configs_csv"].is_string()) Bad("configs_csv", "expected a file name");
-    c.configs_csv = root["configs_csv"].get<std::string>();
+    const std::string top = root["configs_csv"].get<std::string>();
+    if (!c.configs_csv.empty() && c.configs_csv != top) {
+      Bad("configs_csv", fmt::format("'{}' here and '{}' in search_algo: give one", OneLine(top),
+                                     OneLine(c.configs_csv)));
+    }
+    c.configs_csv = top;
   }
   if (c.search_algo == "customize" && c.configs_csv.empty()) {
     Bad("configs_csv", "search_algo customize needs the CSV of its layouts");

@@ -386,6 +386,17 @@ TEST(AutoTunerTest, CustomizeRunsTheLayoutsOfItsCsvInOrder) {
     "configs_csv": "layouts.csv"})",
                                         "t.json", 1, 8);
   EXPECT_EQ(config.search_algo, "customize");
+  // Inside search_algo too (issue #42 item 9: the docs showed it there), and never both.
+  const char* kInside = R"({"model_cfg": {"global_batch_size": 16}, "metric_cfg": {"name": "m"},
+    "run_cmd": {}, "search_algo": {"name": "customize", "configs_csv": "layouts.csv"}})";
+  EXPECT_EQ(ParseTunerConfig(kInside, "t.json", 1, 8).configs_csv, "layouts.csv");
+  EXPECT_EQ(ErrorOf<UsageError>([] {
+              ParseTunerConfig(R"({"model_cfg": {"global_batch_size": 16},
+                "metric_cfg": {"name": "m"}, "run_cmd": {}, "configs_csv": "b.csv",
+                "search_algo": {"name": "customize", "configs_csv": "a.csv"}})",
+                               "t.json", 1, 8);
+            }),
+            "--auto_tuner_json: configs_csv: 'b.csv' here and 'a.csv' in search_algo: give one");
   const std::string csv =
       "dp_degree,mp_degree,pp_degree,vpp_degree,micro_batch_size,sharding_degree,sharding_stage,"
       "use_recompute,recompute_granularity,note\n"
