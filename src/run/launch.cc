@@ -118,7 +118,7 @@ void ApplySlurmStep(LaunchOptions& options, const SlurmStep& step) {
 
 /// Flags that act only in elastic jobs; given to another job they are said to do nothing.
 void WarnModeBoundFlags(const LaunchOptions& options) {
-  for (const char* dest : {"max_restart", "elastic_pre_hook", "scale", "force"}) {
+  for (const char* dest : {"max_restart", "elastic_pre_hook", "scale", "force", "elastic_level"}) {
     if (!options.WasGiven(dest) || options.from_env.count(dest) != 0) continue;
     PDLOG_WARN(
         "--{} has no effect here: it applies to elastic jobs (--elastic_server, --job_id and "

@@ -41,6 +41,15 @@ class NewUserTest(LaunchTestCase):
                            "(--elastic_server, --job_id and --np, or --master etcd://host:port); "
                            "this job runs once and is not restarted (docs/elastic.md)")
 
+    def test_elastic_level_outside_an_elastic_job_says_it_does_nothing(self):
+        # Issue #42 item 6: as --max_restart does.
+        result = self.run_launch(["--elastic_level", 1] + self.rank_args())
+        self.assertEqual(result.code, 0, result)
+        self.assert_logged(result.stderr, "WARNING",
+                           "--elastic_level has no effect here: it applies to elastic jobs "
+                           "(--elastic_server, --job_id and --np, or --master etcd://host:port); "
+                           "this job runs once and is not restarted (docs/elastic.md)")
+
     def run_in_terminal(self, argv):
         """Runs `argv` as the foreground job of a terminal of its own, presses Ctrl-C once both
         ranks are ready and returns (exit code, terminal output)."""
