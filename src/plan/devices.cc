@@ -46,10 +46,17 @@ std::vector<std::string> SplitWords(const std::string& text) {
 std::optional<std::string> VisibleList(const DeviceFamily& family, const DeviceEnv& env) {
   std::optional<std::string> value;
   switch (family.mode) {
-    case DeviceMode::kGpu: value = env.cuda_visible_devices; break;
-    case DeviceMode::kXpu: value = env.xpu_visible_devices; break;
-    case DeviceMode::kCustom: value = env.custom_visible_devices; break;
-    case DeviceMode::kCpu: break;
+    case DeviceMode::kGpu:
+      value = env.cuda_visible_devices;
+      break;
+    case DeviceMode::kXpu:
+      value = env.xpu_visible_devices;
+      break;
+    case DeviceMode::kCustom:
+      value = env.custom_visible_devices;
+      break;
+    case DeviceMode::kCpu:
+      break;
   }
   return Decides(value) ? value : std::nullopt;
 }
@@ -77,8 +84,7 @@ std::vector<int> RelativeIds(const std::string& list, const std::vector<std::str
   plan.info.push_back(fmt::format(
       "Change selected_{}s into reletive values. --ips:{} will change into relative_ips:[{}] "
       "according to your {}:{}",
-      family.type, list, fmt::join(ids, ", "), family.visible_variable,
-      PythonListRepr(visible)));
+      family.type, list, fmt::join(ids, ", "), family.visible_variable, PythonListRepr(visible)));
   return ids;
 }
 
@@ -101,9 +107,10 @@ std::vector<int> IdsFromList(const std::string& list, const DeviceFamily& family
   std::vector<int> ids;
   for (const std::string& token : tokens) ids.push_back(ParseDeviceId(token, env.gpus_name));
   if (probed == 0) {
-    plan.warnings.push_back(fmt::format("{}={} given but no {} was found on this machine; running "
-                                        "as asked",
-                                        env.gpus_name, list, DeviceName(family)));
+    plan.warnings.push_back(
+        fmt::format("{}={} given but no {} was found on this machine; running "
+                    "as asked",
+                    env.gpus_name, list, DeviceName(family)));
   }
   return ids;
 }
@@ -137,9 +144,9 @@ void CheckBackend(const std::string& backend) {
   constexpr std::array<std::string_view, 6> kKnown = {"auto", "gloo", "nccl",
                                                       "bkcl", "xccl", "heter"};
   if (std::find(kKnown.begin(), kKnown.end(), backend) == kKnown.end()) {
-    throw UsageError(fmt::format(
-        "--backend: '{}' is not supported (use auto, nccl, bkcl, xccl, heter or gloo)",
-        OneLine(backend)));
+    throw UsageError(
+        fmt::format("--backend: '{}' is not supported (use auto, nccl, bkcl, xccl, heter or gloo)",
+                    OneLine(backend)));
   }
 }
 
@@ -279,10 +286,12 @@ DevicePlan ResolveDevices(const std::optional<std::string>& gpus,
           family.visible_variable));
     }
     if (backend != "auto" && backend != "heter") {
+      // The flag and the variable of this family (an XPU's are --xpus and XPU_VISIBLE_DEVICES).
       throw LaunchError(fmt::format(
-          "--backend={} needs {} {}, but none was found on this machine; pass --gpus or use "
-          "--backend=gloo",
-          backend, family.mode == DeviceMode::kXpu ? "an" : "a", DeviceName(family)));
+          "--backend={} needs {} {}, but none was found on this machine; pass {} (or set {}) "
+          "or use --backend=gloo",
+          backend, family.mode == DeviceMode::kXpu ? "an" : "a", DeviceName(family),
+          family.mode == DeviceMode::kXpu ? "--xpus" : "--gpus", family.visible_variable));
     }
     return CpuPlan(nproc_per_node, std::move(plan));
   }

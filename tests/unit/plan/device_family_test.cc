@@ -60,10 +60,13 @@ TEST(DeviceFamilyTest, EachFamilyHasItsVariableKeyAndBackend) {
 }
 
 TEST(DeviceFamilyTest, ACustomTypeMustBeAName) {
-  for (const std::string& bad : std::vector<std::string>{"", "NPU", "n pu", "npu;rm", "1npu", std::string(33, 'a')}) {
+  for (const std::string& bad :
+       std::vector<std::string>{"", "NPU", "n pu", "npu;rm", "1npu", std::string(33, 'a')}) {
     EXPECT_THROW(CheckCustomDeviceType(bad), UsageError) << bad;
   }
-  EXPECT_EQ(ErrorOf<UsageError>([] { Resolve({{"PADDLE_XCCL_BACKEND", "Np\x1bU"}}); }),
+  EXPECT_EQ(ErrorOf<UsageError>([] {
+              Resolve({{"PADDLE_XCCL_BACKEND", "Np\x1bU"}});
+            }),
             "PADDLE_XCCL_BACKEND: 'Np\\x1bU' is not a device type (npu, mlu, gcu, ...: lower-case "
             "letters, digits and '_', at most 32)");
 }
@@ -128,8 +131,9 @@ TEST(DeviceFamilyTest, LabelsAreRelativeToTheFamilysVisibleList) {
 TEST(DeviceFamilyTest, NprocPerNodeSplitsEveryFamily) {
   const DevicePlan one = Resolve({{"XPU_VISIBLE_DEVICES", "0,1,2,3"}}, std::nullopt, "auto", {}, 1);
   EXPECT_EQ(one.devices_per_proc, (Ids{{0, 1, 2, 3}}));
-  const DevicePlan two = Resolve({{"PADDLE_XCCL_BACKEND", "mlu"}, {"MLU_VISIBLE_DEVICES", "0,1,2,3"}},
-                                 std::nullopt, "auto", {}, 2);
+  const DevicePlan two =
+      Resolve({{"PADDLE_XCCL_BACKEND", "mlu"}, {"MLU_VISIBLE_DEVICES", "0,1,2,3"}}, std::nullopt,
+              "auto", {}, 2);
   EXPECT_EQ(two.devices_per_proc, (Ids{{0, 1}, {2, 3}}));
   EXPECT_EQ(ErrorOf<UsageError>([] {
               Resolve({{"XPU_VISIBLE_DEVICES", "0,1,2"}}, std::nullopt, "auto", {}, 2);
@@ -139,14 +143,16 @@ TEST(DeviceFamilyTest, NprocPerNodeSplitsEveryFamily) {
 
 TEST(DeviceFamilyTest, BackendsPickTheirFamily) {
   // --backend bkcl on a machine whose CUDA_VISIBLE_DEVICES is set: the XPUs all the same.
-  const DevicePlan bkcl =
-      Resolve({{"CUDA_VISIBLE_DEVICES", "0"}, {"XPU_VISIBLE_DEVICES", "2,3"}}, std::nullopt,
-              "bkcl");
+  const DevicePlan bkcl = Resolve({{"CUDA_VISIBLE_DEVICES", "0"}, {"XPU_VISIBLE_DEVICES", "2,3"}},
+                                  std::nullopt, "bkcl");
   EXPECT_EQ(bkcl.family.type, "xpu");
   EXPECT_EQ(bkcl.devices_per_proc.size(), 2u);
   EXPECT_EQ(Resolve({}, std::nullopt, "bkcl", {0, 3, 0}).devices_per_proc.size(), 3u);
-  EXPECT_EQ(ErrorOf<LaunchError>([] { Resolve({}, std::nullopt, "bkcl", {8, 0, 0}); }),
-            "--backend=bkcl needs an XPU, but none was found on this machine; pass --gpus or use "
+  EXPECT_EQ(ErrorOf<LaunchError>([] {
+              Resolve({}, std::nullopt, "bkcl", {8, 0, 0});
+            }),
+            "--backend=bkcl needs an XPU, but none was found on this machine; pass --xpus (or set "
+            "XPU_VISIBLE_DEVICES) or use "
             "--backend=gloo");
   EXPECT_EQ(ErrorOf<UsageError>([] { Resolve({}, std::nullopt, "xccl"); }),
             "--backend=xccl needs PADDLE_XCCL_BACKEND=<device type> (npu, mlu, gcu, ...) in the "
@@ -163,11 +169,15 @@ TEST(DeviceFamilyTest, BackendsPickTheirFamily) {
 }
 
 TEST(DeviceFamilyTest, ACustomDeviceWithNoDeviceFoundIsAnError) {
-  EXPECT_EQ(ErrorOf<LaunchError>([] { Resolve({{"PADDLE_XCCL_BACKEND", "mlu"}}); }),
+  EXPECT_EQ(ErrorOf<LaunchError>([] {
+              Resolve({{"PADDLE_XCCL_BACKEND", "mlu"}});
+            }),
             "PADDLE_XCCL_BACKEND=mlu: no mlu device found (MLU_VISIBLE_DEVICES is not set, and "
             "pdlaunch has no probe for this device type); set MLU_VISIBLE_DEVICES or pass "
             "--devices");
-  EXPECT_EQ(ErrorOf<LaunchError>([] { Resolve({{"PADDLE_XCCL_BACKEND", "npu"}}); }),
+  EXPECT_EQ(ErrorOf<LaunchError>([] {
+              Resolve({{"PADDLE_XCCL_BACKEND", "npu"}});
+            }),
             "PADDLE_XCCL_BACKEND=npu: no npu device found (NPU_VISIBLE_DEVICES is not set and the "
             "probe found none); set NPU_VISIBLE_DEVICES or pass --devices");
   EXPECT_EQ(Resolve({{"PADDLE_XCCL_BACKEND", "npu"}}, std::nullopt, "auto", {0, 0, 8}).mode,
@@ -175,9 +185,9 @@ TEST(DeviceFamilyTest, ACustomDeviceWithNoDeviceFoundIsAnError) {
   // A list given with no visible list and no device found runs as asked, with a warning.
   const DevicePlan asked = Resolve({{"PADDLE_XCCL_BACKEND", "mlu"}}, "0,1");
   EXPECT_EQ(asked.devices_per_proc, (Ids{{0}, {1}}));
-  EXPECT_EQ(asked.warnings, std::vector<std::string>{
-                                "--devices=0,1 given but no MLU was found on this machine; "
-                                "running as asked"});
+  EXPECT_EQ(asked.warnings,
+            std::vector<std::string>{"--devices=0,1 given but no MLU was found on this machine; "
+                                     "running as asked"});
 }
 
 // Paddle's unit tests of its Device module (paddle-launch-tests.md, "Device"; device.py), each

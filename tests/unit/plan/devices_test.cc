@@ -213,9 +213,11 @@ TEST(DevicesTest, NcclBackendWithoutGpuIsLaunchError) {
     FAIL() << "nothing thrown";
   } catch (const LaunchError& error) {
     EXPECT_EQ(error.exit_code(), kExitSetupError);
-    EXPECT_STREQ(error.what(),
-                 "--backend=nccl needs a GPU, but none was found on this machine; pass --gpus or "
-                 "use --backend=gloo");
+    EXPECT_STREQ(
+        error.what(),
+        "--backend=nccl needs a GPU, but none was found on this machine; pass --gpus (or set "
+        "CUDA_VISIBLE_DEVICES) or "
+        "use --backend=gloo");
   }
 }
 
