@@ -159,7 +159,7 @@ class HostileMasterTest(harness.LaunchTestCase):
                         "both ranks to start", timeout=30)
         return port, host, node
 
-    def attack(self, port, host, body):
+    def attack(self, port, host, body, p99_limit=HEALTHY_P99):
         prober = Prober(port, host.pid)
         prober.start()
         try:
@@ -172,7 +172,7 @@ class HostileMasterTest(harness.LaunchTestCase):
               f"{prober.p99() * 1000:.1f} ms over {len(prober.latencies)} probes, "
               f"host VmHWM {prober.hwm / 1048576:.1f} MiB", file=sys.stderr)
         self.assertEqual(prober.failures, [])
-        self.assertLess(prober.p99(), HEALTHY_P99)
+        self.assertLess(prober.p99(), p99_limit)
         self.assertLess(prober.hwm, HWM_LIMIT)
         return prober
 
@@ -309,7 +309,9 @@ class HostileMasterTest(harness.LaunchTestCase):
                 time.sleep(0.05)
         peak = [0]
         try:
-            self.attack(port, host, body)
+            # Under ASan every answer's write and close is several times slower: 1.5 s there
+            # (3.6 s was the stall this bound catches, in a release build).
+            self.attack(port, host, body, p99_limit=1.5 if SANITIZED else HEALTHY_P99)
         finally:
             for s in sockets:
                 s.close()
