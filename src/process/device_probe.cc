@@ -1,72 +1,34 @@
 #include "pdlaunch/process/device_probe.h"
 
+// Boost.Process v2 and Asio stay in this file and in supervisor.cc (their headers cost seconds
+// of compile time per file).
 #include <dirent.h>
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
+#include <boost/asio/connect_pipe.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/readable_pipe.hpp>
+#include <boost/asio/writable_pipe.hpp>
+#include <boost/process/v2/process.hpp>
+#include <boost/process/v2/stdio.hpp>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
+#include <functional>
+#include <optional>
 
 #include "pdlaunch/plan/training_command.h"  // FindProgram
-
-extern char** environ;
 
 namespace pdlaunch {
 
 namespace {
-
-// Reads `fd` to EOF; false when the deadline passes first or reading fails.
-using Deadline = std::chrono::steady_clock::time_point;
-
-int MillisecondsLeft(Deadline deadline) {
-  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-      deadline - std::chrono::steady_clock::now());
-  return static_cast<int>(std::max<int64_t>(0, left.count()));
-}
-
-/// Reads `fd` to its end into `output`, at most `max_bytes`; false past `deadline` or the bound.
-bool ReadUntilEof(int fd, std::string& output, Deadline deadline, size_t max_bytes) {
-  char buffer[4096];
-  while (true) {
-    const int left = MillisecondsLeft(deadline);
-    if (left <= 0) return false;
-    pollfd pfd{fd, POLLIN, 0};
-    const int ready = poll(&pfd, 1, left);
-    if (ready < 0 && errno == EINTR) continue;
-    if (ready <= 0) return false;
-    const ssize_t n = read(fd, buffer, sizeof buffer);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return n == 0;
-    if (output.size() + static_cast<size_t>(n) > max_bytes) return false;
-    output.append(buffer, static_cast<size_t>(n));
-  }
-}
-
-/// Whether `pid` exits before `deadline` (its pidfd polled). Without pidfds (Linux < 5.3) it is
-/// taken as exited: the caller's waitpid then blocks, as it did before this bound existed.
-bool ExitsBefore(pid_t pid, Deadline deadline) {
-  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
-  if (pidfd < 0) return true;
-  bool exited = false;
-  while (true) {
-    pollfd pfd{pidfd, POLLIN, 0};
-    const int ready = poll(&pfd, 1, MillisecondsLeft(deadline));
-    if (ready < 0 && errno == EINTR) continue;
-    exited = ready > 0;
-    break;
-  }
-  close(pidfd);
-  return exited;
-}
 
 int CountDirectoryEntries(const std::string& path) {
   DIR* dir = opendir(path.c_str());
@@ -131,57 +93,127 @@ class SystemDeviceProbe : public DeviceProbe {
 
 }  // namespace
 
+namespace {
+
+namespace asio = boost::asio;
+namespace bp2 = boost::process::v2;
+
+// What Boost.Process v2 has no option for, as its own extension point (an initializer whose
+// on_exec_setup runs in the child between fork and exec): a process group of its own, so that a
+// timeout kills whatever the probe started too; an empty signal mask and SIGPIPE's default (the
+// launcher blocks its signals and ignores SIGPIPE, and both would survive the exec).
+struct ProbeChildSetup {
+  template <typename Launcher>
+  bp2::error_code on_exec_setup(Launcher& /*launcher*/, const bp2::filesystem::path& /*exe*/,
+                                const char* const* /*argv*/) {
+    sigset_t none;
+    sigemptyset(&none);
+    if (::setpgid(0, 0) != 0 || ::sigprocmask(SIG_SETMASK, &none, nullptr) != 0 ||
+        ::signal(SIGPIPE, SIG_DFL) == SIG_ERR) {
+      return bp2::error_code(errno, bp2::system_category());
+    }
+    return {};
+  }
+  // After a failed exec, v2's child (its errno already sent to the parent) calls ::exit(), which
+  // would run the launcher's atexit handlers and static destructors in the child: _exit() ends
+  // it first. Boost 1.81 selects this hook through a five-argument signature and then calls the
+  // four-argument one, so both are declared.
+  template <typename Launcher>
+  void on_exec_error(Launcher& /*launcher*/, const bp2::filesystem::path& /*exe*/,
+                     const char* const*& /*argv*/, const bp2::error_code& /*ec*/) {
+    ::_exit(127);
+  }
+  template <typename Launcher>
+  void on_exec_error(Launcher& /*launcher*/, const bp2::error_code& /*ec*/,
+                     const bp2::filesystem::path& /*exe*/, const char* const*& /*argv*/,
+                     const bp2::error_code& /*ec2*/) {
+    ::_exit(127);
+  }
+};
+
+// `argv` started by Boost.Process v2's default launcher (fork, the initializers, exec; an exec
+// that fails is reported back and throws), stdin and stderr on /dev/null, stdout on `out`.
+template <typename Stdout>
+std::optional<bp2::process> StartProbe(asio::io_context& io, const std::vector<std::string>& argv,
+                                       Stdout&& out) {
+  if (argv.empty()) return std::nullopt;
+  const char* path = std::getenv("PATH");
+  const std::optional<std::string> exe =
+      FindProgram(argv.front(), path != nullptr ? path : "/bin:/usr/bin");
+  if (!exe) return std::nullopt;
+  try {
+    return bp2::process(
+        io, bp2::filesystem::path(*exe), std::vector<std::string>(argv.begin() + 1, argv.end()),
+        bp2::process_stdio{nullptr, std::forward<Stdout>(out), nullptr}, ProbeChildSetup{});
+  } catch (const std::exception&) {  // Not found, not executable, fork refused.
+    return std::nullopt;
+  }
+}
+
+}  // namespace
+
 pid_t SpawnWithStdout(const std::vector<std::string>& argv, int out_fd) {
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, out_fd, 1);
-  posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  sigset_t signals;
-  sigemptyset(&signals);
-  posix_spawnattr_setsigmask(&attr, &signals);
-  sigaddset(&signals, SIGPIPE);
-  posix_spawnattr_setsigdefault(&attr, &signals);
-  // Its own process group, so that a timeout kills whatever it started too.
-  posix_spawnattr_setpgroup(&attr, 0);
-  posix_spawnattr_setflags(&attr,
-                           POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
-  std::vector<char*> args;
-  for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
-  args.push_back(nullptr);
-  pid_t pid = -1;
-  const int rc = posix_spawnp(&pid, args[0], &actions, &attr, args.data(), environ);
-  posix_spawnattr_destroy(&attr);
-  posix_spawn_file_actions_destroy(&actions);
-  return rc == 0 ? pid : -1;
+  asio::io_context io;
+  std::optional<bp2::process> probe = StartProbe(io, argv, out_fd);
+  if (!probe) return -1;
+  const pid_t pid = probe->id();
+  // The caller waits for it on its own loop (device_log.cc, through a pidfd): v2 lets it go.
+  static_cast<void>(probe->detach());
+  return pid;
 }
 
 // The stdout of `argv`, or nullopt unless it exits 0 within the timeout. The child is reaped.
+// One deadline to the program's exit, not to the end of its output (a program that closed its
+// stdout and hung held --dry_run 25 s against 10 s), and its output bounded (300 MB of it took
+// 528 MB of the launcher's memory): hostile review #38 item 6. The reads, the wait for the exit
+// (v2's process handle, a pidfd) and the deadline run on an Asio loop of this call's own.
 std::optional<std::string> CaptureOutput(const std::vector<std::string>& argv, int timeout_ms) {
-  int fds[2];
-  if (pipe2(fds, O_CLOEXEC) != 0) return std::nullopt;
-  const pid_t pid = SpawnWithStdout(argv, fds[1]);
-  close(fds[1]);
-  if (pid < 0) {
-    close(fds[0]);
+  asio::io_context io;
+  asio::readable_pipe from_child(io);
+  asio::writable_pipe to_parent(io);
+  boost::system::error_code ec;
+  asio::connect_pipe(from_child, to_parent, ec);
+  if (ec) return std::nullopt;
+  std::optional<bp2::process> probe = StartProbe(io, argv, to_parent);
+  to_parent.close(ec);
+  if (!probe) return std::nullopt;
+  const pid_t pid = probe->id();
+  std::string output;
+  std::array<char, 4096> chunk{};
+  bool eof = false;
+  bool over = false;
+  std::optional<int> exit_code;
+  std::function<void(const boost::system::error_code&, size_t)> on_read =
+      [&](const boost::system::error_code& read_ec, size_t n) {
+        if (output.size() + n > kMaxCapturedBytes) {
+          over = true;
+          return;
+        }
+        output.append(chunk.data(), n);
+        if (read_ec) {
+          eof = true;  // EOF, or the pipe failed: nothing more comes either way.
+          return;
+        }
+        from_child.async_read_some(asio::buffer(chunk), on_read);
+      };
+  from_child.async_read_some(asio::buffer(chunk), on_read);
+  probe->async_wait(
+      [&](const boost::system::error_code& wait_ec, int code) { exit_code = wait_ec ? -1 : code; });
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (!(eof && exit_code) && !over && io.run_one_until(deadline) > 0) {
+  }
+  const bool complete = eof && exit_code && !over;
+  if (!complete) {
+    ::kill(-pid, SIGKILL);  // The group: whatever it started goes too.
+    from_child.close(ec);
+    // SIGKILL ends it: its wait completes at once; bounded all the same.
+    const auto reap_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!exit_code && io.run_one_until(reap_deadline) > 0) {
+    }
+    if (!exit_code) static_cast<void>(probe->detach());  // Unkillable (D state): let go.
     return std::nullopt;
   }
-  // One deadline to the program's exit, not to the end of its output (a program that closed
-  // its stdout and hung held --dry_run 25 s against 10 s), and its output bounded (300 MB of it
-  // took 528 MB of the launcher's memory): hostile review #38 item 6.
-  const Deadline deadline =
-      std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  std::string output;
-  const bool complete =
-      ReadUntilEof(fds[0], output, deadline, kMaxCapturedBytes) && ExitsBefore(pid, deadline);
-  close(fds[0]);
-  if (!complete) kill(-pid, SIGKILL);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (!complete || !WIFEXITED(status) || WEXITSTATUS(status) != 0) return std::nullopt;
+  if (*exit_code != 0) return std::nullopt;
   return output;
 }
 
