@@ -110,9 +110,8 @@ std::string BashScript() {
     }
     cases += fmt::format("      {}) {} ;;\n", flag.name, action);
   }
-  return fmt::format(kBashTemplate, fmt::arg("version", kVersion),
-                     fmt::arg("valued", Join(valued)), fmt::arg("value_cases", cases),
-                     fmt::arg("flags", Join(flags)));
+  return fmt::format(kBashTemplate, fmt::arg("version", kVersion), fmt::arg("valued", Join(valued)),
+                     fmt::arg("value_cases", cases), fmt::arg("flags", Join(flags)));
 }
 
 // The first sentence of a help text ("e.g. 0,1" does not end one), made safe inside '[...]' of a
@@ -162,8 +161,7 @@ std::string ZshSpec(const FlagInfo& flag) {
     case FlagInfo::Value::kRequired:
       return fmt::format("'{}=[{}]:{}:{}'", flag.name, description, flag.dest, ZshAction(flag));
     case FlagInfo::Value::kOptionalBool:
-      return fmt::format("'{}=-[{}]::{}:{}'", flag.name, description, flag.dest,
-                         ZshAction(flag));
+      return fmt::format("'{}=-[{}]::{}:{}'", flag.name, description, flag.dest, ZshAction(flag));
   }
   return "";
 }

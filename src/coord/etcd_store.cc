@@ -368,8 +368,8 @@ Answer EtcdStore::Exchange(std::string_view path, std::string body) {
   if (error) {
     Close();
     const bool malformed = error == http::error::bad_value && !answer.reason.empty();
-    throw KvUnavailable(Message(path, malformed ? "malformed answer: " + answer.reason
-                                                : Describe(error, timeout_)));
+    throw KvUnavailable(Message(
+        path, malformed ? "malformed answer: " + answer.reason : Describe(error, timeout_)));
   }
   if (!answer.keep_alive) Close();
   return answer;

@@ -27,11 +27,26 @@ struct FamilyRow {
 constexpr auto kFamilies = std::to_array<FamilyRow>({
     // CUDA, and ROCm/DCU: Paddle's HIP build is "compiled with CUDA" and reads
     // CUDA_VISIBLE_DEVICES; rocm-smi counts its cards.
-    {"gpu", DeviceMode::kGpu, "CUDA_VISIBLE_DEVICES", "nccl", "launch train in GPU mode!",
-     {"nvidia-smi", "rocm-smi"}, ""},
-    {"xpu", DeviceMode::kXpu, "XPU_VISIBLE_DEVICES", "bkcl", "launch train in XPU mode!",
-     {"", ""}, "/dev/xpu"},
-    {"npu", DeviceMode::kCustom, "NPU_VISIBLE_DEVICES", "xccl", "", {"npu-smi", ""},
+    {"gpu",
+     DeviceMode::kGpu,
+     "CUDA_VISIBLE_DEVICES",
+     "nccl",
+     "launch train in GPU mode!",
+     {"nvidia-smi", "rocm-smi"},
+     ""},
+    {"xpu",
+     DeviceMode::kXpu,
+     "XPU_VISIBLE_DEVICES",
+     "bkcl",
+     "launch train in XPU mode!",
+     {"", ""},
+     "/dev/xpu"},
+    {"npu",
+     DeviceMode::kCustom,
+     "NPU_VISIBLE_DEVICES",
+     "xccl",
+     "",
+     {"npu-smi", ""},
      "/dev/davinci"},
     {"gcu", DeviceMode::kCustom, "TOPS_VISIBLE_DEVICES", "xccl", "", {"", ""}, ""},
 });
@@ -70,8 +85,8 @@ DeviceFamily GpuFamily() { return FromRow(Row("gpu")); }
 DeviceFamily XpuFamily() { return FromRow(Row("xpu")); }
 
 void CheckCustomDeviceType(const std::string& type) {
-  const bool ok = !type.empty() && type.size() <= 32 && std::islower(static_cast<unsigned char>(
-                                                            type.front())) &&
+  const bool ok = !type.empty() && type.size() <= 32 &&
+                  std::islower(static_cast<unsigned char>(type.front())) &&
                   std::all_of(type.begin(), type.end(), [](char c) {
                     return std::islower(static_cast<unsigned char>(c)) ||
                            std::isdigit(static_cast<unsigned char>(c)) || c == '_';

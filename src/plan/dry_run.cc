@@ -27,9 +27,8 @@ Json ClusterJson(const Cluster& cluster) {
 }
 
 Json PsJson(const DryRunPlan::PsJob& ps) {
-  return {{"hosts", ps.hosts},         {"this_host", ps.this_host},
-          {"servers", ps.servers},     {"workers", ps.workers},
-          {"heter_stages", ps.heter_stages}, {"gloo_http", ps.gloo_http}};
+  return {{"hosts", ps.hosts},     {"this_host", ps.this_host},       {"servers", ps.servers},
+          {"workers", ps.workers}, {"heter_stages", ps.heter_stages}, {"gloo_http", ps.gloo_http}};
 }
 
 }  // namespace
@@ -53,8 +52,7 @@ std::string FormatDryRun(const DryRunPlan& plan) {
                          {"log", p.log},
                          {"env", env}});
   }
-  out["processes"] =
-      plan.cluster || plan.ps || !plan.processes.empty() ? processes : Json(nullptr);
+  out["processes"] = plan.cluster || plan.ps || !plan.processes.empty() ? processes : Json(nullptr);
   out["notes"] = plan.notes;
   out["warnings"] = plan.warnings;
   return DumpLossless(out, 2) + "\n";  // Every byte of the arguments (docs/report.md).

@@ -68,8 +68,10 @@ std::optional<std::string> PciSysfsName(std::string_view bus_id) {
   for (char& c : id) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   const size_t first = id.find(':');
   if (first == std::string::npos) return std::nullopt;
-  if (id.find(':', first + 1) == std::string::npos) id = "0000:" + id;
-  else if (first == 8 && id.starts_with("0000")) id = id.substr(4);
+  if (id.find(':', first + 1) == std::string::npos)
+    id = "0000:" + id;
+  else if (first == 8 && id.starts_with("0000"))
+    id = id.substr(4);
   // Now dddd:bb:dd.f
   if (id.size() != 12 || id[4] != ':' || id[7] != ':' || id[10] != '.') return std::nullopt;
   for (size_t i = 0; i < id.size(); ++i) {
@@ -95,10 +97,9 @@ std::vector<NumaPlacement> PlaceOnNuma(NumaBinding binding, const NumaTopology& 
     const std::optional<int>& node = device_nodes[i];
     const auto cpus_of = node ? topology.node_cpus.find(*node) : topology.node_cpus.end();
     if (!node || cpus_of == topology.node_cpus.end() || cpus_of->second.empty()) {
-      info.push_back(fmt::format(
-          "numa binding: local process {} left alone ({})", i,
-          !node ? "no device, or its NUMA node is unknown"
-                : fmt::format("NUMA node {} has no CPUs listed", *node)));
+      info.push_back(fmt::format("numa binding: local process {} left alone ({})", i,
+                                 !node ? "no device, or its NUMA node is unknown"
+                                       : fmt::format("NUMA node {} has no CPUs listed", *node)));
       continue;
     }
     NumaPlacement& placement = placements[i];
@@ -122,8 +123,8 @@ std::vector<NumaPlacement> PlaceOnNuma(NumaBinding binding, const NumaTopology& 
       case NumaBinding::kExclusive: {
         const std::vector<size_t>& group = sharing[*node];
         const size_t k = group.size();
-        const size_t at = static_cast<size_t>(std::find(group.begin(), group.end(), i) -
-                                              group.begin());
+        const size_t at =
+            static_cast<size_t>(std::find(group.begin(), group.end(), i) - group.begin());
         if (node_cpus.size() < k) {  // Fewer CPUs than ranks: share round-robin.
           placement.cpus = {node_cpus[at % node_cpus.size()]};
         } else {

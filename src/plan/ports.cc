@@ -74,8 +74,8 @@ std::optional<int> ParsePortNumber(std::string_view text) {
 // port) would block or misdirect every launcher. Opened with O_NOFOLLOW; created 0600.
 UniqueFd OpenLockFile(const std::string& path) {
   const auto refuse = [&](int err, std::string_view why) {
-    ThrowSystemError(err, fmt::format("cannot use port lock file {} (PDLAUNCH_PORT_LOCK_FILE): {}",
-                                      path, why));
+    ThrowSystemError(
+        err, fmt::format("cannot use port lock file {} (PDLAUNCH_PORT_LOCK_FILE): {}", path, why));
   };
   UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (fd.get() < 0 && errno == EACCES) {
@@ -83,8 +83,8 @@ UniqueFd OpenLockFile(const std::string& path) {
     // its owner named, rather than a bare "Permission denied".
     struct stat st {};
     if (::lstat(path.c_str(), &st) == 0 && st.st_uid != ::geteuid()) {
-      refuse(EPERM, fmt::format("owned by uid {}, not by this user (uid {})", st.st_uid,
-                                ::geteuid()));
+      refuse(EPERM,
+             fmt::format("owned by uid {}, not by this user (uid {})", st.st_uid, ::geteuid()));
     }
     errno = EACCES;
   }
@@ -98,13 +98,13 @@ UniqueFd OpenLockFile(const std::string& path) {
   if (::fstat(fd.get(), &st) != 0) refuse(errno, "fstat failed");
   if (!S_ISREG(st.st_mode)) refuse(EINVAL, "not a regular file");
   if (st.st_uid != ::geteuid()) {
-    refuse(EPERM, fmt::format("owned by uid {}, not by this user (uid {})", st.st_uid,
-                              ::geteuid()));
+    refuse(EPERM,
+           fmt::format("owned by uid {}, not by this user (uid {})", st.st_uid, ::geteuid()));
   }
   // A read lock of another user's would block every F_WRLCK as well: nobody else may open it.
   if ((st.st_mode & (S_IRGRP | S_IWGRP | S_IROTH | S_IWOTH)) != 0) {
-    refuse(EPERM, fmt::format("open to other users (mode {:04o}; make it 0600)",
-                              st.st_mode & 07777));
+    refuse(EPERM,
+           fmt::format("open to other users (mode {:04o}; make it 0600)", st.st_mode & 07777));
   }
   return fd;
 }

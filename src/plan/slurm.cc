@@ -152,8 +152,8 @@ std::optional<SlurmStep> DetectSlurmStep(const EnvMap& env) {
                                        ? GetInt(env, "SLURM_STEP_NUM_NODES")
                                        : GetInt(env, "SLURM_NNODES");
   if (count && *count != static_cast<int>(step.nodes.size())) {
-    throw LaunchError(fmt::format("Slurm says {} nodes but {} lists {}", *count, step.source,
-                                  step.nodes.size()));
+    throw LaunchError(
+        fmt::format("Slurm says {} nodes but {} lists {}", *count, step.source, step.nodes.size()));
   }
   const std::optional<int> rank = GetInt(env, "SLURM_NODEID");
   if (!rank || *rank < 0 || *rank >= static_cast<int>(step.nodes.size())) {

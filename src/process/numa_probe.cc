@@ -5,9 +5,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "pdlaunch/base/endpoint.h"  // SplitAndStrip, StripSpace
-#include "pdlaunch/process/device_probe.h"
+#include "pdlaunch/base/endpoint.h"          // SplitAndStrip, StripSpace
 #include "pdlaunch/plan/training_command.h"  // FindProgram
+#include "pdlaunch/process/device_probe.h"
 
 namespace pdlaunch {
 
@@ -64,8 +64,8 @@ NumaTopology ReadNumaTopology(const std::string& root) {
 }
 
 std::optional<int> PciNumaNode(const std::string& root, const std::string& sysfs_address) {
-  const auto text = ReadAttribute(fs::path(root + "/sys/bus/pci/devices") / sysfs_address /
-                                  "numa_node");
+  const auto text =
+      ReadAttribute(fs::path(root + "/sys/bus/pci/devices") / sysfs_address / "numa_node");
   if (!text) return std::nullopt;
   const auto node = ToInt(*text);
   return node && *node >= 0 ? node : std::nullopt;

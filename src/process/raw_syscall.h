@@ -39,8 +39,7 @@ namespace pdlaunch::raw {
 }
 #else
 // Only forked children exist here, which have an errno of their own.
-inline long Syscall(long number, long a1 = 0, long a2 = 0, long a3 = 0, long a4 = 0,
-                    long a5 = 0) {
+inline long Syscall(long number, long a1 = 0, long a2 = 0, long a3 = 0, long a4 = 0, long a5 = 0) {
   const long ret = ::syscall(number, a1, a2, a3, a4, a5);
   return ret == -1 ? -errno : ret;
 }
@@ -108,8 +107,7 @@ inline long Clone3OnStack(clone_args* args, void (*child)(void*), void* arg) {
       "ud2\n\t"  // The child function never returns.
       "1:\n\t"
       : "=a"(ret)
-      : "a"(static_cast<long>(SYS_clone3)), "D"(args), "S"(sizeof(clone_args)), "r"(fn),
-        "r"(fn_arg)
+      : "a"(static_cast<long>(SYS_clone3)), "D"(args), "S"(sizeof(clone_args)), "r"(fn), "r"(fn_arg)
       : "rcx", "r11", "memory");
   return ret;
 }

@@ -70,7 +70,8 @@ bool ReadMessage(int fd, Message* message) {
   size_t got = 0;
   auto* bytes = reinterpret_cast<char*>(message);
   while (got < sizeof *message) {
-    const long n = Syscall(SYS_read, fd, Arg(bytes + got), static_cast<long>(sizeof *message - got));
+    const long n =
+        Syscall(SYS_read, fd, Arg(bytes + got), static_cast<long>(sizeof *message - got));
     if (n == -EINTR) continue;
     if (n <= 0) return false;
     got += static_cast<size_t>(n);
@@ -126,8 +127,8 @@ void ForEachDirEntry(long fd, Visit visit) {
 /// the directories are removed, deepest first. At most `depth` levels.
 void RemoveTreeAt(int parent_fd, const char* name, bool files, int depth) {
   if (Syscall(SYS_unlinkat, parent_fd, Arg(name), AT_REMOVEDIR) == 0 || depth == 0) return;
-  const long fd = Syscall(SYS_openat, parent_fd, Arg(name),
-                          O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  const long fd =
+      Syscall(SYS_openat, parent_fd, Arg(name), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) return;
   ForEachDirEntry(fd, [&](const dirent64& entry) {
     const char* entry_name = entry.d_name;

@@ -88,7 +88,7 @@ TEST_F(JobCgroupTest, RemoveIfEmptyRemovesOnlyAnEmptyCgroup) {
   EXPECT_TRUE(cgroup_->RemoveIfEmpty());
   EXPECT_FALSE(std::filesystem::exists(dir));
   EXPECT_TRUE(cgroup_->RemoveIfEmpty());  // Once removed, it stays so.
-  cgroup_.reset();  // Nothing left for the destructor.
+  cgroup_.reset();                        // Nothing left for the destructor.
   EXPECT_FALSE(std::filesystem::exists(dir));
 }
 

@@ -420,9 +420,10 @@ TEST(LockingPortAllocatorTest, DefaultLockFileIsInADirectoryOnlyThisUserMayWrite
   std::unique_ptr<PortReservation> reservation = MakeLockingPortAllocator()->Reserve(1);
   if (!saved.empty()) ::setenv("PDLAUNCH_PORT_LOCK_FILE", saved.c_str(), 1);
   const std::string runtime = "/run/user/" + std::to_string(::geteuid());
-  const std::string dir = ::geteuid() == 0                ? "/run/pdlaunch"
-                          : fs::is_directory(runtime) ? runtime
-                                                      : "/tmp/pdlaunch-" + std::to_string(::geteuid());
+  const std::string dir = ::geteuid() == 0 ? "/run/pdlaunch"
+                          : fs::is_directory(runtime)
+                              ? runtime
+                              : "/tmp/pdlaunch-" + std::to_string(::geteuid());
   struct stat st {};
   ASSERT_EQ(::lstat(dir.c_str(), &st), 0) << dir;
   EXPECT_TRUE(S_ISDIR(st.st_mode));

@@ -32,7 +32,7 @@ void CheckAddressArguments(const LaunchOptions& options);
 
 /// Every non-empty entry of `list` split at `separator`: an endpoint (CheckEndpointToken) when
 /// `endpoints`, else a host (CheckHostToken). Throws the first UsageError, naming `flag`.
-void CheckAddressList(std::string_view list, char separator, std::string_view flag,
-                      bool endpoints, bool port_required);
+void CheckAddressList(std::string_view list, char separator, std::string_view flag, bool endpoints,
+                      bool port_required);
 
 }  // namespace pdlaunch

@@ -23,15 +23,15 @@ enum class DeviceMode {
 /// One family: everything that differs between device kinds.
 struct DeviceFamily {
   DeviceMode mode = DeviceMode::kCpu;
-  std::string type = "cpu";       ///< gpu, xpu, or the custom type (npu, mlu, gcu, ...).
-  std::string visible_variable;   ///< CUDA_VISIBLE_DEVICES, XPU_VISIBLE_DEVICES, NPU_..., TOPS_...
-  std::string selected_key;       ///< FLAGS_selected_gpus, _xpus, _npus, ...; empty on CPU.
-  std::string backend = "gloo";   ///< nccl, bkcl, xccl, gloo.
+  std::string type = "cpu";      ///< gpu, xpu, or the custom type (npu, mlu, gcu, ...).
+  std::string visible_variable;  ///< CUDA_VISIBLE_DEVICES, XPU_VISIBLE_DEVICES, NPU_..., TOPS_...
+  std::string selected_key;      ///< FLAGS_selected_gpus, _xpus, _npus, ...; empty on CPU.
+  std::string backend = "gloo";  ///< nccl, bkcl, xccl, gloo.
   std::string mode_line = "launch train in CPU mode";
   /// The programs and device files the probe reads to count devices when no visible-devices
   /// variable says it (docs/cli.md, "Devices"); empty when the family has no probe.
   std::vector<std::string> probe_programs;
-  std::string device_files;       ///< "/dev/davinci": counts /dev/davinci<N>; may be empty.
+  std::string device_files;  ///< "/dev/davinci": counts /dev/davinci<N>; may be empty.
   /// Variables every process of the family gets besides its selected key: custom devices'
   /// PADDLE_DISTRI_BACKEND=xccl and PADDLE_XCCL_BACKEND=<type> (§7.1).
   std::vector<std::pair<std::string, std::string>> env;

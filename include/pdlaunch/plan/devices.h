@@ -36,10 +36,14 @@ class FakeDeviceProbe : public DeviceProbe {
   int Count(const DeviceFamily& family) override {
     ++calls_;
     switch (family.mode) {
-      case DeviceMode::kGpu: return gpus_;
-      case DeviceMode::kXpu: return xpus_;
-      case DeviceMode::kCustom: return custom_;
-      case DeviceMode::kCpu: break;
+      case DeviceMode::kGpu:
+        return gpus_;
+      case DeviceMode::kXpu:
+        return xpus_;
+      case DeviceMode::kCustom:
+        return custom_;
+      case DeviceMode::kCpu:
+        break;
     }
     return 0;
   }
@@ -54,7 +58,7 @@ class FakeDeviceProbe : public DeviceProbe {
 
 /// Decided device layout of the local trainers.
 struct DevicePlan {
-  DeviceFamily family;  ///< CpuFamily() in CPU mode.
+  DeviceFamily family;                 ///< CpuFamily() in CPU mode.
   DeviceMode mode = DeviceMode::kCpu;  ///< family.mode.
   /// One entry per local trainer: the device ids (logical, relative to the family's visible list)
   /// it is bound to. Empty inner lists in CPU mode.

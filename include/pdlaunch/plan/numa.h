@@ -41,8 +41,8 @@ std::optional<std::string> PciSysfsName(std::string_view bus_id);
 
 /// Where one process runs.
 struct NumaPlacement {
-  std::vector<int> cpus;           ///< Empty: left alone.
-  int preferred_node = -1;         ///< set_mempolicy(MPOL_PREFERRED) target; -1: left alone.
+  std::vector<int> cpus;    ///< Empty: left alone.
+  int preferred_node = -1;  ///< set_mempolicy(MPOL_PREFERRED) target; -1: left alone.
 };
 
 /// The placement of each process: `device_nodes[i]` is the NUMA node of process i's (first)

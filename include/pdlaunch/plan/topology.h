@@ -26,12 +26,12 @@ struct Pod {
 
 /// The whole collective job as every node computes it (contract §3.5). Pure data.
 struct Cluster {
-  std::vector<Pod> pods;  ///< In node order.
-  int local_index = 0;    ///< Index of this node's pod.
-  DeviceFamily family;  ///< Its selected-device key and variables (§7.1).
+  std::vector<Pod> pods;               ///< In node order.
+  int local_index = 0;                 ///< Index of this node's pod.
+  DeviceFamily family;                 ///< Its selected-device key and variables (§7.1).
   DeviceMode mode = DeviceMode::kCpu;  ///< family.mode.
-  std::string backend;  ///< family.backend: nccl, bkcl, xccl, or gloo.
-  Endpoint master;      ///< MASTER_ADDR:MASTER_PORT for torch env:// (node 0's host).
+  std::string backend;                 ///< family.backend: nccl, bkcl, xccl, or gloo.
+  Endpoint master;  ///< MASTER_ADDR:MASTER_PORT for torch env:// (node 0's host).
 
   const Pod& local_pod() const { return pods.at(static_cast<size_t>(local_index)); }
   /// Number of trainers of all nodes.

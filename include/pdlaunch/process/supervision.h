@@ -34,9 +34,9 @@ class Supervision {
     bool arm_grace_timer = false;      ///< Start the shared grace timer (once per teardown).
     std::vector<int> newly_failed;     ///< Indices that failed in this event (report them).
     bool completing = false;           ///< The primaries are done; the rest are being stopped.
-    bool primaries_done = false;  ///< hold_secondaries: the primaries are done, the rest held.
-    bool repeat_ignored = false;  ///< A repeated termination signal inside kRepeatWindow.
-    bool stop_launcher = false;   ///< Job control: stop the launcher too, after the groups.
+    bool primaries_done = false;       ///< hold_secondaries: the primaries are done, the rest held.
+    bool repeat_ignored = false;       ///< A repeated termination signal inside kRepeatWindow.
+    bool stop_launcher = false;        ///< Job control: stop the launcher too, after the groups.
   };
 
   /// Seconds within which a repeated termination signal is the same request, not a second one.

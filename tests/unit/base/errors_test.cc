@@ -25,16 +25,20 @@ TEST(ErrorsTest, OneLineEscapesEveryByteClassThatActsOnATerminal) {
   }
   EXPECT_EQ(OneLine("\x7f"), "\\x7f");
   EXPECT_EQ(OneLine(" ~az09"), " ~az09");
-  EXPECT_EQ(OneLine("\xc2\x9b" "2J"), "\\xc2\\x9b2J");         // CSI
-  EXPECT_EQ(OneLine("\xc2\x9d" "0;t\x07"), "\\xc2\\x9d0;t\\x07");  // OSC ... BEL
+  EXPECT_EQ(OneLine("\xc2\x9b"
+                    "2J"),
+            "\\xc2\\x9b2J");  // CSI
+  EXPECT_EQ(OneLine("\xc2\x9d"
+                    "0;t\x07"),
+            "\\xc2\\x9d0;t\\x07");  // OSC ... BEL
   EXPECT_EQ(OneLine("\xc2\x80"), "\\xc2\\x80");
   EXPECT_EQ(OneLine("\xc2\xa0\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80"),
             "\xc2\xa0\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80");  // NBSP, é, €, emoji kept
   EXPECT_EQ(OneLine("\xff\xfe"), "\\xff\\xfe");
-  EXPECT_EQ(OneLine("\x80"), "\\x80");                         // a lone continuation byte
-  EXPECT_EQ(OneLine("\xc3"), "\\xc3");                         // cut short
-  EXPECT_EQ(OneLine("\xc0\xaf"), "\\xc0\\xaf");                 // overlong '/'
-  EXPECT_EQ(OneLine("\xed\xa0\x80"), "\\xed\\xa0\\x80");         // a surrogate
+  EXPECT_EQ(OneLine("\x80"), "\\x80");                             // a lone continuation byte
+  EXPECT_EQ(OneLine("\xc3"), "\\xc3");                             // cut short
+  EXPECT_EQ(OneLine("\xc0\xaf"), "\\xc0\\xaf");                    // overlong '/'
+  EXPECT_EQ(OneLine("\xed\xa0\x80"), "\\xed\\xa0\\x80");           // a surrogate
   EXPECT_EQ(OneLine("\xf4\x90\x80\x80"), "\\xf4\\x90\\x80\\x80");  // past U+10FFFF
 }
 

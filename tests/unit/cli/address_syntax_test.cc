@@ -82,7 +82,8 @@ TEST(AddressSyntaxTest, Endpoints) {
   EXPECT_EQ(EndpointError(":80"), "--servers: ':80' is not host:port (the host is missing)");
   EXPECT_EQ(EndpointError("10.0.0.300:80"),
             "--servers: '10.0.0.300' is not an IPv4 address (four numbers 0-255, a.b.c.d)");
-  EXPECT_EQ(EndpointError("h:0"), "--servers: port of endpoint 'h:0': '0' must be between 1 and 65535");
+  EXPECT_EQ(EndpointError("h:0"),
+            "--servers: port of endpoint 'h:0': '0' must be between 1 and 65535");
   EXPECT_EQ(EndpointError("h:x"), "--servers: port of endpoint 'h:x': 'x' is not an integer");
 }
 

@@ -18,7 +18,10 @@ TEST(DryRunTest, ClusterAndProcesses) {
   cluster.pods = {Pod{"10.0.0.1", 0, {Trainer{0, 0, Endpoint{"10.0.0.1", 6070}, {0, 1}}}}};
   plan.cluster = cluster;
   plan.command = {"python3", "-u", "train.py"};
-  plan.processes.push_back({"trainer", 0, 0, "workerlog.0",
+  plan.processes.push_back({"trainer",
+                            0,
+                            0,
+                            "workerlog.0",
                             {{"PADDLE_TRAINER_ID", "0"}, {"FLAGS_selected_gpus", "0,1"}}});
   const auto json = nlohmann::json::parse(FormatDryRun(plan));
   EXPECT_EQ(json["cluster"]["world_size"], 1);
@@ -36,12 +39,9 @@ TEST(DryRunTest, ParameterServerJob) {
   plan.mode = "ps";
   plan.launch_path = "local";
   plan.device_mode = "cpu";
-  plan.ps = DryRunPlan::PsJob{{"127.0.0.1:6170"},
-                              {"127.0.0.1:6171", "127.0.0.1:6172"},
-                              {},
-                              "127.0.0.1:6173",
-                              {"127.0.0.1"},
-                              "127.0.0.1"};
+  plan.ps = DryRunPlan::PsJob{
+      {"127.0.0.1:6170"}, {"127.0.0.1:6171", "127.0.0.1:6172"}, {}, "127.0.0.1:6173", {"127.0.0.1"},
+      "127.0.0.1"};
   plan.processes.push_back({"server", 0, 0, "serverlog.0", {{"TRAINING_ROLE", "PSERVER"}}});
   plan.processes.push_back({"worker", 1, 1, "workerlog.1", {{"TRAINING_ROLE", "TRAINER"}}});
   const auto json = nlohmann::json::parse(FormatDryRun(plan));

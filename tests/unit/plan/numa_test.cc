@@ -42,12 +42,13 @@ TEST(NumaTest, NodeBindsToTheDevicesNodeAndPrefersItsMemory) {
   EXPECT_TRUE(placed[1].cpus.empty());
   EXPECT_EQ(placed[1].preferred_node, -1);
   EXPECT_TRUE(placed[2].cpus.empty());
-  EXPECT_EQ(info, (std::vector<std::string>{
-                      "numa binding: local process 0 on NUMA node 1: CPUs 4-7, memory preferred "
-                      "from node 1",
-                      "numa binding: local process 1 left alone (no device, or its NUMA node is "
-                      "unknown)",
-                      "numa binding: local process 2 left alone (NUMA node 7 has no CPUs listed)"}));
+  EXPECT_EQ(info,
+            (std::vector<std::string>{
+                "numa binding: local process 0 on NUMA node 1: CPUs 4-7, memory preferred "
+                "from node 1",
+                "numa binding: local process 1 left alone (no device, or its NUMA node is "
+                "unknown)",
+                "numa binding: local process 2 left alone (NUMA node 7 has no CPUs listed)"}));
 }
 
 TEST(NumaTest, SocketBindsToEveryCpuOfThePackage) {

@@ -39,7 +39,8 @@ TEST(HostlistTest, MalformedListsAreNamed) {
   EXPECT_EQ(ErrorOf("linux1]"), "malformed Slurm hostlist 'linux1]': ']' without '['");
   EXPECT_EQ(ErrorOf("a,,b"), "malformed Slurm hostlist 'a,,b': an empty entry");
   EXPECT_EQ(ErrorOf("n[3-1]"), "malformed Slurm hostlist 'n[3-1]': range '3-1' runs backwards");
-  EXPECT_EQ(ErrorOf("n[a-b]"), "malformed Slurm hostlist 'n[a-b]': 'a-b' is not a range of numbers");
+  EXPECT_EQ(ErrorOf("n[a-b]"),
+            "malformed Slurm hostlist 'n[a-b]': 'a-b' is not a range of numbers");
   EXPECT_EQ(ErrorOf("n[]"), "malformed Slurm hostlist 'n[]': empty brackets");
   EXPECT_EQ(ErrorOf(""), "malformed Slurm hostlist '': empty");
 }
@@ -65,7 +66,9 @@ TEST(DetectSlurmStepTest, OneAndTwoNodesAndTheJobList) {
   EnvMap one = {{"SLURM_STEP_ID", "3"}, {"SLURM_JOB_NODELIST", "solo"}, {"SLURM_NODEID", "0"}};
   EXPECT_EQ(DetectSlurmStep(one)->nodes, Hosts{"solo"});
   EXPECT_EQ(DetectSlurmStep(one)->source, "SLURM_JOB_NODELIST");
-  EnvMap two = {{"SLURM_STEP_ID", "0"}, {"SLURM_STEP_NODELIST", "a,b"}, {"SLURM_NODEID", "1"},
+  EnvMap two = {{"SLURM_STEP_ID", "0"},
+                {"SLURM_STEP_NODELIST", "a,b"},
+                {"SLURM_NODEID", "1"},
                 {"SLURM_NNODES", "2"}};
   EXPECT_EQ(DetectSlurmStep(two)->node_rank, 1);
 }

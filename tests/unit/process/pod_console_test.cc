@@ -46,8 +46,8 @@ TEST(PodConsoleTest, ReturnCodeIsPythons) {
 }
 
 TEST(PodConsoleTest, ContainerLineQuotesTheCommandAsAPythonList) {
-  EXPECT_EQ(FormatContainerLine(1, "failed", {"/usr/bin/python3", "-u", "train.py", "--lr=0.1"},
-                                -9, "log/workerlog.1"),
+  EXPECT_EQ(FormatContainerLine(1, "failed", {"/usr/bin/python3", "-u", "train.py", "--lr=0.1"}, -9,
+                                "log/workerlog.1"),
             "Container rank 1 status failed cmd ['/usr/bin/python3', '-u', 'train.py', "
             "'--lr=0.1'] code -9 log log/workerlog.1");
 }
