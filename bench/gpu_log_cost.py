@@ -14,7 +14,6 @@ import argparse
 import os
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 
 FAKE = """#!/bin/sh

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by scripts/demo.sh and scripts/test.sh: installs the Debian packages that are missing.
 # Nothing is downloaded when everything is present, so reruns are fast.
 

@@ -14,7 +14,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 build=0
 seconds=60
-dir=build-fuzz
+dir="build-fuzz"
 extra=()
 while (($#)); do
   case "$1" in

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole check, as CI runs it, on a fresh Debian 12 (as root) or an already prepared machine:
-#   1. install the Debian packages that are missing (nothing is downloaded otherwise);
+#   1. install the Debian packages that are missing (nothing is downloaded otherwise), then
+#      scripts/lint.sh (clang-format, shellcheck, pyflakes, codespell: seconds);
 #   2. build/      RelWithDebInfo, warnings as errors; every CTest test (unit, process, e2e, torch,
 #                  package: builds, installs and removes the Debian package),
 #                  then the process and reliability labels again with PDLAUNCH_NO_CGROUP=1 (the
@@ -17,7 +18,8 @@ readonly PACKAGES=(build-essential cmake ninja-build libspdlog-dev libfmt-dev li
                    libboost1.81-dev nlohmann-json3-dev libgtest-dev googletest python3
                    python3-torch python3-yaml iproute2 procps clang libclang-rt-14-dev
                    etcd-server slurmctld slurmd slurm-client munge python3-jsonschema
-                   help2man zsh bash-completion man-db lintian)
+                   help2man zsh bash-completion man-db lintian
+                   clang-format shellcheck pyflakes3 codespell)
 readonly TEST_TIMEOUT=600  # seconds, for a test without its own TIMEOUT property
 readonly FUZZ_SECONDS=60
 
@@ -66,6 +68,8 @@ failed=()
 summary=()
 
 install_packages "${PACKAGES[@]}"
+
+if bash scripts/lint.sh; then summary+=("lint ok"); else failed+=("lint"); fi
 
 if build_tree build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPDLAUNCH_WARNINGS_AS_ERRORS=ON \
   -DPDLAUNCH_SANITIZE=; then

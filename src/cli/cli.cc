@@ -870,9 +870,10 @@ CommandLine ParseArguments(const std::vector<std::string>& args) {
   Scan scan = ScanArguments(args);
   CommandLine command_line;
   if (scan.exit_request) {
-    command_line.exit_text = *scan.exit_request == Kind::kHelp
-                                 ? HelpText()
-                                 : fmt::format("launch (pdlaunch) {}\n", kVersion);
+    command_line.exit_text =
+        *scan.exit_request == Kind::kHelp
+            ? HelpText()
+            : fmt::format("launch (pdlaunch) {}\ncommit {}\n", kVersion, BuildCommit());
     return command_line;
   }
   for (const Scan::Replaced& earlier_value : scan.replaced) {

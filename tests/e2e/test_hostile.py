@@ -18,7 +18,6 @@ import socket
 import sys
 import threading
 import time
-import unittest
 
 from etcd import EtcdServer
 import harness

@@ -1,5 +1,4 @@
 """Issue #13: what a new user hit. Each test fails on the code before the fix."""
-import os
 import re
 import signal
 import subprocess

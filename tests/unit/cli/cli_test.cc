@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -582,7 +583,11 @@ TEST(CliTest, HelpProducesExitText) {
 }
 
 TEST(CliTest, VersionProducesExitText) {
-  const std::string expected = std::string("launch (pdlaunch) ") + kVersion + "\n";
+  const std::string expected =
+      std::string("launch (pdlaunch) ") + kVersion + "\ncommit " + BuildCommit() + "\n";
+  // 12 hex digits, "-dirty" after them when the tree had changes, or "unknown" outside git.
+  EXPECT_TRUE(std::regex_match(BuildCommit(), std::regex("[0-9a-f]{12}(-dirty)?|unknown")))
+      << BuildCommit();
   EXPECT_EQ(ParseCommandLine({"--version"}).exit_text, expected);
   EXPECT_EQ(ParseCommandLine({"--vers", "--server_num=2"}).exit_text, expected);
 }

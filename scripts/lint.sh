@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The habits CI enforces (CONTRIBUTING.md, "Style"), in seconds, before anything is built:
+#   clang-format  every tracked .cc/.h as .clang-format says (fix: clang-format -i FILE)
+#   shellcheck    scripts/, .ci/run and bench/*.sh
+#   pyflakes      tests/, bench/ and examples/ (Python: unused imports and names, undefined names)
+#   codespell     docs, code and tests (.codespellrc lists the words kept as they are)
+# Exits non-zero if any finds something; prints each finding.
+# Usage: bash scripts/lint.sh
+set -uo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+failed=()
+
+mapfile -t sources < <(git ls-files '*.cc' '*.h')
+drift=()
+for file in "${sources[@]}"; do
+  clang-format --dry-run --Werror "$file" >/dev/null 2>&1 || drift+=("$file")
+done
+if ((${#drift[@]})); then
+  printf 'lint: clang-format would change %s\n' "${drift[@]}"
+  failed+=(clang-format)
+fi
+
+mapfile -t shells < <(git ls-files 'scripts/*.sh' 'bench/*.sh' '.ci/run')
+shellcheck "${shells[@]}" || failed+=(shellcheck)
+
+mapfile -t pythons < <(git ls-files 'tests/*.py' 'bench/*.py' 'examples/*.py')
+pyflakes3 "${pythons[@]}" || failed+=(pyflakes)
+
+codespell README.md CHANGELOG.md CONTRIBUTING.md docs src include tests bench scripts examples \
+  cmake || failed+=(codespell)
+
+if ((${#failed[@]})); then
+  echo "lint: FAIL (${failed[*]})"
+  exit 1
+fi
+echo "lint: ok (clang-format ${#sources[@]} files, shellcheck ${#shells[@]}, pyflakes ${#pythons[@]}, codespell)"
