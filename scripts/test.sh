@@ -91,8 +91,11 @@ elif build_tree build-asan -DCMAKE_BUILD_TYPE=Debug -DPDLAUNCH_WARNINGS_AS_ERROR
   -DPDLAUNCH_SANITIZE=address,undefined -DPDLAUNCH_TEST_EACH_CASE=OFF; then
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-  # Not the fork.* repeats of the process tests: this tree forks anyway (docs/testing.md).
-  if run_tests build-asan -L 'unit|process|e2e|etcd|reliability|cgroup' -LE torch -E '^fork[.]'; then
+  # Not the fork.* repeats of the process tests: this tree forks anyway; nor the two-node
+  # searches of the auto tuner, 90 s of trials whose exchange code the unit and process
+  # suites run here already (docs/testing.md, "The sanitizer build").
+  if run_tests build-asan -L 'unit|process|e2e|etcd|reliability|cgroup' -LE torch \
+    -E '^fork[.]|^e2e[.]AutoTuner(Ips|Etcd)?TwoNodeTest$'; then
     summary+=("build-asan/ ok")
   else
     failed+=("build-asan/ tests")
