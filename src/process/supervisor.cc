@@ -684,6 +684,9 @@ class EventLoop {
         PDLOG_INFO("{}", options_.primaries_done_message);
       }
     }
+    // The ABORT line comes before the lines of the stop it causes, as in Paddle (its
+    // watch_local_trainers logs it, then terminate_local_procs stops the groups).
+    if (!commands.newly_failed.empty()) ReportAbortLines(commands.newly_failed);
     Execute(commands);
     if (commands.primaries_done && options_.on_primaries_done) options_.on_primaries_done();
     if (!commands.newly_failed.empty()) {
@@ -962,7 +965,7 @@ class EventLoop {
     return false;
   }
 
-  void ReportFailures(const std::vector<int>& indices) {
+  void ReportAbortLines(const std::vector<int>& indices) {
     // One ABORT line per role, in the order the roles first failed.
     std::vector<std::string> roles;
     for (int i : indices) {
@@ -980,6 +983,11 @@ class EventLoop {
       }
       PDLOG_ERROR("{}", FormatAbortLine(role_size, ranks, role));
     }
+  }
+
+  // What failed, after the ABORT line and the stop: the legacy console's tail of each failed
+  // log, or today's console's failed container.
+  void ReportFailures(const std::vector<int>& indices) {
     if (!options_.pod_name.empty()) {
       ReportFailedContainers(indices);
       return;
@@ -997,7 +1005,7 @@ class EventLoop {
 
   // Today's launcher's account of a failure (contract §11.1), once per run as Paddle's: the
   // pod's status, the first failed container (in local order among those found together) and
-  // the end of its log, on stdout after what the echo had still to show.
+  // the end of its log, on stderr after what the echo had still to show.
   void ReportFailedContainers(const std::vector<int>& indices) {
     if (container_reported_) return;
     container_reported_ = true;
@@ -1017,8 +1025,9 @@ class EventLoop {
                     : std::string());
     PDLOG_INFO("{}", kErrorLogDetail);
     if (child.info.log_path.empty()) return;
+    // On stderr with its header (Paddle prints it on stdout, apart from the header above it).
     // EPIPE or a closed terminal: the tail is lost, the teardown goes on (as the echo's).
-    WriteAll(STDOUT_FILENO, TailBytesOfFile(child.info.log_path, child.log_start, kErrorTailBytes));
+    WriteAll(STDERR_FILENO, TailBytesOfFile(child.info.log_path, child.log_start, kErrorTailBytes));
   }
 
   SupervisorOptions options_;

@@ -404,10 +404,13 @@ class TodaysConsoleTest(LaunchTestCase):
         self.assertEqual(messages[-1], "Exit code 3")
         content = log.read_bytes()
         self.assertGreater(len(content), 3000)
-        # Rank 0's echoed lines may follow; the tail is one piece, cut mid-line as Paddle cuts it.
+        # The tail is one piece on stderr, right after its header (issue #42 item 5: one
+        # stream), cut mid-line as Paddle cuts it.
         tail = content[-3000:].decode()
-        self.assertIn(tail, result.stdout)
-        self.assertNotIn(content[-3001:].decode(), result.stdout)
+        detail = result.stderr.index("ERROR LOG DETAIL")
+        self.assertIn(tail, result.stderr[detail:])
+        self.assertNotIn(content[-3001:].decode(), result.stderr)
+        self.assertNotIn(tail, result.stdout)
 
     def test_rank_zeros_failure_shows_its_echo_first_then_its_tail_once(self):
         # Rank 0 fails (rank 1, stopped by the launcher, is no failure): one container is
@@ -421,7 +424,8 @@ class TodaysConsoleTest(LaunchTestCase):
         self.assertEqual(messages.count("Container failed !!!"), 1)
         self.assertRegex(result.stderr, r"\nContainer rank 0 status failed cmd .* code 4 log ")
         content = (self.dir / "log" / "workerlog.0").read_text()
-        self.assertEqual(result.stdout, content + content[-3000:])
+        self.assertEqual(result.stdout, content)  # Its echo; the tail is on stderr, once.
+        self.assertEqual(result.stderr.count(content[-3000:]), 1)
 
     def test_the_tail_is_this_runs_output_only(self):
         first = self.run_launch(["--nnodes", "1"] + self.rank_args("--lines", 100, "--exit",
@@ -430,7 +434,10 @@ class TodaysConsoleTest(LaunchTestCase):
         second = self.run_launch(["--nnodes", "1"] + self.rank_args("--say", "second run",
                                                                     "--exit", "0:3"))
         self.assertEqual(second.code, 3, second)
-        self.assertEqual(second.stdout, "rank 0: second run\n" * 2)  # The echo, then the tail.
+        self.assertEqual(second.stdout, "rank 0: second run\n")  # The echo.
+        tail = second.stderr[second.stderr.index("ERROR LOG DETAIL"):]
+        self.assertIn("rank 0: second run\n", tail)  # The tail: this run's output only.
+        self.assertNotIn(" line 0", tail)  # Nothing of the first run's numbered lines.
 
     def test_a_signal_ends_with_exit_with_signal(self):
         proc = self.start_launch(["--nnodes", "1", "--nproc_per_node", 2]
