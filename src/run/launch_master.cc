@@ -1240,7 +1240,6 @@ void MasterNode::OnJobFailed(const JobFailure& failure) {
   Stop();
 }
 
-// The host found members whose heartbeat expired: their loss is the job's failure.
 // The members' addresses as the world names them ("10.0.0.2 (abcdef)"); the pod, escaped, when
 // it is no member.
 std::vector<std::string> MasterNode::NamesOf(const std::vector<std::string>& pods) const {
@@ -1260,6 +1259,7 @@ std::vector<std::string> MasterNode::NamesOf(const std::vector<std::string>& pod
 // for a starved node.
 double MasterNode::RunningBound() const { return 2 * settings_.heartbeat_timeout + 5; }
 
+// The host found members whose heartbeat expired: their loss is the job's failure.
 void MasterNode::OnNodesLost(const std::vector<std::string>& lost) {
   if (lost_reported_) return;
   lost_reported_ = true;
