@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # The habits CI enforces (CONTRIBUTING.md, "Style"), in seconds, before anything is built:
-#   clang-format  every tracked .cc/.h as .clang-format says (fix: clang-format -i FILE)
-#   shellcheck    scripts/, .ci/run and bench/*.sh
-#   pyflakes      tests/, bench/ and examples/ (Python: unused imports and names, undefined names)
-#   codespell     docs, code and tests (.codespellrc lists the words kept as they are)
+#   - clang-format: every tracked .cc/.h as .clang-format says (fix: clang-format -i FILE);
+#   - the shell linter over scripts/, .ci/run and bench/*.sh;
+#   - pyflakes over tests/, bench/ and examples/ (unused imports and names, undefined names);
+#   - codespell over docs, code and tests (.codespellrc lists the words kept as they are).
 # Exits non-zero if any finds something; prints each finding.
 # Usage: bash scripts/lint.sh
 set -uo pipefail
 
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 
 failed=()
 
