@@ -142,6 +142,10 @@ class Session : public std::enable_shared_from_this<Session> {
       Unpark();
       wait_timer_.cancel();
     }
+    // An abortive close (RST): what the kernel still held for this client goes now, not when
+    // an orphaned connection that nobody reads times out.
+    beast::error_code ignored;
+    stream_.socket().set_option(tcp::socket::linger(true, 0), ignored);
     Close();
   }
 

@@ -175,6 +175,30 @@ class HostileMasterTest(harness.LaunchTestCase):
         self.assertLess(prober.hwm, HWM_LIMIT)
         return prober
 
+    def hold_connections(self, port, sockets, count, sources=(ATTACKER,), send=b"",
+                         receive_buffer=None):
+        """Adds to `sockets` `count` connections from `sources` in turn, each sending `send`
+        and never reading (a small `receive_buffer` keeps answers in the server's kernel
+        buffers); those refused are skipped, as a flooder would."""
+        for i in range(count):
+            try:
+                s = attacker_socket(port, timeout=2, source=sources[i % len(sources)])
+                if receive_buffer:
+                    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
+                if send:
+                    s.sendall(send)
+                sockets.append(s)
+            except OSError:
+                pass
+
+    def attack_holding(self, port, host, sockets, body, **limits):
+        """attack() with `body`, then every socket in `sockets` closed."""
+        try:
+            return self.attack(port, host, body, **limits)
+        finally:
+            for s in sockets:
+                s.close()
+
     def assert_job_succeeds(self, host, node):
         for proc in (host, node):
             result = self.finish(proc, timeout=60)
@@ -237,24 +261,11 @@ class HostileMasterTest(harness.LaunchTestCase):
         def body():
             # 600 long-polls that would hold their slots for 60 s, then idle connections up to
             # 5 000 in all; held for longer than --heartbeat_timeout.
-            for _ in range(600):
-                try:
-                    s = attacker_socket(port, timeout=2)
-                    s.sendall(b"GET /nothing?wait=999999999&timeout=60 HTTP/1.1\r\nHost: x\r\n\r\n")
-                    sockets.append(s)
-                except OSError:
-                    pass
-            for _ in range(4400):
-                try:
-                    sockets.append(attacker_socket(port, timeout=2))
-                except OSError:
-                    pass
+            self.hold_connections(port, sockets, 600, send=b"GET /nothing?wait=999999999&"
+                                  b"timeout=60 HTTP/1.1\r\nHost: x\r\n\r\n")
+            self.hold_connections(port, sockets, 4400)
             time.sleep(HEARTBEAT + 1)
-        try:
-            self.attack(port, host, body)
-        finally:
-            for s in sockets:
-                s.close()
+        self.attack_holding(port, host, sockets, body)
         self.assert_job_succeeds(host, node)
 
     def test_long_polls_from_many_addresses_and_the_nodes_own_shut_no_node_out(self):
@@ -267,20 +278,10 @@ class HostileMasterTest(harness.LaunchTestCase):
 
         def body():
             sources = [f"127.0.0.{10 + i}" for i in range(30)] + ["127.0.0.1"] * 5
-            for i in range(700):
-                try:
-                    s = attacker_socket(port, timeout=2, source=sources[i % len(sources)])
-                    s.sendall(b"GET /default/info/?wait=999999999&timeout=60 HTTP/1.1\r\n"
-                              b"Host: x\r\n\r\n")
-                    sockets.append(s)
-                except OSError:
-                    pass
+            self.hold_connections(port, sockets, 700, sources, send=b"GET /default/info/?wait="
+                                  b"999999999&timeout=60 HTTP/1.1\r\nHost: x\r\n\r\n")
             time.sleep(HEARTBEAT + 1)
-        try:
-            self.attack(port, host, body)
-        finally:
-            for s in sockets:
-                s.close()
+        self.attack_holding(port, host, sockets, body)
         self.assert_job_succeeds(host, node)
 
     def test_answers_nobody_reads_are_bounded_in_bytes(self):
@@ -292,33 +293,25 @@ class HostileMasterTest(harness.LaunchTestCase):
         for i in range(15):
             self.assertEqual(request(port, "PUT", f"/default/big/k{i:02}", chunk)[0], 200)
         sockets = []
+        peak = [0]
 
         def body():
-            for i in range(400):
-                try:
-                    s = attacker_socket(port, timeout=2, source=f"127.0.0.{40 + i % 20}")
-                    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-                    s.sendall(b"GET /default/big/ HTTP/1.1\r\nHost: x\r\n\r\n")
-                    sockets.append(s)
-                except OSError:
-                    pass
+            self.hold_connections(port, sockets, 400, [f"127.0.0.{40 + i}" for i in range(20)],
+                                  send=b"GET /default/big/ HTTP/1.1\r\nHost: x\r\n\r\n",
+                                  receive_buffer=4096)
             deadline = time.monotonic() + 2
             while time.monotonic() < deadline:
                 peak[0] = max(peak[0], tcp_memory_bytes())
                 time.sleep(0.05)
-        peak = [0]
-        try:
-            # Under ASan every answer's write and close is several times slower: 1.5 s there
-            # (3.6 s was the stall this bound catches, in a release build).
-            self.attack(port, host, body, p99_limit=1.5 if SANITIZED else HEALTHY_P99)
-        finally:
-            for s in sockets:
-                s.close()
+        # Under ASan every answer's write and close is several times slower: 1.5 s there
+        # (3.6 s was the stall this bound catches, in a release build).
+        self.attack_holding(port, host, sockets, body,
+                            p99_limit=1.5 if SANITIZED else HEALTHY_P99)
         print(f"hostile measured: kernel TCP memory peak {peak[0] / 1048576:.0f} MiB",
               file=sys.stderr)
-        # 64 MiB of answers in flight, and what the kernel holds besides; 400 answers of 3.75
-        # MiB were 1.5 GiB.
-        self.assertLess(peak[0], 256 << 20)
+        # At most 64 MiB of answers in flight, evicted ones closed abortively (22 MiB measured;
+        # 206 MiB with orphaned connections left to time out). Other tests may run beside it.
+        self.assertLess(peak[0], 128 << 20)
         self.assert_job_succeeds(host, node)
 
     def test_a_full_store_leaves_room_for_the_jobs_records(self):
