@@ -294,6 +294,7 @@ std::string EncodeFailure(const JobFailure& failure) {
                          {"pod", failure.pod},
                          {"cause", failure.cause},
                          {"exit_code", failure.exit_code}};
+  if (failure.signal != 0) json["signal"] = failure.signal;
   return json.dump();
 }
 
@@ -313,6 +314,11 @@ JobFailure DecodeFailure(const std::string& value) {
     if (const auto in_range = JsonIntIn(*code, 1, 255)) {
       failure.exit_code = static_cast<int>(*in_range);
     }
+  }
+  const auto signal = json.find("signal");
+  if (signal != json.end()) {
+    if (const auto in_range = JsonIntIn(*signal, 1, 64))
+      failure.signal = static_cast<int>(*in_range);
   }
   return failure;
 }

@@ -485,6 +485,18 @@ TrialRun RunTrial(Search& search, const TunerConfig& config, const TrialConfig& 
     run.code = code;
     return run;
   }
+  if (search.several && TheRunReport().stopped_node) {
+    // Another node was stopped (Ctrl-C, a scheduler's SIGTERM): its outcome never comes, and
+    // waiting for it at the exchange would only end in "did not agree". Stopped here, as an
+    // interrupted trial: out of the history, the same command resumes with it.
+    PDLOG_ERROR("auto tuner: {} during {}; the search stops here", *TheRunReport().stopped_node,
+                job_name);
+    ClassifyOutcome(here, run.outcome);
+    ConvertOutcome(run.outcome, config, here.step_time);
+    run.end = TrialRun::End::kInterrupted;
+    run.code = code != 0 ? code : 1;
+    return run;
+  }
   if (search.several) {
     // What each node saw, merged the same way on every node: the history stays one.
     ExchangeResult told;

@@ -1229,6 +1229,11 @@ void MasterNode::OnJobFailed(const JobFailure& failure) {
   if (!failure_ || failure_->pod.empty()) {
     const bool first = !failure_;
     failure_ = failure;
+    // Another node's launcher was stopped by a signal: a sequence of jobs (the auto tuner's)
+    // stops too, rather than wait for that node at its next step.
+    if (first && failure.signal != 0 && failure.pod != pod_) {
+      TheRunReport().stopped_node = failure.cause;
+    }
     if (first && failure.pod != pod_ && phase_ != Phase::kRendezvous) {
       if (!settings_.ips.empty()) {  // The nodes of --ips fail as one, each saying why.
         PDLOG_ERROR("ABORT!!! {}; stopping this node's processes", failure.cause);
@@ -1363,7 +1368,7 @@ int MasterNode::RunRanks() {
       failure_ = JobFailure{
           node_ip_, pod_,
           fmt::format("the launcher on node {} received {}", node_ip_, SignalName(*result.signal)),
-          128 + *result.signal};
+          128 + *result.signal, *result.signal};
       PublishFailure(*failure_);
     }
     return Finish(128 + *result.signal);

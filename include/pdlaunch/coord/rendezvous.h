@@ -161,6 +161,9 @@ struct JobFailure {
   std::string pod;    ///< Its pod name.
   std::string cause;  ///< "rank 3 on node 10.0.0.2 exited with code 7".
   int exit_code = 1;  ///< What every launcher of the job exits with.
+  /// The signal that stopped the launcher that wrote it (SIGINT, SIGTERM, ...): no rank failed,
+  /// a node was stopped. 0: a failure. A sequence of jobs (the auto tuner's) stops there.
+  int signal = 0;
 
   bool operator==(const JobFailure&) const = default;
 };

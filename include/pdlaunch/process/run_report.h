@@ -38,6 +38,9 @@ struct RunReport {
   int exit_code = 0;
   std::string reason;         ///< "success", "process failure", "signal SIGINT", or the error.
   std::optional<int> signal;  ///< The termination signal the launcher received.
+  /// Set when another node's launcher was stopped by a signal during this node's job (its failure
+  /// record's cause, "the launcher on node X received SIGINT"); not in the JSON.
+  std::optional<std::string> stopped_node;
   std::optional<size_t> root_cause;      ///< Index into `processes` of the first failure.
   std::vector<ProcessRecord> processes;  ///< Every process of every run (elastic restarts add).
   /// What <job_id>.gpu.log measured, per device index; empty when it did not run.

@@ -275,6 +275,13 @@ TEST(JobFailureTest, WhatARecordShowsIsEscapedAndBounded) {
   EXPECT_EQ(hostile.exit_code, 1);
   EXPECT_EQ(DecodeFailure(R"({"cause": "c", "exit_code": 300})").exit_code, 1);
   EXPECT_EQ(DecodeFailure(R"({"cause": "c", "exit_code": 7})").exit_code, 7);
+  // A launcher stopped by a signal says which (a sequence of jobs stops there); bounded.
+  const JobFailure stopped{"10.0.0.3", "abcdef", "the launcher on node 10.0.0.3 received SIGINT",
+                           130, 2};
+  EXPECT_EQ(DecodeFailure(EncodeFailure(stopped)), stopped);
+  EXPECT_EQ(DecodeFailure(R"({"cause": "c", "exit_code": 7})").signal, 0);
+  EXPECT_EQ(DecodeFailure(R"({"cause": "c", "signal": 99})").signal, 0);
+  EXPECT_EQ(DecodeFailure(R"({"cause": "c", "signal": "2"})").signal, 0);
   EXPECT_EQ(DecodeFailure("\x1b[2J").cause, "\\x1b[2J");
   const JobFailure huge = DecodeFailure(R"({"cause": ")" + std::string(100000, 'c') + R"("})");
   EXPECT_EQ(huge.cause.size(), 2048u + 3);
