@@ -756,7 +756,19 @@ constexpr std::string_view kDescription =
     "Paddle's and PyTorch's environment variables, supervised until every process is done.\n"
     "Flags may also come from their environment twins (PADDLE_NNODES, PADDLE_MASTER, ...; "
     "a flag on the command line wins). Documentation: docs/cli.md in the source tree, "
-    "/usr/share/doc/pdlaunch/cli.md where the Debian package is installed.\n";
+    "/usr/share/doc/pdlaunch/cli.md where the Debian package is installed.\n"
+    "\n"
+    "Examples:\n"
+    "  launch --gpus 0,1 train.py --lr 0.1\n"
+    "                        one node, one process per GPU\n"
+    "  launch --ips 10.0.0.1,10.0.0.2 --gpus 0,1 train.py\n"
+    "                        the same command on every node of the list\n"
+    "  launch --master 10.0.0.1:8090 --nnodes 2 --devices 0,1 train.py\n"
+    "                        the same command on each node: they meet at the master\n"
+    "  srun -N2 --ntasks-per-node=1 launch train.py\n"
+    "                        inside a Slurm allocation: the nodes come from Slurm\n"
+    "  launch --dry_run --gpus 0,1 train.py\n"
+    "                        what a run would do, as JSON; nothing is started\n";
 
 constexpr std::string_view kScriptHelp =
     "The full path to the single GPU training program/script to be launched in parallel, "

@@ -640,6 +640,10 @@ TEST(CliTest, HelpIsOurs) {
   const std::string help = HelpText();
   EXPECT_EQ(help.rfind(UsageText(), 0), 0u);
   EXPECT_NE(help.find("\nStart a distributed training job"), std::string::npos);
+  // Issue #42 item 4: the commands people run most, before the reference.
+  const size_t examples = help.find("\nExamples:\n  launch --gpus 0,1 train.py --lr 0.1\n");
+  EXPECT_NE(examples, std::string::npos) << help;
+  EXPECT_LT(examples, help.find("\noptional arguments:"));
   EXPECT_EQ(help.find("1.6"), std::string::npos);  // No link to Paddle 1.6 docs.
   EXPECT_EQ(help.find("Specifize"), std::string::npos);
   EXPECT_NE(help.find("\n  -h, --help            show this help message and exit\n"),
