@@ -81,10 +81,13 @@ std::vector<int> RelativeIds(const std::string& list, const std::vector<std::str
     }
     ids.push_back(static_cast<int>(it - visible.begin()));
   }
+  // Paddle's line, whose start users grep for; Paddle names the list "--ips" and
+  // "relative_ips", which are the device flag and its relative ids (docs/cli.md, "Differences").
   plan.info.push_back(fmt::format(
-      "Change selected_{}s into reletive values. --ips:{} will change into relative_ips:[{}] "
+      "Change selected_{}s into reletive values. {}:{} will change into relative_ids:[{}] "
       "according to your {}:{}",
-      family.type, list, fmt::join(ids, ", "), family.visible_variable, PythonListRepr(visible)));
+      family.type, flag, list, fmt::join(ids, ", "), family.visible_variable,
+      PythonListRepr(visible)));
   return ids;
 }
 

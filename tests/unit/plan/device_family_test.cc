@@ -113,10 +113,11 @@ TEST(DeviceFamilyTest, LabelsAreRelativeToTheFamilysVisibleList) {
   const DevicePlan xpu = Resolve({{"XPU_VISIBLE_DEVICES", "4,5,6,7"}}, "5,6");
   EXPECT_EQ(xpu.devices_per_proc, (Ids{{1}, {2}}));
   EXPECT_EQ(xpu.backend, "bkcl");
-  EXPECT_EQ(xpu.info, std::vector<std::string>{
-                          "Change selected_xpus into reletive values. --ips:5,6 will change into "
-                          "relative_ips:[1, 2] according to your XPU_VISIBLE_DEVICES:['4', '5', "
-                          "'6', '7']"});
+  EXPECT_EQ(xpu.info,
+            std::vector<std::string>{
+                "Change selected_xpus into reletive values. --devices:5,6 will change into "
+                "relative_ids:[1, 2] according to your XPU_VISIBLE_DEVICES:['4', '5', "
+                "'6', '7']"});
   const Vars npus = {{"PADDLE_XCCL_BACKEND", "npu"}, {"NPU_VISIBLE_DEVICES", "0,1,2,3"}};
   const DevicePlan npu = Resolve(npus, "2,3");
   EXPECT_EQ(npu.devices_per_proc, (Ids{{2}, {3}}));

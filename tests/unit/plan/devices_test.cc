@@ -66,8 +66,8 @@ TEST(DevicesTest, GpusBecomeRelativeToCudaVisibleDevices) {
   EXPECT_EQ(plan.devices_per_proc, (Ids{{1}, {3}}));
   ASSERT_EQ(plan.info.size(), 1u);
   EXPECT_EQ(plan.info[0],
-            "Change selected_gpus into reletive values. --ips:5,7 will change into "
-            "relative_ips:[1, 3] according to your CUDA_VISIBLE_DEVICES:['4', '5', '6', '7']");
+            "Change selected_gpus into reletive values. --gpus:5,7 will change into "
+            "relative_ids:[1, 3] according to your CUDA_VISIBLE_DEVICES:['4', '5', '6', '7']");
   EXPECT_EQ(probe.calls(), 0);
 }
 
