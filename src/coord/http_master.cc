@@ -452,11 +452,17 @@ void KvHttpServer::State::Admit(tcp::socket socket) {
   // a flood of long-polls or idle connections can delay a node's next request by nothing, since
   // a node's heartbeat is always the newest, and a request takes milliseconds (docs/master.md,
   // "Exposure"). O(1) a connection.
-  std::list<std::weak_ptr<Session>>& mine = per_address[remote.address()];
-  if (mine.size() >= limits.max_per_address) EvictOldest(mine);
+  // An eviction may erase an address's entry (its last connection gone): the list of this
+  // address is looked up after them, never held across one.
+  const asio::ip::address address = remote.address();
+  if (const auto held = per_address.find(address);
+      held != per_address.end() && held->second.size() >= limits.max_per_address) {
+    EvictOldest(held->second);
+  }
   if (sessions.size() >= limits.max_connections) EvictOldest(sessions);
-  if (sessions.size() >= limits.max_connections || mine.size() >= limits.max_per_address) {
-    if (mine.empty()) per_address.erase(remote.address());
+  const auto held = per_address.find(address);
+  const size_t mine = held == per_address.end() ? 0 : held->second.size();
+  if (sessions.size() >= limits.max_connections || mine >= limits.max_per_address) {
     return;  // Nothing to close (a bound of 0): this one is closed at once.
   }
   // A fixed send buffer: an answer a client does not read holds 256 KiB of the kernel's memory,
@@ -465,7 +471,8 @@ void KvHttpServer::State::Admit(tcp::socket socket) {
   socket.set_option(asio::socket_base::send_buffer_size(kSendBufferBytes), ec);
   auto session = std::make_shared<Session>(std::move(socket), shared_from_this(), remote.address());
   const auto in_sessions = sessions.insert(sessions.end(), session);
-  session->Start(in_sessions, mine.insert(mine.end(), session));  // Undone by Session::Leave.
+  std::list<std::weak_ptr<Session>>& of_address = per_address[address];
+  session->Start(in_sessions, of_address.insert(of_address.end(), session));  // Undone by Leave.
 }
 
 void KvHttpServer::State::Changed() {

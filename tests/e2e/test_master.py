@@ -634,7 +634,9 @@ class MismatchTest(LaunchTestCase):
         self.assertRegex(result.stderr, r"launch: error: the master at 127\.0\.0\.1:\d+ serves job "
                          r"A, not this node's job B: give each job its own --master address or "
                          r"port")
-        self.assertLess(result.elapsed, 5)
+        # At once, not at a deadline (--rendezvous_timeout is 600 s): 5.6 s was measured in the
+        # ASan tree of a fresh-clone run, where every launcher start is slow.
+        self.assertLess(result.elapsed, 20)
         second = self.node(port, 2, "second", "--job_id", "A")
         for proc in (host, second):
             self.assertEqual(self.finish(proc, timeout=30).code, 0)
