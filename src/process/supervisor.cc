@@ -215,16 +215,18 @@ class ConsoleEcho {
     if (!next || finished_ || quiet_armed_) return;
     quiet_armed_ = true;
     quiet_timer_.expires_after(Seconds(std::max(0.0, *next - Now()) + 0.001));
-    quiet_timer_.async_wait([this](boost::system::error_code ec) {
-      // Aborted: the echo may be gone by now (a loop shared with the master outlives it, and
-      // runs the aborted handler later), so nothing of it is touched. It is cancelled only by
-      // Finish, after which it is never armed again.
-      if (ec) return;
-      quiet_armed_ = false;
-      if (finished_) return;
-      WriteOut(mux_.FlushQuiet(Now(), kQuietSeconds));
-      ArmQuiet();
-    });
+    quiet_timer_.async_wait(
+        [this, life = std::weak_ptr<const bool>(alive_)](boost::system::error_code ec) {
+          if (life.expired()) return;  // Gone: a handler that completed before it was destroyed.
+          // Aborted: the echo may be gone by now (a loop shared with the master outlives it, and
+          // runs the aborted handler later), so nothing of it is touched. It is cancelled only by
+          // Finish, after which it is never armed again.
+          if (ec) return;
+          quiet_armed_ = false;
+          if (finished_) return;
+          WriteOut(mux_.FlushQuiet(Now(), kQuietSeconds));
+          ArmQuiet();
+        });
   }
 
   /// Blocks SIGIO (for good: a SIGIO that comes after the marks are gone must not find its
@@ -276,27 +278,33 @@ class ConsoleEcho {
   /// their own logs cost the launcher at most that many wake-ups a second; a SIGIO meanwhile
   /// stays pending and is taken then: nothing is missed, an echo may come that much later.
   void Arm() {
-    sigio_.async_wait(StreamDescriptor::wait_read, [this](boost::system::error_code ec) {
+    sigio_.async_wait(StreamDescriptor::wait_read, [this, life = std::weak_ptr<const bool>(alive_)](
+                                                       boost::system::error_code ec) {
+      if (life.expired()) return;  // Gone: a handler that completed before it was destroyed.
       if (ec || finished_) return;
       signalfd_siginfo taken[8];
       while (::read(sigio_.native_handle(), taken, sizeof taken) > 0) {
       }
       if (DrainLines()) return Arm();
       spurious_timer_.expires_after(Seconds(kSpuriousSeconds));
-      spurious_timer_.async_wait([this](boost::system::error_code wait_ec) {
-        if (!wait_ec && !finished_) Arm();
-      });
+      spurious_timer_.async_wait(
+          [this, life = std::weak_ptr<const bool>(alive_)](boost::system::error_code wait_ec) {
+            if (life.expired()) return;  // Gone: a handler that completed before it was destroyed.
+            if (!wait_ec && !finished_) Arm();
+          });
     });
   }
 
   void Poll() {
     poll_timer_.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
         std::chrono::duration<double>(kPollSeconds)));
-    poll_timer_.async_wait([this](boost::system::error_code ec) {
-      if (ec || finished_) return;
-      DrainLines();
-      Poll();
-    });
+    poll_timer_.async_wait(
+        [this, life = std::weak_ptr<const bool>(alive_)](boost::system::error_code ec) {
+          if (life.expired()) return;  // Gone: a handler that completed before it was destroyed.
+          if (ec || finished_) return;
+          DrainLines();
+          Poll();
+        });
   }
 
   /// Echoes what file `index` holds past what was read; true when there was something.
@@ -337,6 +345,9 @@ class ConsoleEcho {
   bool quiet_armed_ = false;
   EchoMux mux_;
   bool finished_ = false;
+  // Expires with this object: a handler the loop runs after it (one that had completed before
+  // the object was destroyed, on a loop shared with the master) touches nothing of it.
+  std::shared_ptr<const bool> alive_ = std::make_shared<const bool>(true);
   std::vector<int> files_;  ///< The echoed logs, open for reading; mux_'s sources.
   static constexpr size_t kEchoBufferSize = 1 << 20;
   std::unique_ptr<char[]> buffer_;
@@ -630,11 +641,14 @@ class EventLoop {
   // comes while no loop runs (the planning, between the rendezvous and the ranks' start) waits
   // in the kernel for the next loop's signalfd instead of finding its default action.
   void WaitForSignal() {
-    signals_.async_wait(StreamDescriptor::wait_read, [this](boost::system::error_code ec) {
-      if (ec) return;
-      TakeSignals();
-      if (!finished_) WaitForSignal();
-    });
+    signals_.async_wait(
+        StreamDescriptor::wait_read,
+        [this, life = std::weak_ptr<const bool>(alive_)](boost::system::error_code ec) {
+          if (life.expired()) return;  // Gone: a handler that completed before it was destroyed.
+          if (ec) return;
+          TakeSignals();
+          if (!finished_) WaitForSignal();
+        });
   }
 
   /// Acts on every signal pending on the signalfd, in the order they are read.
@@ -708,10 +722,12 @@ class EventLoop {
     unreaped_.push_back(index);
     if (unreaped_.size() > 1) return;  // The timer is already armed.
     reap_timer_.expires_after(std::chrono::milliseconds(10));
-    reap_timer_.async_wait([this](boost::system::error_code ec) {
-      if (ec || finished_) return;
-      for (size_t i : std::exchange(unreaped_, {})) SweepExits(i);
-    });
+    reap_timer_.async_wait(
+        [this, life = std::weak_ptr<const bool>(alive_)](boost::system::error_code ec) {
+          if (life.expired()) return;  // Gone: a handler that completed before it was destroyed.
+          if (ec || finished_) return;
+          for (size_t i : std::exchange(unreaped_, {})) SweepExits(i);
+        });
   }
 
   // The external descriptor is dup'ed afresh after every callback: the owner may have replaced
@@ -723,23 +739,28 @@ class EventLoop {
     const int fd = options_.external->fd();
     if (fd < 0) return;
     external_event_.assign(::fcntl(fd, F_DUPFD_CLOEXEC, 0));
-    external_event_.async_wait(StreamDescriptor::wait_read, [this](boost::system::error_code ec) {
-      if (ec || finished_) return;
-      if (options_.external->OnReadable()) RequestStop();
-      WaitForExternal();
-    });
+    external_event_.async_wait(
+        StreamDescriptor::wait_read,
+        [this, life = std::weak_ptr<const bool>(alive_)](boost::system::error_code ec) {
+          if (life.expired()) return;  // Gone: a handler that completed before it was destroyed.
+          if (ec || finished_) return;
+          if (options_.external->OnReadable()) RequestStop();
+          WaitForExternal();
+        });
   }
 
   void ArmTick() {
     const double seconds = options_.external->tick_seconds();
     if (seconds <= 0 || finished_) return;
     tick_timer_.expires_after(Seconds(seconds));
-    tick_timer_.async_wait([this](boost::system::error_code ec) {
-      if (ec || finished_) return;
-      if (options_.external->OnTick()) RequestStop();
-      WaitForExternal();
-      ArmTick();
-    });
+    tick_timer_.async_wait(
+        [this, life = std::weak_ptr<const bool>(alive_)](boost::system::error_code ec) {
+          if (life.expired()) return;  // Gone: a handler that completed before it was destroyed.
+          if (ec || finished_) return;
+          if (options_.external->OnTick()) RequestStop();
+          WaitForExternal();
+          ArmTick();
+        });
   }
 
   void RequestStop() {
@@ -876,15 +897,17 @@ class EventLoop {
 
   void ArmGraceTimer() {
     grace_timer_.expires_after(Seconds(options_.grace_seconds));
-    grace_timer_.async_wait([this](boost::system::error_code ec) {
-      if (ec) return;
-      grace_expired_ = true;
-      // SIGKILL to every group, whatever the policy says: this also takes stragglers left by
-      // ranks that exited cleanly.
-      policy_.OnGraceExpired();
-      SignalAllGroups(SIGKILL);
-      MaybeFinish();
-    });
+    grace_timer_.async_wait(
+        [this, life = std::weak_ptr<const bool>(alive_)](boost::system::error_code ec) {
+          if (life.expired()) return;  // Gone: a handler that completed before it was destroyed.
+          if (ec) return;
+          grace_expired_ = true;
+          // SIGKILL to every group, whatever the policy says: this also takes stragglers left by
+          // ranks that exited cleanly.
+          policy_.OnGraceExpired();
+          SignalAllGroups(SIGKILL);
+          MaybeFinish();
+        });
   }
 
   // Done when every child is reaped and no process of their groups can still run. Stragglers
@@ -1058,6 +1081,9 @@ class EventLoop {
   bool container_reported_ = false;  // Today's console: the failed container was shown.
   bool idle_ = false;                // No processes, only external events: run until a stop.
   bool finished_ = false;
+  // Expires with this object: a handler the loop runs after it (one that had completed before
+  // the object was destroyed, on a loop shared with the master) touches nothing of it.
+  std::shared_ptr<const bool> alive_ = std::make_shared<const bool>(true);
 };
 
 }  // namespace
