@@ -422,12 +422,6 @@ std::vector<std::pair<int, int>> ParseReservedPorts(std::string_view text) {
   return ranges;
 }
 
-std::unique_ptr<PortReservation> FakePortAllocator::Reserve(int count) {
-  std::vector<int> ports;
-  for (int i = 0; i < count; ++i) ports.push_back(next_++);
-  return std::make_unique<PlainReservation>(std::move(ports));
-}
-
 std::optional<int> FixedStartPort(const std::optional<int>& start_port,
                                   const std::optional<std::string>& flags_start_port,
                                   const std::optional<std::string>& paddle_start_port) {

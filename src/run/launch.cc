@@ -157,8 +157,7 @@ void CheckDeviceUsage(const LaunchOptions& options, const EnvMap& env) {
       !visible.xccl_backend && !options.nproc_per_node && !start) {
     return;
   }
-  FakeDeviceProbe probe(
-      0);  // No device unless listed: never a usage error the machine would not give.
+  NoDeviceProbe probe;  // No device unless listed: never a usage error the machine would not give.
   DevicePlan plan;
   try {
     plan = ResolveDevices(internal::DeviceList(options), options.nproc_per_node, options.backend,

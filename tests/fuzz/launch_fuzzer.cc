@@ -58,6 +58,7 @@
 #include "pdlaunch/process/cgroup_path.h"
 #include "pdlaunch/process/console_echo.h"
 #include "pdlaunch/process/pod_console.h"
+#include "support/fake_device_probe.h"
 
 // Prints the failed condition and stops the fuzzer at once (a crash with a reproducer).
 #define PDLAUNCH_FUZZ_CHECK(condition)                                                          \

@@ -16,6 +16,7 @@
 #include "pdlaunch/coord/store_exchange.h"
 #include "pdlaunch/process/supervisor.h"
 #include "run/launch_support.h"
+#include "support/kv_store_fake.h"
 #include "support/test_util.h"
 
 namespace pdlaunch {

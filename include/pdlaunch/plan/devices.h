@@ -12,7 +12,7 @@ namespace pdlaunch {
 
 /// Tells how many devices of a family the machine has, when no visible-devices variable says it.
 /// The real one (process/device_probe.h) runs the family's programs with a deadline and counts its
-/// device files; tests use FakeDeviceProbe.
+/// device files; tests use FakeDeviceProbe (tests/support/fake_device_probe.h).
 class DeviceProbe {
  public:
   virtual ~DeviceProbe() = default;
@@ -28,32 +28,12 @@ int CountNpuSmiChips(const std::string& output);
 /// Counts what `rocm-smi --showid` prints: the distinct "GPU[<n>]" line prefixes.
 int CountRocmSmiGpus(const std::string& output);
 
-/// A probe that reports fixed counts.
-class FakeDeviceProbe : public DeviceProbe {
+/// The probe of the usage checks that run before anything is probed: it finds no device, so
+/// that only what the command line or the environment lists is checked (a check never fails on
+/// what this machine happens to have or lack).
+class NoDeviceProbe : public DeviceProbe {
  public:
-  explicit FakeDeviceProbe(int gpus, int xpus = 0, int custom = 0)
-      : gpus_(gpus), xpus_(xpus), custom_(custom) {}
-  int Count(const DeviceFamily& family) override {
-    ++calls_;
-    switch (family.mode) {
-      case DeviceMode::kGpu:
-        return gpus_;
-      case DeviceMode::kXpu:
-        return xpus_;
-      case DeviceMode::kCustom:
-        return custom_;
-      case DeviceMode::kCpu:
-        break;
-    }
-    return 0;
-  }
-  int calls() const { return calls_; }
-
- private:
-  int gpus_;
-  int xpus_;
-  int custom_;
-  int calls_ = 0;
+  int Count(const DeviceFamily&) override { return 0; }
 };
 
 /// Decided device layout of the local trainers.

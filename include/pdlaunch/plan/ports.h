@@ -66,16 +66,6 @@ std::optional<std::pair<int, int>> ParseLocalPortRange(std::string_view text);
 /// inclusive ranges. Malformed items are skipped.
 std::vector<std::pair<int, int>> ParseReservedPorts(std::string_view text);
 
-/// A fake for unit tests: hands out `first`, `first+1`, ...
-class FakePortAllocator : public PortAllocator {
- public:
-  explicit FakePortAllocator(int first) : next_(first) {}
-  std::unique_ptr<PortReservation> Reserve(int count) override;
-
- private:
-  int next_;
-};
-
 /// The fixed start port, by precedence: `start_port` (--start_port), env FLAGS_START_PORT, env
 /// PADDLE_START_PORT. Throws UsageError naming the variable and value when not a port number.
 /// An empty variable counts as unset. Only the winning source is validated. A port number is

@@ -1,3 +1,5 @@
+#include "support/kv_store_fake.h"
+
 #include <gtest/gtest.h>
 #include <poll.h>
 

@@ -10,6 +10,7 @@
 
 #include "pdlaunch/base/errors.h"
 #include "pdlaunch/plan/devices.h"
+#include "support/fake_device_probe.h"
 #include "support/test_util.h"
 
 namespace pdlaunch {

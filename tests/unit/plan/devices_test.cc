@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "pdlaunch/base/errors.h"
+#include "support/fake_device_probe.h"
 #include "support/test_util.h"
 
 namespace pdlaunch {

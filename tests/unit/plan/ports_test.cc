@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "pdlaunch/base/errors.h"
+#include "support/fake_port_allocator.h"
 
 namespace pdlaunch {
 namespace {

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "pdlaunch/base/errors.h"
+#include "support/fake_device_probe.h"
 
 namespace pdlaunch {
 namespace {

@@ -1,3 +1,5 @@
+#include "support/kv_store_fake.h"
+
 #include <errno.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -12,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "pdlaunch/base/errors.h"
 #include "pdlaunch/coord/kv_store.h"
 
 namespace pdlaunch {
