@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 # What building needs (PyTorch is optional here; scripts/test.sh installs it).
-readonly PACKAGES=(build-essential cmake ninja-build libspdlog-dev libfmt-dev libssl-dev
+readonly PACKAGES=(build-essential cmake ninja-build libcli11-dev libspdlog-dev libfmt-dev libssl-dev
                    libboost1.81-dev nlohmann-json3-dev libgtest-dev googletest python3
                    iproute2 procps)
 readonly SYSTEM_PYTHON=/usr/bin/python3

@@ -11,7 +11,7 @@ set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-readonly PACKAGES=(build-essential cmake ninja-build libspdlog-dev libfmt-dev libssl-dev
+readonly PACKAGES=(build-essential cmake ninja-build libcli11-dev libspdlog-dev libfmt-dev libssl-dev
                    libboost1.81-dev nlohmann-json3-dev help2man dpkg-dev)
 readonly TREE=build-package
 

@@ -14,7 +14,7 @@ set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-readonly PACKAGES=(build-essential cmake ninja-build libspdlog-dev libfmt-dev libssl-dev
+readonly PACKAGES=(build-essential cmake ninja-build libcli11-dev libspdlog-dev libfmt-dev libssl-dev
                    libboost1.81-dev nlohmann-json3-dev libgtest-dev googletest python3
                    python3-torch python3-yaml iproute2 procps clang libclang-rt-14-dev
                    etcd-server slurmctld slurmd slurm-client munge python3-jsonschema

@@ -18,30 +18,33 @@ struct CommandLine {
   std::optional<std::string> exit_text;  ///< Set for --help and --version; print to stdout, exit 0.
 };
 
-/// Parses the launcher's arguments (argv without the program name) with argparse semantics
-/// (contract §1.1), then refuses the modes not implemented yet (RejectUnsupportedOptions).
+/// Parses the launcher's arguments (argv without the program name) with argparse semantics, then
+/// refuses the modes not implemented yet (RejectUnsupportedOptions). CLI11 reads the launcher's
+/// options; a layer in front of it (src/cli/argparse_layer.h) applies the argparse rules CLI11
+/// lacks (docs/design.md, "The command line"):
 /// * Launcher options come first; the first positional token (or the token after a `--` that
 ///   ends the launcher options) is the training script; every later token goes verbatim to
 ///   `training_script_args`, options and `--` included.
 /// * `--opt value` and `--opt=value`; a repeated option or an alias (--selected_gpus,
 ///   --selected_xpus) overrides the earlier one.
-/// * A unique prefix of a long option is that option; an exact name always wins. A prefix that
-///   matches exactly one of Paddle's flags means that flag even if it also matches a pdlaunch
-///   addition (`--log` is --log_dir although --log_overwrite exists).
+/// * A unique prefix of a long option is that option; an exact name always wins. A prefix is
+///   resolved among today's Paddle flags, then the legacy ones, then pdlaunch's own (`--ma` is
+///   ambiguous, --master or --max_restart, as in Paddle; `--gr` is --grace).
 /// * --force takes an optional value: `--force`, `--force=BOOL` or `--force BOOL`, BOOL one of
 ///   true/false/1/0 in any case (Paddle's type=bool read "False" as true).
 /// * `-h/--help` and `--version` before the script stop parsing and return `exit_text`.
+/// * Values are checked as they are read: the first bad one in argv order is named.
 /// Never reads the environment. Every destination seen is recorded in `options.given`.
 /// Throws UsageError (exit 2) with argparse's wording, naming the bad token: "unrecognized
 /// arguments: --foo", "ambiguous option: --server could match --servers, --server_num",
 /// "argument --log_dir: expected one argument", "argument --nproc_per_node: invalid int value:
 /// 'x'", "the following arguments are required: training_script, training_script_args", a bad
-/// --run_mode choice, a --backend outside nccl/gloo/bkcl/auto (contract §2.3 message), and
+/// --run_mode choice, a --backend outside nccl/gloo/bkcl/auto (Paddle's message), and
 /// "<flag> is not supported yet (<mode>)".
 CommandLine ParseCommandLine(const std::vector<std::string>& args);
 
-/// ParseCommandLine without RejectUnsupportedOptions: every flag of contract §1.2 is bound and
-/// checked for its type and choices, whatever the mode.
+/// ParseCommandLine without RejectUnsupportedOptions: every flag is bound and checked for its
+/// type and choices, whatever the mode.
 CommandLine ParseArguments(const std::vector<std::string>& args);
 
 /// `args` (as ParseArguments takes them, already valid) without the launcher options whose
@@ -71,7 +74,7 @@ std::string NestedMarkerEntry();
 /// configuration.
 bool IsSetForRanks(std::string_view name);
 
-/// Applies the environment twins of paddle-new-launch.md §2.2 (PADDLE_NNODES → --nnodes, ...;
+/// Applies the environment twins (PADDLE_NNODES → --nnodes, ...;
 /// docs/cli.md lists them) to every option not given on the command line: command line >
 /// environment > default. An empty variable counts as unset. Values are checked as the flag's
 /// are; a bad one is a UsageError naming the variable. Destinations set are added to
@@ -79,7 +82,7 @@ bool IsSetForRanks(std::string_view name);
 /// the parent launcher sets for its ranks are ignored; returns one note per variable ignored.
 std::vector<std::string> ApplyEnvironmentTwins(LaunchOptions& options, const EnvMap& env);
 
-/// The text of --help: argparse-like usage, description and option groups (contract §1.2 help
+/// The text of --help: argparse-like usage, description and option groups (Paddle's help
 /// strings, pdlaunch's own options in their own group). Ends with '\n'.
 std::string HelpText();
 

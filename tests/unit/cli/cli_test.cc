@@ -158,6 +158,16 @@ TEST(CliTest, EveryOccurrenceOfARepeatedOptionIsChecked) {
   EXPECT_EQ(Options({"--log_level", "bogus", "--log_level", "INFO", "t.py"}).log_level, "INFO");
 }
 
+// As argparse converts values while it reads them, the first bad one in argv order is named.
+TEST(CliTest, TheFirstBadValueTypedIsTheOneNamed) {
+  EXPECT_EQ(ErrorOf({"--grace=y", "--nproc_per_node=x", "t.py"}),
+            "argument --grace: invalid non-negative float value: 'y'");
+  EXPECT_EQ(ErrorOf({"--nproc_per_node=x", "--grace=y", "t.py"}),
+            "argument --nproc_per_node: invalid int value: 'x'");
+  // An alias is named as typed.
+  EXPECT_EQ(ErrorOf({"--trainer_num=x", "t.py"}), "argument --trainer_num: invalid int value: 'x'");
+}
+
 TEST(CliTest, WithoutOptionsDropsEverySpellingAndKeepsTheScript) {
   EXPECT_EQ(WithoutOptions({"--host", "10.0.0.1", "--nnodes=2", "--rank=0", "t.py", "--host", "x",
                             "--rank", "1"},
