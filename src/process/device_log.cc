@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -207,8 +208,12 @@ struct DeviceLogSampler::State : std::enable_shared_from_this<State> {
       settings.program = "rocm-smi";
     }
     if (!FindProgram(settings.program, path)) {
-      PDLOG_INFO("gpu log: {} is not on PATH; {} is not written", settings.program,
-                 fs::path(settings.path).filename().string());
+      // Once per launcher: an auto-tuner search runs one job per trial, each with its GPU log.
+      static std::atomic<bool> said = false;
+      if (!said.exchange(true)) {
+        PDLOG_INFO("gpu log: {} is not on PATH; {} is not written", settings.program,
+                   fs::path(settings.path).filename().string());
+      }
       return;
     }
     file =

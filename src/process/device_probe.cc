@@ -24,6 +24,7 @@
 #include <functional>
 #include <optional>
 
+#include "pdlaunch/base/logging.h"
 #include "pdlaunch/plan/training_command.h"  // FindProgram
 
 namespace pdlaunch {
@@ -79,13 +80,27 @@ class SystemDeviceProbe : public DeviceProbe {
     const char* path = std::getenv("PATH");
     if (!FindProgram(program, path != nullptr ? path : "/bin:/usr/bin")) return 0;
     if (program == "nvidia-smi") {
-      if (auto output = CaptureOutput({program, "-L"})) return CountNvidiaSmiGpus(*output);
+      if (auto output = Capture({program, "-L"})) return CountNvidiaSmiGpus(*output);
     } else if (program == "rocm-smi") {
-      if (auto output = CaptureOutput({program, "--showid"})) return CountRocmSmiGpus(*output);
+      if (auto output = Capture({program, "--showid"})) return CountRocmSmiGpus(*output);
     } else if (program == "npu-smi") {
-      if (auto output = CaptureOutput({program, "info"})) return CountNpuSmiChips(*output);
+      if (auto output = Capture({program, "info"})) return CountNpuSmiChips(*output);
     }
     return 0;
+  }
+
+  // CaptureOutput, saying so when the program hung: the devices it would have counted are not,
+  // and the job goes on with the next way to count them (device files, or CPU mode).
+  static std::optional<std::string> Capture(const std::vector<std::string>& argv) {
+    CaptureEnd end{};
+    std::optional<std::string> output = CaptureOutput(argv, kProbeTimeoutMs, &end);
+    if (end == CaptureEnd::kTimedOut) {
+      PDLOG_WARN(
+          "{} {} did not answer within {} s and was stopped: its devices are not counted (a hung "
+          "{} usually means a broken or busy driver; run it by hand to see)",
+          argv[0], argv[1], kProbeTimeoutMs / 1000, argv[0]);
+    }
+    return output;
   }
 
   std::string root_;
@@ -167,7 +182,11 @@ pid_t SpawnWithStdout(const std::vector<std::string>& argv, int out_fd) {
 // stdout and hung held --dry_run 25 s against 10 s), and its output bounded (300 MB of it took
 // 528 MB of the launcher's memory): hostile review #38 item 6. The reads, the wait for the exit
 // (v2's process handle, a pidfd) and the deadline run on an Asio loop of this call's own.
-std::optional<std::string> CaptureOutput(const std::vector<std::string>& argv, int timeout_ms) {
+std::optional<std::string> CaptureOutput(const std::vector<std::string>& argv, int timeout_ms,
+                                         CaptureEnd* end) {
+  CaptureEnd ignored_end{};
+  CaptureEnd& how = end != nullptr ? *end : ignored_end;
+  how = CaptureEnd::kNotStarted;
   asio::io_context io;
   asio::readable_pipe from_child(io);
   asio::writable_pipe to_parent(io);
@@ -204,6 +223,7 @@ std::optional<std::string> CaptureOutput(const std::vector<std::string>& argv, i
   }
   const bool complete = eof && exit_code && !over;
   if (!complete) {
+    how = over ? CaptureEnd::kTooLong : CaptureEnd::kTimedOut;
     ::kill(-pid, SIGKILL);  // The group: whatever it started goes too.
     from_child.close(ec);
     // SIGKILL ends it: its wait completes at once; bounded all the same.
@@ -213,6 +233,7 @@ std::optional<std::string> CaptureOutput(const std::vector<std::string>& argv, i
     if (!exit_code) static_cast<void>(probe->detach());  // Unkillable (D state): let go.
     return std::nullopt;
   }
+  how = *exit_code == 0 ? CaptureEnd::kOk : CaptureEnd::kFailed;
   if (*exit_code != 0) return std::nullopt;
   return output;
 }

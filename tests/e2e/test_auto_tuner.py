@@ -92,6 +92,14 @@ class AutoTunerTest(LaunchTestCase):
         with open(self.dir / "tuner_history.csv") as f:
             return list(csv.DictReader(f))
 
+    def test_a_missing_nvidia_smi_is_said_once_per_search(self):
+        # Issue #42 item 6: every trial's GPU log (GPU mode, no nvidia-smi on PATH) said so at its
+        # first sample, 1 s after its ranks started: once per search is enough.
+        result = self.tune(tuner_json(), "--seconds", "1.5")
+        self.assertEqual(result.code, 0, result)
+        said = (result.stdout + result.stderr).count("gpu log: nvidia-smi is not on PATH")
+        self.assertEqual(said, 1, result)
+
     def test_finds_the_best_prunes_what_cannot_win_and_runs_it(self):
         result = self.tune(tuner_json(), extra=("--report", "r.json"))
         self.assertEqual(result.code, 0, result)

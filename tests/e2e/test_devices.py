@@ -150,6 +150,10 @@ class DeviceFamilyTest(DeviceTestCase):
         self.assertIn("PADDLE_XCCL_BACKEND=npu: no npu device found (NPU_VISIBLE_DEVICES is not set "
                       "and the probe found none); set NPU_VISIBLE_DEVICES or pass --devices",
                       result.stderr)
+        # Issue #42 item 6: the hang is named, not silent.
+        self.assertIn("npu-smi info did not answer within 10 s and was stopped: its devices are not "
+                      "counted (a hung npu-smi usually means a broken or busy driver; run it by "
+                      "hand to see)", result.stderr)
         self.assertEqual(list(self.rec.glob("env.*.json")), [])
         # The probe's process group was killed: no "sleep 987" is left.
         left = []

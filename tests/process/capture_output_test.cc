@@ -27,6 +27,20 @@ TEST(CaptureOutputTest, GivesTheOutputOfAProgramThatExitsZero) {
   EXPECT_EQ(CaptureOutput({"/bin/sh", "-c", "echo x; exit 3"}), std::nullopt);
 }
 
+TEST(CaptureOutputTest, SaysHowItEnded) {
+  CaptureEnd end{};
+  EXPECT_EQ(CaptureOutput({"/bin/true"}, 5000, &end), "");
+  EXPECT_EQ(end, CaptureEnd::kOk);
+  EXPECT_EQ(CaptureOutput({"/bin/sh", "-c", "exit 3"}, 5000, &end), std::nullopt);
+  EXPECT_EQ(end, CaptureEnd::kFailed);
+  EXPECT_EQ(CaptureOutput({"no-such-program-of-pdlaunch"}, 5000, &end), std::nullopt);
+  EXPECT_EQ(end, CaptureEnd::kNotStarted);
+  EXPECT_EQ(CaptureOutput({"/bin/sh", "-c", "exec sleep 30"}, 200, &end), std::nullopt);
+  EXPECT_EQ(end, CaptureEnd::kTimedOut);
+  EXPECT_EQ(CaptureOutput({"/bin/sh", "-c", "exec yes"}, 20000, &end), std::nullopt);
+  EXPECT_EQ(end, CaptureEnd::kTooLong);
+}
+
 TEST(CaptureOutputTest, TheDeadlineRunsToTheExitNotToTheEndOfTheOutput) {
   // It closes its stdout at once and hangs: the deadline still holds (it did not: 25 s).
   const Clock::time_point start = Clock::now();

@@ -27,10 +27,24 @@ pid_t SpawnWithStdout(const std::vector<std::string>& argv, int out_fd);
 /// At most this much of a probe's stdout is kept; more fails the probe.
 inline constexpr size_t kMaxCapturedBytes = 1 << 20;
 
+/// How CaptureOutput ended.
+enum class CaptureEnd {
+  kOk,          ///< Exited 0: its output is returned.
+  kNotStarted,  ///< Not on PATH, not executable, or no process could be made.
+  kFailed,      ///< Exited non-zero or was killed by a signal.
+  kTimedOut,    ///< Still running at the deadline: its process group was killed.
+  kTooLong,     ///< Wrote more than kMaxCapturedBytes: its process group was killed.
+};
+
+/// A probe's deadline: 10 s.
+inline constexpr int kProbeTimeoutMs = 10000;
+
 /// The stdout of `argv` (no shell; stdin and stderr on /dev/null, its own process group), or
 /// nullopt unless it exits 0 within `timeout_ms` (one deadline to its exit, whenever its output
-/// ends) having written at most kMaxCapturedBytes; otherwise the group is killed. Reaped.
+/// ends) having written at most kMaxCapturedBytes; otherwise the group is killed. Reaped. `end`,
+/// if given, says how it ended.
 std::optional<std::string> CaptureOutput(const std::vector<std::string>& argv,
-                                         int timeout_ms = 10000);
+                                         int timeout_ms = kProbeTimeoutMs,
+                                         CaptureEnd* end = nullptr);
 
 }  // namespace pdlaunch
