@@ -15,7 +15,9 @@
 #include <algorithm>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/process/v2/process.hpp>  // Its process_handle.hpp alone does not compile (1.81).
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -44,7 +46,11 @@ namespace pdlaunch {
 namespace {
 
 namespace asio = boost::asio;
+namespace bp2 = boost::process::v2;
 using StreamDescriptor = asio::posix::stream_descriptor;
+// Boost.Process v2's handle of a started child: its pidfd, waited on through Asio; its wait
+// reaps the child (waitpid) and hands over the wait status.
+using ProcessHandle = bp2::basic_process_handle<asio::io_context::executor_type>;
 
 std::chrono::steady_clock::duration Seconds(double seconds) {
   return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
@@ -403,10 +409,10 @@ std::vector<EchoSource> EchoSources(const std::vector<SupervisedProcess>& proces
   return sources;
 }
 
-/// One supervised child and the descriptor that reports its exit.
+/// One supervised child and Boost.Process v2's handle of it, which reports and reaps its exit.
 struct Child {
   Process process;
-  StreamDescriptor exit_event;
+  ProcessHandle handle;
   SupervisedProcess info;
   off_t log_start = 0;
   size_t report_index = 0;  ///< Its record in TheRunReport().processes.
@@ -481,7 +487,6 @@ class EventLoop {
         signals_(io_, OpenSignalFd(SupervisedSignalSet())),
         grace_timer_(io_),
         tick_timer_(io_),
-        reap_timer_(io_),
         external_event_(io_),
         policy_(Primaries(processes), options.hold_secondaries),
         created_logs_(CreateLogsFirst(processes, options)),
@@ -603,8 +608,8 @@ class EventLoop {
       // local_rank: its index among this node's processes of its role, the N of its log file
       // (docs/report.md), as --dry_run says it.
       report.processes.push_back(RecordOf(p, started_of_role[p.role]++, 0));
-      children_.push_back(Child{Process(), StreamDescriptor(io_), std::move(p), log_start,
-                                report.processes.size() - 1});
+      children_.push_back(Child{Process(), ProcessHandle(io_.get_executor()), std::move(p),
+                                log_start, report.processes.size() - 1});
       Child& child = children_.back();
       try {
         child.process = Process::Start(child.info.spec);
@@ -616,7 +621,9 @@ class EventLoop {
       report.processes.back().pid = child.process.pid();
       watchdog_->Register(child.process.pid());
       if (options_.on_spawn) options_.on_spawn(child.process.pid());
-      child.exit_event.assign(child.process.ReleasePidfd());
+      // v2 owns the child from here: its handle holds the pidfd, and its wait reaps it.
+      child.handle =
+          ProcessHandle(io_.get_executor(), child.process.pid(), child.process.ReleasePidfd());
       pids.push_back(child.process.pid());
     }
     // Forking them all before waiting for any exec lets the children exec in parallel.
@@ -630,11 +637,29 @@ class EventLoop {
     for (size_t i = 0; i < children_.size(); ++i) WaitForExit(i);
   }
 
+  // v2's wait completes once the child has exited and been reaped (waitpid), with its wait
+  // status; its pidfd wakes the loop. Under a tracer (strace -f, gdb) the pidfd fires when the
+  // tracer is told of the exit and v2's waitpid then waits for the tracer to let the zombie go.
   void WaitForExit(size_t index) {
-    children_[index].exit_event.async_wait(StreamDescriptor::wait_read,
-                                           [this, index](boost::system::error_code ec) {
-                                             if (!ec) SweepExits(index);
-                                           });
+    children_[index].handle.async_wait([this, index, life = std::weak_ptr<const bool>(alive_)](
+                                           boost::system::error_code ec, int wait_status) {
+      if (life.expired()) return;  // Gone: a handler that completed before it was destroyed.
+      // An error: a sweep reaped the child first (ECHILD), or the handle was closed.
+      if (ec || children_[index].process.reaped()) return;
+      Reaped(index, FromWaitStatus(wait_status));
+    });
+  }
+
+  // Records a reaped child and has the exits of this turn of the loop handled together: the
+  // handlers of every child whose exit the kernel reported at once run before the posted one.
+  void Reaped(size_t index, ExitStatus status) {
+    Record(index, status);
+    exits_.emplace_back(static_cast<int>(index), status);
+    if (exits_.size() > 1) return;  // Already posted.
+    asio::post(io_, [this, life = std::weak_ptr<const bool>(alive_)] {
+      if (life.expired()) return;
+      HandleExits(std::exchange(exits_, {}));
+    });
   }
 
   // The signals stay blocked from the start of Main to its end (BlockLauncherSignals): one that
@@ -663,34 +688,33 @@ class EventLoop {
     }
   }
 
-  // Reaps child `index` (whose pidfd became readable). A failure reaps every child that has
-  // exited by now, so that failures seen together are reported together; a success is reported
-  // alone (sweeping all N children on each of N successful exits cost O(N^2) waitid calls).
-  void SweepExits(size_t index) {
-    std::vector<std::pair<int, ExitStatus>> exits;
-    const auto reap = [&](size_t i) {
-      Child& child = children_[i];
-      if (child.process.reaped()) return;
-      if (auto status = child.process.TryWait()) {
-        exits.emplace_back(static_cast<int>(i), *status);
-        ProcessRecord& record = TheRunReport().processes.at(child.report_index);
-        record.status = *status;
-        record.end_time = WallClockNow();
-        boost::system::error_code ignored;
-        child.exit_event.close(ignored);
+  void Record(size_t index, ExitStatus status) {
+    Child& child = children_[index];
+    child.process.MarkReaped(status);
+    ProcessRecord& record = TheRunReport().processes.at(child.report_index);
+    record.status = status;
+    record.end_time = WallClockNow();
+  }
+
+  // The exits of one turn of the loop. A failure first reaps every child that has exited by
+  // now (v2's running(), which reaps without waiting), so that failures seen together are
+  // reported together; a success is reported alone (sweeping all N children on each of N
+  // successful exits cost O(N^2) waitpid calls).
+  void HandleExits(std::vector<std::pair<int, ExitStatus>> exits) {
+    const bool failure = std::any_of(exits.begin(), exits.end(),
+                                     [](const auto& exit) { return !exit.second.success(); });
+    if (failure) {
+      for (size_t i = 0; i < children_.size(); ++i) {
+        Child& child = children_[i];
+        if (child.process.reaped()) continue;
+        int wait_status = 0;
+        boost::system::error_code ec;
+        if (!child.handle.running(wait_status, ec) && !ec) {
+          Record(i, FromWaitStatus(wait_status));
+          exits.emplace_back(static_cast<int>(i), *child.process.status());
+        }
       }
-    };
-    reap(index);
-    if (exits.empty() && !children_[index].process.reaped()) {
-      // The pidfd is readable but waitid finds nothing: a tracer (strace -f, gdb) holds the
-      // zombie until it has seen the exit, and the pidfd does not fire again. Look again soon.
-      RetryReap(index);
-      return;
     }
-    if (exits.empty() || !exits.front().second.success()) {
-      for (size_t i = 0; i < children_.size(); ++i) reap(i);
-    }
-    if (exits.empty()) return;
     const Supervision::Commands commands = policy_.OnExits(exits);
     if (!primaries_done_ && policy_.failed().empty() && policy_.primaries_succeeded()) {
       primaries_done_ = true;
@@ -716,18 +740,6 @@ class EventLoop {
       ReportFailures(commands.newly_failed);
     }
     MaybeFinish();
-  }
-
-  void RetryReap(size_t index) {
-    unreaped_.push_back(index);
-    if (unreaped_.size() > 1) return;  // The timer is already armed.
-    reap_timer_.expires_after(std::chrono::milliseconds(10));
-    reap_timer_.async_wait(
-        [this, life = std::weak_ptr<const bool>(alive_)](boost::system::error_code ec) {
-          if (life.expired()) return;  // Gone: a handler that completed before it was destroyed.
-          if (ec || finished_) return;
-          for (size_t i : std::exchange(unreaped_, {})) SweepExits(i);
-        });
   }
 
   // The external descriptor is dup'ed afresh after every callback: the owner may have replaced
@@ -974,7 +986,6 @@ class EventLoop {
     finished_ = true;
     grace_timer_.cancel();
     tick_timer_.cancel();
-    reap_timer_.cancel();
     boost::system::error_code ignored;
     signals_.cancel(ignored);
     external_event_.close(ignored);
@@ -1060,8 +1071,7 @@ class EventLoop {
   std::unique_ptr<DeviceLogSampler> device_log_;
   asio::steady_timer grace_timer_;
   asio::steady_timer tick_timer_;
-  asio::steady_timer reap_timer_;  // RetryReap.
-  std::vector<size_t> unreaped_;   // Exited (pidfd readable) but not yet waitable.
+  std::vector<std::pair<int, ExitStatus>> exits_;  // Reaped, not yet handled (Reaped).
   StreamDescriptor external_event_;
   Supervision policy_;
   std::vector<UniqueFd>

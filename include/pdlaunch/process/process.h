@@ -100,6 +100,9 @@ class Process {
   bool reaped() const { return status_.has_value(); }
   const std::optional<ExitStatus>& status() const { return status_; }
 
+  /// Records that the child was reaped elsewhere (Boost.Process v2's handle, which the
+  /// supervisor waits on), with its status: it is not killed or waited for again.
+  void MarkReaped(const ExitStatus& status) { status_ = status; }
   /// Reaps the child if it has exited (waitid WNOHANG on this pid only); never blocks.
   std::optional<ExitStatus> TryWait();
   /// Blocks until the child exits and reaps it.
