@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include "pdlaunch/base/logging.h"
+#include "pdlaunch/base/random_seed.h"
 
 namespace pdlaunch {
 namespace {
@@ -130,7 +131,7 @@ struct HandshakeClient::State : std::enable_shared_from_this<HandshakeClient::St
   std::array<char, 64> chunk{};
   std::string status = "not tried yet";
   double pause = kFirstPause;
-  std::minstd_rand jitter{std::random_device()()};
+  std::minstd_rand jitter{static_cast<std::minstd_rand::result_type>(RandomSeed())};
   bool connected = false;
   bool stopped = false;
 };

@@ -13,6 +13,7 @@
 
 #include "pdlaunch/base/errors.h"
 #include "pdlaunch/base/logging.h"
+#include "pdlaunch/base/random_seed.h"
 #include "pdlaunch/coord/kv_store.h"
 #include "pdlaunch/coord/store_exchange.h"
 #include "pdlaunch/process/supervisor.h"
@@ -34,10 +35,7 @@ double SecondsSince(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-std::string RandomNodeId() {
-  std::random_device device;
-  return fmt::format("{:08x}{:08x}", device(), device());
-}
+std::string RandomNodeId() { return fmt::format("{:016x}", RandomSeed()); }
 
 class EtcdExchange : public ExternalEvents {
  public:

@@ -21,6 +21,7 @@
 #include "pdlaunch/base/errors.h"
 #include "pdlaunch/base/exit_status.h"
 #include "pdlaunch/base/logging.h"
+#include "pdlaunch/base/random_seed.h"
 #include "pdlaunch/cli/cli.h"
 #include "pdlaunch/cli/master_config.h"
 #include "pdlaunch/cli/options.h"
@@ -242,7 +243,8 @@ class MasterNode {
   bool last_put_elsewhere_ =
       false;  // The last Put reached a master serving another job.  // Of the Put whose callback
               // runs: 0 when the master did not answer.
-  std::minstd_rand jitter_{std::random_device()()};  // Not the pid: 1 in every container.
+  std::minstd_rand jitter_{
+      static_cast<std::minstd_rand::result_type>(RandomSeed())};  // Not the pid: 1 in a container.
   // Writes that matter (this node's done report, a failure record) are retried until the master
   // takes them or --heartbeat_timeout passes: how many are unsettled, what could not be
   // delivered, and the pauses between tries.

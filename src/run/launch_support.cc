@@ -18,6 +18,7 @@
 #include "base/unique_fd.h"
 #include "pdlaunch/base/errors.h"
 #include "pdlaunch/base/logging.h"
+#include "pdlaunch/base/random_seed.h"
 #include "pdlaunch/base/seconds.h"
 #include "pdlaunch/cli/cli.h"
 #include "pdlaunch/cli/echo_choice.h"
@@ -101,8 +102,7 @@ std::optional<std::string> GetEnv(const char* name) {
 }
 
 std::string NewPodName() {
-  std::random_device device;
-  std::mt19937 random(device());
+  std::mt19937 random(static_cast<std::mt19937::result_type>(RandomSeed()));
   std::uniform_int_distribution<int> letter('a', 'z');
   std::string name;
   for (int i = 0; i < 6; ++i) name += static_cast<char>(letter(random));

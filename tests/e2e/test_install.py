@@ -120,3 +120,48 @@ class ManPageTest(LaunchTestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+# The glibc libraries a program may need: the C library, its loader, and glibc's libm.
+GLIBC_LIBRARIES = {"libc.so.6", "libm.so.6", "ld-linux-x86-64.so.2", "ld-linux-aarch64.so.1"}
+GLIBC_FLOOR = (2, 34)
+
+
+class BinaryFloorTest(unittest.TestCase):
+    """Issue #41 item 1: the launcher needs glibc 2.34 at most (Ubuntu 22.04, RHEL 9) and no
+    other shared library; the .deb and the wheel ship this binary."""
+
+    def setUp(self):
+        if os.environ.get("PDLAUNCH_SANITIZE"):
+            self.skipTest("a sanitizer build links the sanitizers' runtimes")
+
+    def readelf(self, *args):
+        return subprocess.run(["readelf", "-W", *args, harness.BIN], capture_output=True,
+                              text=True, check=True).stdout
+
+    def test_no_symbol_of_a_glibc_after_2_34(self):
+        versions = set(re.findall(r"@GLIBC_(\d+)\.(\d+)", self.readelf("--dyn-syms")))
+        self.assertTrue(versions, "no versioned glibc symbol: is this the launcher?")
+        newest = max((int(a), int(b)) for a, b in versions)
+        newer = sorted(word for word in self.readelf("--dyn-syms").split()
+                       if any(word.endswith(f"@GLIBC_{a}.{b}") for a, b in versions
+                              if (int(a), int(b)) > GLIBC_FLOOR))
+        self.assertLessEqual(newest, GLIBC_FLOOR, newer)
+        # Packed relative relocations need glibc 2.36's loader.
+        self.assertNotIn("GLIBC_ABI_DT_RELR", self.readelf("-V"))
+        self.assertNotIn("(RELR)", self.readelf("-d"))
+
+    def test_no_library_beyond_glibc(self):
+        needed = set(re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", self.readelf("-d")))
+        self.assertIn("libc.so.6", needed)
+        self.assertEqual(needed - GLIBC_LIBRARIES, set())
+
+    def test_exceptions_still_unwind(self):
+        # The unwinder finds its tables through the launcher's own _dl_find_object: a usage
+        # error and --help both throw.
+        out = subprocess.run([harness.BIN, "--nproc_per_node", "x", "t.py"], capture_output=True,
+                             text=True)
+        self.assertEqual(out.returncode, 2, out)
+        self.assertIn("invalid int value: 'x'", out.stderr)
+        out = subprocess.run([harness.BIN, "--help"], capture_output=True, text=True)
+        self.assertEqual(out.returncode, 0, out)
