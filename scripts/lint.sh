@@ -2,7 +2,7 @@
 # The habits CI enforces (CONTRIBUTING.md, "Style"), in seconds, before anything is built:
 #   - clang-format: every tracked .cc/.h as .clang-format says (fix: clang-format -i FILE);
 #   - the shell linter over scripts/, .ci/run and bench/*.sh;
-#   - pyflakes over tests/, bench/ and examples/ (unused imports and names, undefined names);
+#   - pyflakes over tests/, bench/, examples/ and python/ (unused imports and names, undefined names);
 #   - codespell over docs, code and tests (.codespellrc lists the words kept as they are).
 # Exits non-zero if any finds something; prints each finding.
 # Usage: bash scripts/lint.sh
@@ -25,7 +25,7 @@ fi
 mapfile -t shells < <(git ls-files 'scripts/*.sh' 'bench/*.sh' '.ci/run')
 shellcheck "${shells[@]}" || failed+=(shellcheck)
 
-mapfile -t pythons < <(git ls-files 'tests/*.py' 'bench/*.py' 'examples/*.py')
+mapfile -t pythons < <(git ls-files 'tests/*.py' 'bench/*.py' 'examples/*.py' 'python/*.py')
 pyflakes3 "${pythons[@]}" || failed+=(pyflakes)
 
 codespell README.md CHANGELOG.md CONTRIBUTING.md docs src include tests bench scripts examples \

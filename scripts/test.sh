@@ -19,7 +19,8 @@ readonly PACKAGES=(build-essential cmake ninja-build libcli11-dev libspdlog-dev 
                    python3-torch python3-yaml iproute2 procps clang libclang-rt-14-dev
                    etcd-server slurmctld slurmd slurm-client munge python3-jsonschema
                    help2man zsh bash-completion man-db lintian
-                   clang-format shellcheck pyflakes3 codespell)
+                   clang-format shellcheck pyflakes3 codespell
+                   python3-build python3-wheel python3-setuptools python3-venv)
 readonly TEST_TIMEOUT=600  # seconds, for a test without its own TIMEOUT property
 readonly FUZZ_SECONDS=60
 
