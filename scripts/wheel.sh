@@ -2,7 +2,8 @@
 # Builds the pip wheel dist/pdlaunch-<version>-py3-none-manylinux_2_<N>_<arch>.whl offline, with
 # Debian's own tools (docs/install.md, "The wheel"):
 #   1. installs python3-build, python3-wheel and python3-setuptools when they are missing;
-#   2. builds build-wheel/launch (Release, no tests), unless --bin names a binary;
+#   2. takes the binary the Debian package ships (build-package/launch, built by
+#      scripts/package.sh: Release, Debian's hardening flags), unless --bin names one;
 #   3. reads the newest glibc symbol the binary needs: that is the tag's floor (manylinux_2_N);
 #   4. python3 -m build --no-isolation --wheel over python/ with the stripped binary as the
 #      wheel's `pdlaunch` script. Nothing is downloaded.
@@ -12,9 +13,7 @@ set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 readonly ROOT=$PWD
-readonly PACKAGES=(build-essential cmake ninja-build libcli11-dev libspdlog-dev libfmt-dev libssl-dev
-                   libboost1.81-dev nlohmann-json3-dev python3-build python3-wheel
-                   python3-setuptools binutils)
+readonly PACKAGES=(python3-build python3-wheel python3-setuptools binutils)
 
 bin=""
 out="${ROOT}/dist"
@@ -32,10 +31,10 @@ source scripts/deps.sh
 install_packages "${PACKAGES[@]}"
 
 if [[ -z "${bin}" ]]; then
-  log "Building build-wheel/launch (Release)"
-  cmake -S . -B build-wheel -G Ninja -DCMAKE_BUILD_TYPE=Release -DPDLAUNCH_BUILD_TESTS=OFF >/dev/null
-  ninja -C build-wheel launch >/dev/null
-  bin="${ROOT}/build-wheel/launch"
+  # The .deb and the wheel ship one binary.
+  log "Building the Debian package's binary (scripts/package.sh)"
+  bash scripts/package.sh >/dev/null
+  bin="${ROOT}/build-package/launch"
 fi
 
 # The tag tells the truth: the newest glibc version among the binary's symbols.

@@ -1909,7 +1909,8 @@ std::string TrialDirName(int job_id, const TrialConfig& c) {
   std::string custom;
   if (c.sharding_overlap) custom += fmt::format("_Overlap_{}", PyBool(c.sharding_overlap));
   for (const auto& [op, value] : c.refined) custom += fmt::format("_{}{}", CamelKey(op), value);
-  for (const auto& [key, value] : c.custom) custom += "_" + CamelKey(key) + PyStr(value);
+  for (const auto& [key, value] : c.custom)
+    custom += fmt::format("_{}{}", CamelKey(key), PyStr(value));
   // One path component whatever the values say: a custom_search_dim value "/../.." put the
   // trial's logs two directories up (hostile review #38 item 6). Paddle joins it as it is.
   std::replace(custom.begin(), custom.end(), '/', '_');
