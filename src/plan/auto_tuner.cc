@@ -51,6 +51,23 @@ long PositiveInt(const Json& value, const std::string& key) {
 // utils.py _param2range, then the filter of dist_degree's default list: "auto" keeps the whole
 // list up to `max_value`, a list or an int keeps those values, {"min","max"} a range; absent
 // keeps [1] (when 1 is a default) — Paddle's order is always the default list's.
+// A degree the config names one by one (an integer, or in a list) that the model's sizes leave
+// out of the search, as Paddle's search space does: said, rather than gone without a word.
+void LeftOut(const Json& config, const std::string& key, long value, const char* size,
+             std::vector<std::string>& warnings) {
+  if (!config.contains(key)) return;
+  const Json& given = config[key];
+  const bool named =
+      (given.is_number_integer() && given.get<long>() == value) ||
+      (given.is_array() && std::any_of(given.begin(), given.end(), [&](const Json& v) {
+         return v.is_number_integer() && v.get<long>() == value;
+       }));
+  if (named) {
+    warnings.push_back(fmt::format(
+        "{} {} is left out of the search: it does not divide model_cfg.{}", key, value, size));
+  }
+}
+
 std::vector<long> Filter(const Json& config, const std::string& key,
                          const std::vector<long>& defaults, long max_value) {
   if (!config.contains(key)) return {1};
@@ -620,9 +637,14 @@ TunerConfig ParseTunerConfig(const std::string& text, const std::string& json_pa
   }
   std::vector<long> mp = Divisors(enable_mp_prune ? gpus_per_node : c.num_gpus, !perf);
   std::erase_if(mp, [&](long m) {
-    return (c.hidden_size && *c.hidden_size % m) || (c.vocab_size && *c.vocab_size % m) ||
-           (c.num_attention_heads && *c.num_attention_heads % m) ||
-           (c.use_sequence_parallel && c.seq_length && *c.seq_length % m);
+    const char* size =
+        (c.hidden_size && *c.hidden_size % m)                            ? "hidden_size"
+        : (c.vocab_size && *c.vocab_size % m)                            ? "vocab_size"
+        : (c.num_attention_heads && *c.num_attention_heads % m)          ? "num_attention_heads"
+        : (c.use_sequence_parallel && c.seq_length && *c.seq_length % m) ? "seq_length"
+                                                                         : nullptr;
+    if (size != nullptr) LeftOut(root, "mp_degree", m, size, c.warnings);
+    return size != nullptr;
   });
   c.mp = Filter(root, "mp_degree", mp, c.num_gpus);
   std::vector<long> pp;
@@ -631,7 +653,11 @@ TunerConfig ParseTunerConfig(const std::string& text, const std::string& json_pa
   } else {
     pp = Divisors(c.num_gpus, true);
   }
-  std::erase_if(pp, [&](long p) { return c.num_layers && *c.num_layers % p; });
+  std::erase_if(pp, [&](long p) {
+    const bool out = c.num_layers && *c.num_layers % p;
+    if (out) LeftOut(root, "pp_degree", p, "num_layers", c.warnings);
+    return out;
+  });
   c.pp = Filter(root, "pp_degree", pp, c.num_gpus);
   c.sharding_degree = Filter(root, "sharding_degree", Divisors(c.num_gpus, true), c.num_gpus);
   if (root.contains("vpp_degree") && !c.num_layers) Bad("vpp_degree", "needs model_cfg.num_layers");

@@ -62,6 +62,18 @@ off_t FileSize(const std::string& path) {
   return (!path.empty() && ::stat(path.c_str(), &st) == 0) ? st.st_size : 0;
 }
 
+/// Where this run's output will start in a log the child appends to: after the earlier runs'
+/// output and the banner the child writes first (WriteBanner in process-posix.cc: a newline
+/// when the old output did not end with one, then ProcessSpec::output_banner).
+off_t RunStart(const std::string& path, const std::string& banner) {
+  const off_t size = FileSize(path);
+  if (size == 0 || banner.empty()) return size;
+  char last = '\n';
+  const UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (fd.get() >= 0 && ::pread(fd.get(), &last, 1, size - 1) != 1) last = '\n';
+  return size + (last == '\n' ? 0 : 1) + static_cast<off_t>(banner.size());
+}
+
 /// The last `max_lines` lines of `path` written at or after byte `from`.
 std::string TailOfFile(const std::string& path, off_t from, int max_lines) {
   std::ifstream in(path, std::ios::binary);
@@ -597,7 +609,10 @@ class EventLoop {
     for (SupervisedProcess& p : pending_) {
       p.spec.reset_signals = reset_signals;
       // Where this run's output starts, for the tail shown on failure.
-      const off_t log_start = p.spec.output_truncate ? 0 : FileSize(p.log_path);
+      // An echoed log was opened, its banner written, by CreateLogsFirst.
+      const off_t log_start = p.spec.output_truncate  ? 0
+                              : p.spec.output_fd >= 0 ? FileSize(p.log_path)
+                                                      : RunStart(p.log_path, p.spec.output_banner);
       if (cgroup_) {
         p.spec.cgroup_dir_fd = cgroup_->dir_fd();
         p.spec.cgroup_procs_fd = cgroup_->procs_fd();

@@ -190,7 +190,7 @@ class LegacyIpsJob : public MasterJob {
     WriteEndpointsFile(log_dir, "", "", plan_.cluster.world_endpoints(), options_.log_overwrite);
   }
 
-  MasterLocal Build(const fs::path& log_dir, const std::string& /*pod*/) override {
+  MasterLocal Build(const fs::path& log_dir, const std::string& pod) override {
     const Cluster& cluster = plan_.cluster;
     gloo_dir_.emplace();
     const JobEnv job{gloo_dir_->path(), GetEnv("PADDLE_WITH_GLOO").value_or("0"), log_dir.string()};
@@ -198,6 +198,7 @@ class LegacyIpsJob : public MasterJob {
     MasterLocal local;
     local.processes =
         BuildTrainerProcesses(cluster, world, command_, job, log_dir, options_.log_overwrite);
+    MarkRunInLogs(local.processes, options_.job_id.value_or("default"), pod);
     local.debug_table =
         FormatDistributedEnvs(TrainerTable(cluster, cluster.local_pod().trainers.at(0), world));
     local.mode_line = plan_.devices.mode_line;

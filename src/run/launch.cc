@@ -553,6 +553,7 @@ int RunDecided(JobDecision decision, const EnvMap& env, const std::function<void
   // One rule for the files and the console (docs/cli.md): today's interface gets the pod log
   // and today's console, the legacy one endpoints.log and its console.
   const std::string pod = todays_console ? internal::NewPodName() : std::string();
+  internal::MarkRunInLogs(processes, options.job_id.value_or("default"), pod);
   internal::WriteEndpointsFile(log_dir, options.job_id.value_or("default"), pod,
                                plan.cluster.world_endpoints(), options.log_overwrite);
 

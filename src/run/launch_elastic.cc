@@ -430,6 +430,7 @@ int ElasticNodeAgent::RunWorld(const WorldRecord& world) {
   std::vector<SupervisedProcess> processes =
       BuildTrainerProcesses(cluster, WorldValues(cluster), command_, job, log_dir_, truncate,
                             ElasticVariables(world, cluster, config_.job_id));
+  MarkRunInLogs(processes, config_.job_id);
   first_launch_ = false;
   // Today's interface (--master etcd://...) appends each generation's endpoints to the pod
   // log, as Paddle's etcd controller does; the legacy one (--elastic_server) rewrites

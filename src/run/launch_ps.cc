@@ -151,6 +151,7 @@ int RunPs(const LaunchOptions& options, JobMode mode, const TrainingCommand& com
                         {PsRole::kWorker, RoleSize(plan, PsRole::kWorker)},
                         {PsRole::kHeterWorker, RoleSize(plan, PsRole::kHeterWorker)}},
                        command, log_dir, options.log_overwrite);
+  MarkRunInLogs(processes, options.job_id.value_or("default"));
   for (const std::string& line : plan.info) PDLOG_INFO("{}", line);
 
   SupervisorOptions supervisor;

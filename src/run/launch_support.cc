@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <ctime>
 #include <random>
 #include <string_view>
 #include <system_error>
@@ -508,6 +509,21 @@ void WriteEndpointsFile(const std::filesystem::path& log_dir, const std::string&
   }
   WritePodLog(log_dir / fmt::format("{}.{}.log", job_id, pod),
               PythonListRepr(EndpointStrings(world)), truncate);
+}
+
+void MarkRunInLogs(std::vector<SupervisedProcess>& processes, std::string_view job_id,
+                   std::string_view pod) {
+  const std::time_t now = std::time(nullptr);
+  std::tm local{};
+  ::localtime_r(&now, &local);
+  char when[32];
+  std::strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &local);
+  const std::string banner =
+      fmt::format("===== pdlaunch: job {}{}{}, run of {} (launcher pid {}) =====\n", job_id,
+                  pod.empty() ? "" : ", pod ", pod, when, ::getpid());
+  for (SupervisedProcess& p : processes) {
+    if (!p.spec.output_truncate) p.spec.output_banner = banner;
+  }
 }
 
 void WritePodLog(const std::filesystem::path& path, const std::string& topology, bool truncate) {

@@ -174,6 +174,13 @@ std::vector<SupervisedProcess> BuildPsProcesses(const std::vector<PsProcess>& ps
                                                 const std::filesystem::path& log_dir,
                                                 bool overwrite);
 
+/// Marks this run in the logs its processes append to (docs/cli.md, "Runs that share a log
+/// directory"): a process whose log already holds an earlier run's output writes, before its
+/// own, "===== pdlaunch: job <job_id>[, pod <pod>], run of <local time> (launcher pid <pid>)
+/// =====". `pod`: the pod of today's interface (its pod log's name), or empty.
+void MarkRunInLogs(std::vector<SupervisedProcess>& processes, std::string_view job_id,
+                   std::string_view pod = {});
+
 /// Paddle's PS supervision: the first local worker echoed live, and the lines Paddle logs when
 /// the workers are done and the servers stopped (only where workers run).
 void SetPsSupervision(const std::vector<SupervisedProcess>& processes,

@@ -95,6 +95,7 @@ class CollectiveJob : public MasterJob {
           });
       local.debug_table = FormatDistributedEnvs(MasterTrainerVariables(cluster, first, job, world));
     }
+    MarkRunInLogs(local.processes, options_.job_id.value_or("default"), pod);
     local.mode_line = devices_.mode_line;
     local.supervisor.echo_path = local.processes.front().log_path;
     ChooseEcho(local.supervisor, options_, cluster.pods.size() > 1, cluster.local_pod().ip);
@@ -205,6 +206,7 @@ class PsJob : public MasterJob {
                                        {{PsRole::kServer, static_cast<int>(servers)},
                                         {PsRole::kWorker, static_cast<int>(trainers)}},
                                        command_, log_dir, options_.log_overwrite);
+    MarkRunInLogs(local.processes, options_.job_id.value_or("default"), pod);
     local.supervisor.remove_if_killed = {gloo_dir_.path()};
     SetPsSupervision(local.processes, local.supervisor);
     ChooseEcho(local.supervisor, options_, false, "");

@@ -143,10 +143,32 @@ class LogFilesTest(LaunchTestCase):
         self.assertEqual(self.worker_log(0), "to-out\nto-err\nagain\n")
 
     def test_worker_logs_append_across_runs(self):
+        # Issue #42 item 7: the second run's output starts after a line naming that run.
         self.run_saying("first run")
-        self.run_saying("second run")
-        self.assertEqual(self.worker_log(0), "rank 0: first run\nrank 0: second run\n")
-        self.assertEqual(self.worker_log(1), "rank 1: first run\nrank 1: second run\n")
+        second = self.run_saying("second run", "--echo", "all")
+        banner = (r"===== pdlaunch: job default, run of \d{4}-\d\d-\d\d \d\d:\d\d:\d\d "
+                  r"\(launcher pid \d+\) =====")
+        for rank in (0, 1):
+            self.assertRegex(self.worker_log(rank),
+                             rf"^rank {rank}: first run\n{banner}\nrank {rank}: second run\n$")
+        # Not output of the run: the console echo starts after it.
+        self.assertNotIn("===== pdlaunch", second.stdout + second.stderr)
+
+    def test_a_log_that_ends_without_a_newline_gets_one_before_the_line(self):
+        for text in ("first", "second"):
+            result = self.run_launch(["/bin/sh", "-c", f"printf {text}"])
+            self.assertEqual(result.code, 0, result)
+        self.assertRegex(self.worker_log(0), r"^first\n===== pdlaunch: job default, run of .*\nsecond$")
+
+    def test_todays_banner_names_the_pod_of_the_run(self):
+        # The pod log of each run stays Paddle's <job_id>.<pod>.log, no file beside it (Paddle's
+        # test_run.py counts them); the banner and the console's "Run Pod:" line name it.
+        self.run_saying("first", "--job_id", "jj", "--nnodes", 1)
+        second = self.run_saying("second", "--job_id", "jj", "--nnodes", 1)
+        pod = re.search(r"Run Pod: ([a-z]{6}),", second.stderr + second.stdout).group(1)
+        self.assertRegex(self.worker_log(0),
+                         rf"\n===== pdlaunch: job jj, pod {pod}, run of .*=====\nrank 0: second\n$")
+        self.assertTrue((self.dir / "log" / f"jj.{pod}.log").is_file())
 
     def test_log_overwrite_truncates_worker_logs(self):
         self.run_saying("first run")

@@ -285,8 +285,11 @@ class PsTest(PsTestCase):
         for _ in range(2):
             self.clear_records()
             self.assertEqual(self.run_ps(args).code, 0)
-        self.assertEqual(self.log("workerlog.1"), "worker 1 ran\n" * 2)
-        self.assertEqual(self.log("serverlog.0"), "server 0 ran\n" * 2)
+        # The second run's output after a line naming it (docs/cli.md, "Runs that share a log
+        # directory").
+        run = r"===== pdlaunch: job default, run of [0-9: -]+ \(launcher pid \d+\) =====\n"
+        self.assertRegex(self.log("workerlog.1"), rf"^worker 1 ran\n{run}worker 1 ran\n$")
+        self.assertRegex(self.log("serverlog.0"), rf"^server 0 ran\n{run}server 0 ran\n$")
         self.clear_records()
         self.assertEqual(self.run_ps(["--log_overwrite"] + args).code, 0)
         self.assertEqual(self.log("workerlog.1"), "worker 1 ran\n")

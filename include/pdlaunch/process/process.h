@@ -34,6 +34,9 @@ struct ProcessSpec {
   /// throws "cannot open log file '<path>'" with the reason.
   std::string output_path{};
   bool output_truncate = false;
+  /// With `output_path` appended to: a line the child writes first when the file already holds
+  /// something (an earlier run's output), on a line of its own. Empty: none.
+  std::string output_banner{};
   /// Borrowed; the job's cgroup directory (JobCgroup::dir_fd): the child is created in it
   /// (clone3 with CLONE_INTO_CGROUP, Linux 5.7), so it and all it ever starts live there.
   /// -1: the launcher's own cgroup.
@@ -59,8 +62,9 @@ struct ProcessSpec {
   int preferred_numa_node = -1;
 };
 
-/// Opens `spec.output_path` as the child would (the same flags), close-on-exec, for a launcher
-/// that must have the file before the child starts. Throws "cannot open log file '<path>'".
+/// Opens `spec.output_path` as the child would (the same flags, and `output_banner` written as
+/// the child would), close-on-exec, for a launcher that must have the file before the child
+/// starts. Throws "cannot open log file '<path>'".
 int OpenOutput(const ProcessSpec& spec);
 
 /// The signals (bit sig-1) whose disposition is not SIG_DFL now: handlers and SIG_IGN, ours or

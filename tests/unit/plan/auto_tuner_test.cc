@@ -1094,3 +1094,27 @@ TEST(AutoTunerTest, GbsPreSearchLayoutsAndTheSettledBatch) {
 
 }  // namespace
 }  // namespace pdlaunch
+
+namespace pdlaunch {
+namespace {
+
+// Issue #42: a degree the config lists that the model's sizes rule out is named, not dropped
+// without a word (Paddle drops it too, silently).
+TEST(AutoTunerConfigTest, ADegreeTheModelRulesOutIsNamed) {
+  const char* text = R"({
+    "mp_degree": [1, 2, 3], "pp_degree": [1, 3], "micro_batch_size": [1],
+    "model_cfg": {"global_batch_size": 8, "num_layers": 4, "hidden_size": 64,
+                  "num_attention_heads": 6, "vocab_size": 128},
+    "metric_cfg": {"name": "tokens/s", "OptimizationDirection": "Maximize"},
+    "run_cmd": {"mp_degree": ["--mp", ""]}
+  })";
+  const TunerConfig config = ParseTunerConfig(text, "t.json", 1, 6);
+  EXPECT_EQ(config.mp, (std::vector<long>{2, 1}));  // Paddle's order.
+  EXPECT_EQ(config.warnings,
+            (std::vector<std::string>{
+                "mp_degree 3 is left out of the search: it does not divide model_cfg.hidden_size",
+                "pp_degree 3 is left out of the search: it does not divide model_cfg.num_layers"}));
+}
+
+}  // namespace
+}  // namespace pdlaunch
