@@ -197,13 +197,16 @@ class LaunchTestCase(unittest.TestCase):
         proc = self.start_launch(args, env=env, cwd=cwd)
         return self.finish(proc, timeout)
 
-    def start_launch(self, args, env=None, cwd=None, name="launcher", wrapper=()):
+    def start_launch(self, args, env=None, cwd=None, name="launcher", wrapper=(), launcher=None):
         """Starts `launch args` in its own session; stdout/stderr go to files in self.dir.
-        `wrapper`: a command that execs the launcher (prlimit ... --), same pid."""
+        `wrapper`: a command that execs the launcher (prlimit ... --), same pid. `launcher`: the
+        command that is the launcher, instead of BIN (the wheel's `pdlaunch`, `python -m
+        pdlaunch`)."""
         args = [str(a) for a in args]
+        launcher = [BIN] if launcher is None else [str(a) for a in launcher]
         out = open(self.dir / f"{name}.stdout", "wb")
         err = open(self.dir / f"{name}.stderr", "wb")
-        proc = subprocess.Popen(list(wrapper) + [BIN] + args, cwd=cwd or self.dir, env=env or self.env(),
+        proc = subprocess.Popen(list(wrapper) + launcher + args, cwd=cwd or self.dir, env=env or self.env(),
                                 stdin=subprocess.DEVNULL, stdout=out, stderr=err,
                                 start_new_session=True)
         out.close()

@@ -10,7 +10,6 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import time
 import unittest
 from pathlib import Path
 
@@ -53,19 +52,9 @@ def tearDownModule():
 
 
 class WheelTestCase(LaunchTestCase):
-    def start(self, argv, env=None, name="run"):
-        """Starts `argv` (an installed entry of the wheel) as the harness starts `launch`."""
-        argv = [str(a) for a in argv]
-        out = open(self.dir / f"{name}.stdout", "wb")
-        err = open(self.dir / f"{name}.stderr", "wb")
-        proc = subprocess.Popen(argv, cwd=self.dir, env=env or self.env(),
-                                stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                                start_new_session=True)
-        out.close()
-        err.close()
-        proc.pdl_args, proc.pdl_name, proc.pdl_start = argv, name, time.monotonic()
-        self._started.append(proc)
-        return proc
+    def start(self, argv, env=None):
+        """Starts `argv`: an installed entry of the wheel, then the launcher's arguments."""
+        return self.start_launch(argv[1:], env=env, launcher=argv[:1])
 
     def run_argv(self, argv, env=None, timeout=120):
         return self.finish(self.start(argv, env), timeout)
