@@ -58,8 +58,7 @@ constexpr std::string_view kDescription =
     "Start a distributed training job: one process per device (or --nproc_per_node), with "
     "Paddle's and PyTorch's environment variables, supervised until every process is done.\n"
     "Flags may also come from their environment twins (PADDLE_NNODES, PADDLE_MASTER, ...; "
-    "a flag on the command line wins). Documentation: docs/cli.md in the source tree, "
-    "/usr/share/doc/pdlaunch/cli.md where the Debian package is installed.\n"
+    "a flag on the command line wins). Documentation: below, after the exit codes.\n"
     "\n"
     "Examples:\n"
     "  launch --gpus 0,1 train.py --lr 0.1\n"
@@ -172,13 +171,13 @@ Environment (besides the flags' twins above):
 
 Exit codes:
   0        every process exited 0 (on every node, with --master)
-  N        a process exited with N (128+S: killed by signal S); with --master, every
-           node exits with the failing process's code
-  2        a usage error: one line names the bad token; nothing was started
   1        set-up error (script not found, busy port, ...), a lost node or master,
            or a rendezvous that timed out
+  2        a usage error: one line names the bad token; nothing was started
+  3, 101   an elastic job failed for good (--np N:M, --np N)
   130/143  the launcher got SIGINT/SIGTERM (a second one kills at once)
-  101, 3   an elastic job failed for good (--np N, --np N:M)
+  N        any other code: a process exited with N (128+S: killed by signal S); with
+           --master, every node exits with the failing process's code
 
 Documentation (docs/ in the source tree; /usr/share/doc/pdlaunch/ where the Debian package is
 installed, with README.md and examples/): cli.md (every flag), master.md (several hosts, no IP

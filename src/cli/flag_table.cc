@@ -446,6 +446,9 @@ std::span<const std::string_view> TodaysParser() { return kTodaysParser; }
 std::span<const std::string_view> LegacyParser() { return kLegacyParser; }
 
 std::span<const Group> Groups() {
+  // In the order a newcomer needs them: one node (the script, --nproc_per_node, --log_dir),
+  // several nodes (today's --master/--nnodes, then --ips), pdlaunch's tools (--dry_run, --echo,
+  // --report), then the modes fewer jobs use (parameter server, elastic).
   static constexpr std::array<Group, 7> kGroups = {{
       {kOptionalGroup, ""},
       {kBaseGroup, ""},
@@ -453,11 +456,11 @@ std::span<const Group> Groups() {
        "The flags of today's python -m paddle.distributed.launch. Several hosts without an IP "
        "list: --master ip:port --nnodes N on every node (docs/master.md)."},
       {kCollectiveGroup, ""},
+      {kOwnGroup, "Options of pdlaunch that Paddle's launcher does not have."},
       {kPsGroup, "Parameter-server jobs: servers, workers and heter workers (docs/ps.md)."},
       {kElasticGroup,
        "Elastic and fault-tolerant jobs coordinated through etcd (docs/elastic.md). --host also "
        "selects this node in --ips in collective mode."},
-      {kOwnGroup, "Options of pdlaunch that Paddle's launcher does not have."},
   }};
   return kGroups;
 }
