@@ -61,7 +61,7 @@ CloudNodes ParseNodes(const CloudEnv& cloud, std::vector<std::string>& warnings)
   return nodes;
 }
 
-// The first port of every node without DISTRIBUTED_TRAINER_ENDPOINTS (contract §5.2).
+// The first port of every node without DISTRIBUTED_TRAINER_ENDPOINTS (docs/multi-node.md).
 int CloudStartPort(const CloudEnv& cloud, const CloudNodes& nodes, int per_node, int start_port,
                    std::vector<std::string>& warnings) {
   if (nodes.ips.size() < 2 || !cloud.paddle_port) return start_port;

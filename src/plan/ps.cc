@@ -19,7 +19,7 @@ namespace pdlaunch {
 
 namespace {
 
-// Paddle's PS option names, in the order of its "pserver arguments" list (contract §2.1).
+// Paddle's PS option names, in the order of its "pserver arguments" list (docs/cli.md).
 constexpr std::array<std::string_view, 8> kPsFlags = {
     "worker_num", "server_num",    "heter_worker_num", "servers",
     "workers",    "heter_workers", "heter_devices",    "http_port"};
@@ -73,7 +73,7 @@ JobMode ExplicitMode(const LaunchOptions& options, const std::vector<std::string
   return JobMode::kPs;
 }
 
-// --- Endpoint lists without ports (contract §4.2) ----------------------------------------------
+// --- Endpoint lists without ports (docs/ps.md) ----------------------------------------------
 
 // One entry of a role's list: a fixed endpoint, or a host whose port is generated at Paddle's
 // get_ports offset.
@@ -387,7 +387,7 @@ void CheckDistinct(const PsPlan& plan) {
   add(plan.http, "the gloo HTTP endpoint");
 }
 
-// --- This node (contract §4.3, issue #4 item 2) -------------------------------------------------
+// --- This node (docs/ps.md, issue #4 item 2) -------------------------------------------------
 
 NodeIdentity FindNamed(std::vector<std::string> nodes, const std::string& address,
                        const std::string& how, const NodeEnv& env) {
@@ -435,7 +435,7 @@ NodeIdentity FindThisNode(std::vector<std::string> nodes, const std::optional<st
   return FindLocal(std::move(nodes), env);
 }
 
-// --- Environment per role (contract §4.5) -------------------------------------------------------
+// --- Environment per role (docs/ps.md) -------------------------------------------------------
 
 // Values every role's table shares.
 struct Shared {
@@ -559,7 +559,7 @@ EnvList RoleEnv(const Shared& s, const PsProcess& p) {
   return {};
 }
 
-// --- Local processes (contract §4.4, §4.6) ------------------------------------------------------
+// --- Local processes (docs/ps.md) ------------------------------------------------------
 
 // Physical ids (what CUDA_VISIBLE_DEVICES or XPU_VISIBLE_DEVICES takes) of the device list of §3.2,
 // in order.

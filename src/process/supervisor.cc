@@ -1052,7 +1052,7 @@ class EventLoop {
     }
   }
 
-  // Today's launcher's account of a failure (contract §11.1), once per run as Paddle's: the
+  // Today's launcher's account of a failure (docs/cli.md), once per run as Paddle's: the
   // pod's status, the first failed container (in local order among those found together) and
   // the end of its log, on stderr after what the echo had still to show.
   void ReportFailedContainers(const std::vector<int>& indices) {

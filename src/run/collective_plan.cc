@@ -9,10 +9,10 @@
 namespace pdlaunch::internal {
 namespace {
 
-/// Paddle's default start port for multi-node jobs (contract §3.4).
+/// Paddle's default start port for multi-node jobs (docs/env.md).
 constexpr int kDefaultMultiNodeStartPort = 6070;
 
-/// Fixed ports for several nodes or under PaddleCloud (contract §3.4), else free locked ports.
+/// Fixed ports for several nodes or under PaddleCloud (docs/env.md), else free locked ports.
 LocalPorts PlanPorts(const LaunchOptions& options, const NodeIdentity& node, int num_local,
                      bool cloud) {
   std::optional<int> start = GivenStartPort(options);
@@ -30,7 +30,7 @@ void CheckLocalPortsFree(const Cluster& cluster) {
   CheckPortsFree(ports);
 }
 
-/// The cluster from the PaddleCloud variables (contract §5.2).
+/// The cluster from the PaddleCloud variables (docs/multi-node.md).
 Cluster PlanCloudCluster(const LaunchOptions& options, const CloudEnv& cloud,
                          const DevicePlan& devices) {
   const int start = GivenStartPort(options).value_or(kDefaultCloudStartPort);

@@ -730,7 +730,8 @@ int Main(int argc, char** argv) {
     for (const std::string& note : notes) PDLOG_INFO("{}", note);
     // By value: the error handlers below may call it after `options` is gone.
     if (todays_console) {
-      // Paddle 2.3+ logs its options, then the job, through its logger (contract §10.2).
+      // Paddle 2.3+ logs its options, then the job, through its logger (docs/cli.md, "Configuration
+      // dump").
       std::vector<std::string> first = ConfigurationLogLines(options);
       // An elastic job of the legacy flags in today's console: its --np is its node count.
       const std::string nodes =

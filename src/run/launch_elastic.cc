@@ -223,7 +223,7 @@ void ElasticNodeAgent::RetryWhileUnavailable(
   if (last) throw *last;
 }
 
-// Paddle's np rule (contract §10.2), applied only while other nodes of the job are alive: a
+// Paddle's np rule (docs/elastic.md), applied only while other nodes of the job are alive: a
 // finished or crashed earlier run of the same job id does not pin np.
 void ElasticNodeAgent::CheckNp() {
   const std::string wanted = std::to_string(config_.np_max);
@@ -545,7 +545,7 @@ int ElasticNodeAgent::RunGenerations() {
   for (;;) {
     next_.reset();
     // Paddle's etcd controller says so before each rendezvous for a world, waiting or not
-    // (contract §11.4): before the first, and after a failed or stopped generation.
+    // (docs/cli.md): before the first, and after a failed or stopped generation.
     if (!announced_wait_ && UsesNewInterface(options_)) PDLOG_INFO("Waiting peer ready...");
     announced_wait_ = true;
     if (!Evaluate()) WaitIdle(this, "the other nodes");

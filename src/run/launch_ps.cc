@@ -40,7 +40,7 @@ int RoleSize(const PsPlan& plan, PsRole role) {
   return 0;
 }
 
-// Under PaddleCloud the platform starts every server and worker itself (contract §4.1): the
+// Under PaddleCloud the platform starts every server and worker itself (docs/ps.md): the
 // script runs once, with the environment and console as they are. Paddle then exits 0 whatever
 // the script returned; its exit code is passed through here.
 int RunPsDirect(const LaunchOptions& options, const TrainingCommand& command) {

@@ -1,4 +1,4 @@
-"""Issue #3: PaddleCloud / Kubernetes variables (contract §5), on loopback.
+"""Issue #3: PaddleCloud / Kubernetes variables (docs/multi-node.md), on loopback.
 
 Paddle's own shell tests run against the binary with their exact variables and strings:
 test_fleet_launch_cloud.sh (paddle-launch-tests.md §D) and test_fleet_launch_async.sh (§C).
@@ -123,8 +123,8 @@ class CloudTest(LaunchTestCase):
         self.assertEqual(list(self.dir.glob("multi_process_*")), [])
 
     def test_one_cloud_node_uses_the_arguments_with_fixed_ports(self):
-        # PADDLE_TRAINERS_NUM unset (1): the cluster comes from --ips, but the ports are fixed
-        # (6070, 6071, no free-port search), as in Paddle.
+#PADDLE_TRAINERS_NUM unset(1) : the cluster comes from-- ips, but the ports are fixed
+#(6070, 6071, no free - port search), as in Paddle.
         env = self.cloud_env()
         del env["PADDLE_TRAINERS_NUM"]
         result = self.run_launch(["--nproc_per_node", 2, "--backend", "gloo"] + self.rank_args(),

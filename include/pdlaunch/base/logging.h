@@ -21,7 +21,7 @@ enum class LogLevel { kDebug, kInfo, kWarn, kError };
 bool LogEnabled(LogLevel level);
 
 /// Whose console the lines follow (docs/cli.md, "Console"): the legacy launcher's
-/// `LEVEL YYYY-MM-DD HH:MM:SS,mmm file.cc:line] message` (contract §0.4), or today's launcher's
+/// `LEVEL YYYY-MM-DD HH:MM:SS,mmm file.cc:line] message` (docs/cli.md), or today's launcher's
 /// logger named LAUNCH, `LAUNCH LEVEL YYYY-MM-DD HH:MM:SS,mmm message` (Paddle 2.3+, §10.1).
 enum class LogStyle { kLegacy, kLaunch };
 

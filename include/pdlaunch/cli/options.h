@@ -13,7 +13,7 @@ namespace pdlaunch {
 /// The environment as name → value; a variable set to "" is present with an empty value.
 using EnvMap = std::map<std::string, std::string>;
 
-/// Every flag of the launcher as plain data, with Paddle's defaults (contract §1.2). No CLI11
+/// Every flag of the launcher as plain data, with Paddle's defaults (docs/cli.md). No CLI11
 /// types: src/cli/cli.cc binds these fields (ParseCommandLine in cli.h); everything downstream
 /// takes `const LaunchOptions&`. Field names are argparse destination names, as in the
 /// "Configuration Arguments" dump.
@@ -127,20 +127,21 @@ struct LaunchOptions {
   }
 };
 
-/// The "Configuration Arguments" block the launcher prints first (contract §6.3): header of
+/// The "Configuration Arguments" block the launcher prints first (docs/cli.md): header of
 /// 48 characters, one `name: value` line per option sorted by destination name (pdlaunch's own
 /// options and xpus included), values rendered as Python's str() would (None, True/False, 5.0,
 /// ['a', 'b'], an empty string as nothing after ": "), footer of 48 dashes. Ends with '\n'.
 std::string FormatConfigurationArguments(const LaunchOptions& options);
 
-/// The header and footer of today's launcher's configuration block (contract §10.2).
+/// The header and footer of today's launcher's configuration block (docs/cli.md, "Configuration
+/// dump").
 inline constexpr std::string_view kConfigurationHeader =
     "-----------  Configuration  ----------------------";
 inline constexpr std::string_view kConfigurationFooter =
     "--------------------------------------------------";
 
-/// Today's launcher's configuration (contract §10.2), logged at INFO one line each:
-/// kConfigurationHeader, the same sorted `name: value` lines (with `devices`, the value of
+/// Today's launcher's configuration (docs/cli.md, "Configuration dump"), logged at INFO one line
+/// each: kConfigurationHeader, the same sorted `name: value` lines (with `devices`, the value of
 /// --devices/--gpus), kConfigurationFooter.
 std::vector<std::string> ConfigurationLogLines(const LaunchOptions& options);
 

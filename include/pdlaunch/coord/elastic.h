@@ -17,12 +17,12 @@
 
 namespace pdlaunch {
 
-/// Paddle's exit code asking an outer supervisor to restart the pod (contract §10.3).
+/// Paddle's exit code asking an outer supervisor to restart the pod (docs/elastic.md).
 inline constexpr int kExitElasticRestart = 101;
-/// Exit code of an elastic job that failed for good in elastic level (contract §10.3, §10.4).
+/// Exit code of an elastic job that failed for good in elastic level (docs/elastic.md).
 inline constexpr int kExitElasticError = 3;
 
-/// Elastic settings after flags and their environment twins are merged (contract §10.1, §10.2,
+/// Elastic settings after flags and their environment twins are merged (docs/elastic.md,
 /// §10.4; docs/elastic.md). Pure data.
 struct ElasticConfig {
   std::string server;  ///< etcd "host:port".
@@ -196,7 +196,7 @@ std::optional<std::vector<std::string>> FormWorld(const std::vector<std::string>
 Cluster BuildElasticCluster(const WorldRecord& world, const std::string& self,
                             const DevicePlan& devices);
 
-/// Variables elastic ranks get on top of TrainerVariables (contract §10): PADDLE_TRAINERS (hosts
+/// Variables elastic ranks get on top of TrainerVariables (docs/elastic.md): PADDLE_TRAINERS (hosts
 /// in node order, comma-joined), DISTRIBUTED_TRAINER_ENDPOINTS (every rank's endpoint, as
 /// PADDLE_TRAINER_ENDPOINTS), PADDLE_ELASTIC_JOB_ID, PADDLE_ELASTIC_GENERATION, and
 /// TORCHELASTIC_RESTART_COUNT (= world.restarts).

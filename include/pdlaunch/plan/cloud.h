@@ -11,11 +11,12 @@
 
 namespace pdlaunch {
 
-/// First port of a PaddleCloud job when no fixed start port is given (contract §3.1 step 4).
+/// First port of a PaddleCloud job when no fixed start port is given (docs/multi-node.md,
+/// "PaddleCloud").
 inline constexpr int kDefaultCloudStartPort = 6170;
 
-/// The PaddleCloud / Kubernetes variables of contract §5, as found: raw strings, parsed only by
-/// the functions that use them (Paddle reads most of them only on the cloud-cluster path).
+/// The PaddleCloud / Kubernetes variables of docs/multi-node.md, as found: raw strings, parsed only
+/// by the functions that use them (Paddle reads most of them only on the cloud-cluster path).
 struct CloudEnv {
   std::string trainers;           ///< PADDLE_TRAINERS: the node IPs joined with ','.
   std::string pod_ip;             ///< POD_IP: this node's IP.
@@ -26,9 +27,10 @@ struct CloudEnv {
   std::optional<std::string> paddle_port;        ///< PADDLE_PORT: the cloud's first port.
 };
 
-/// PaddleCloud detection (contract §5.1): all four of PADDLE_TRAINERS, POD_IP, PADDLE_TRAINER_ID
-/// and TRAINER_PORTS_NUM are present (any value, empty included); nullopt otherwise. The optional
-/// fields are filled when present; an empty PADDLE_PORT counts as absent. Pure.
+/// PaddleCloud detection (docs/multi-node.md): all four of PADDLE_TRAINERS, POD_IP,
+/// PADDLE_TRAINER_ID and TRAINER_PORTS_NUM are present (any value, empty included); nullopt
+/// otherwise. The optional fields are filled when present; an empty PADDLE_PORT counts as absent.
+/// Pure.
 std::optional<CloudEnv> DetectCloud(const EnvMap& env);
 
 /// The address variables of Kubernetes and PaddleCloud, checked as --host and --ips are and
@@ -49,7 +51,7 @@ struct CloudCluster {
   std::vector<std::string> warnings;
 };
 
-/// The cluster of contract §5.2 for P = devices.devices_per_proc.size() trainers per node:
+/// The cluster of docs/multi-node.md for P = devices.devices_per_proc.size() trainers per node:
 /// - nodes = PADDLE_TRAINERS split on ','; this node = pod PADDLE_TRAINER_ID (0 ≤ id < nodes);
 ///   POD_IP must be an entry of PADDLE_TRAINERS (LaunchError otherwise); when it is not the
 ///   entry at PADDLE_TRAINER_ID, a warning says which node's trainers run here.

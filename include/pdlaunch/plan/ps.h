@@ -12,7 +12,7 @@
 
 namespace pdlaunch {
 
-/// The kind of job (contract §2.1).
+/// The kind of job (docs/cli.md).
 enum class JobMode { kCollective, kPs, kPsHeter };
 
 /// Decides the mode from the launcher's own options (issue #4 item 1), never from argv text:
@@ -109,7 +109,7 @@ struct PsPlan {
   std::vector<std::string> warnings;  ///< WARNING lines (GPUs shared, unused --heter_devices).
 };
 
-/// Plans a PS or PS_HETER job (contract §4.2–4.6, issue #4 items 2–4). Pure: no processes,
+/// Plans a PS or PS_HETER job (docs/ps.md, issue #4 items 2–4). Pure: no processes,
 /// sockets, environment or logging. Paddle's assertion texts are UsageErrors ("The server_num and
 /// servers doesn't match. ...", "The setting of Parameter-Server must has server_num or
 /// servers.", ...); malformed items are UsageErrors naming the flag and the item. Differences

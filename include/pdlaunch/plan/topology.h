@@ -24,7 +24,7 @@ struct Pod {
   std::vector<Trainer> trainers;
 };
 
-/// The whole collective job as every node computes it (contract §3.5). Pure data.
+/// The whole collective job as every node computes it (docs/env.md). Pure data.
 struct Cluster {
   std::vector<Pod> pods;               ///< In node order.
   int local_index = 0;                 ///< Index of this node's pod.
@@ -42,14 +42,14 @@ struct Cluster {
   std::string world_device_ids() const;
 };
 
-/// Builds the cluster from arguments (contract §3.3–3.5): for each node of `node` in order, one
+/// Builds the cluster from arguments (docs/env.md): for each node of `node` in order, one
 /// trainer per entry of `devices.devices_per_proc`, rank = node_index × P + local_index, trainer i
 /// of every node on `ports[i]` (the same port list on every node). `master_port` is the port of
 /// MASTER_PORT on node 0. Throws LaunchError if `ports` has fewer than P entries.
 Cluster BuildCollectiveCluster(const NodeIdentity& node, const DevicePlan& devices,
                                const std::vector<int>& ports, int master_port);
 
-/// Builds the cluster from explicit per-node endpoint lists (PaddleCloud, contract §5.2; ports
+/// Builds the cluster from explicit per-node endpoint lists (PaddleCloud, docs/multi-node.md; ports
 /// may differ between nodes): pod k has address `node_ips[k]` and one trainer per entry of
 /// `devices.devices_per_proc`, trainer i on `endpoints[k][i]` (entries beyond P are unused);
 /// rank = k × P + i. `local_index` is this node's pod. Throws LaunchError when `endpoints` does not

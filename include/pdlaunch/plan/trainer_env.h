@@ -33,7 +33,7 @@ struct WorldValues {
   std::string master;             ///< The master endpoint, "ip:port".
 };
 
-/// The per-process table of contract §3.6, in its order: PADDLE_TRAINER_ID,
+/// The per-process table of docs/env.md, in its order: PADDLE_TRAINER_ID,
 /// PADDLE_CURRENT_ENDPOINT, PADDLE_TRAINERS_NUM, PADDLE_TRAINER_ENDPOINTS, PADDLE_RANK_IN_NODE,
 /// PADDLE_LOCAL_DEVICE_IDS, PADDLE_WORLD_DEVICE_IDS, then the family's selected key
 /// (FLAGS_selected_gpus, _xpus, _npus, ...; ids non-empty) with a custom device's
