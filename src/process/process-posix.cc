@@ -84,7 +84,7 @@ struct ChildArgs {
   int output_fd = -1;
   const char* output_path = nullptr;  ///< Opened by the child when output_fd is -1.
   int output_flags = 0;
-  const char* banner = nullptr;  ///< ProcessSpec::output_banner, when appending.
+  const char* banner = nullptr;  ///< ProcessSpec::output_banner; nullptr: none.
   size_t banner_size = 0;
   int cgroup_procs_fd = -1;  ///< Write "0" here first (a child not born in the cgroup).
   int error_fd = -1;         ///< A forked child reports its exec errno through this pipe...
@@ -106,8 +106,7 @@ struct ChildArgs {
         output_fd(spec.output_fd),
         output_path(spec.output_path.empty() ? nullptr : spec.output_path.c_str()),
         output_flags(OutputFlags(spec)),
-        banner(spec.output_truncate || spec.output_banner.empty() ? nullptr
-                                                                  : spec.output_banner.c_str()),
+        banner(spec.output_banner.empty() ? nullptr : spec.output_banner.c_str()),
         banner_size(spec.output_banner.size()),
         reset_signals(spec.reset_signals.value_or(~uint64_t{0})) {
     for (int cpu : spec.cpus) {
@@ -122,24 +121,6 @@ struct ChildArgs {
     }
   }
 };
-
-// On a log opened for appending (write-only), by the child or by OpenOutput: `banner` when the
-// file already holds an earlier run's output, after a newline if that output did not end with
-// one (read through a second, read-only descriptor of `path`). Raw system calls only; a failure
-// leaves the log without the line.
-void WriteBanner(int fd, const char* path, const char* banner, size_t size) {
-  const long end = raw::Syscall(SYS_lseek, fd, 0, SEEK_END);
-  if (end <= 0) return;
-  char last = '\n';
-  const long reader =
-      raw::Syscall(SYS_openat, AT_FDCWD, Arg(path), O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0);
-  if (reader >= 0) {
-    raw::Syscall(SYS_pread64, reader, Arg(&last), 1, end - 1);
-    raw::Syscall(SYS_close, reader);
-  }
-  if (last != '\n') raw::Syscall(SYS_write, fd, Arg("\n"), 1);
-  raw::Syscall(SYS_write, fd, Arg(banner), size);
-}
 
 // Runs in the new child: raw system calls only (src/process/raw_syscall.h), no allocation, no
 // errno. Never returns.
@@ -183,7 +164,7 @@ void WriteBanner(int fd, const char* path, const char* banner, size_t size) {
     }
     output = static_cast<int>(rc);
     stage = 0;
-    if (a->banner != nullptr) WriteBanner(output, a->output_path, a->banner, a->banner_size);
+    if (a->banner != nullptr) raw::Syscall(SYS_write, output, Arg(a->banner), a->banner_size);
   }
   if (output >= 0) {
     if ((rc = raw::Syscall(SYS_dup3, output, STDOUT_FILENO, 0)) < 0) goto fail;
@@ -538,9 +519,8 @@ void ScanProc(Visit visit) noexcept {
 int OpenOutput(const ProcessSpec& spec) {
   const int fd = ::open(spec.output_path.c_str(), OutputFlags(spec), 0644);
   if (fd < 0) ThrowSystemError(errno, OutputError(spec.output_path));
-  if (!spec.output_truncate && !spec.output_banner.empty()) {
-    WriteBanner(fd, spec.output_path.c_str(), spec.output_banner.c_str(),
-                spec.output_banner.size());
+  if (!spec.output_banner.empty()) {
+    static_cast<void>(::write(fd, spec.output_banner.data(), spec.output_banner.size()));
   }
   return fd;
 }

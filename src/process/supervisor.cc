@@ -62,16 +62,26 @@ off_t FileSize(const std::string& path) {
   return (!path.empty() && ::stat(path.c_str(), &st) == 0) ? st.st_size : 0;
 }
 
-/// Where this run's output will start in a log the child appends to: after the earlier runs'
-/// output and the banner the child writes first (WriteBanner in process-posix.cc: a newline
-/// when the old output did not end with one, then ProcessSpec::output_banner).
-off_t RunStart(const std::string& path, const std::string& banner) {
-  const off_t size = FileSize(path);
-  if (size == 0 || banner.empty()) return size;
-  char last = '\n';
-  const UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
-  if (fd.get() >= 0 && ::pread(fd.get(), &last, 1, size - 1) != 1) last = '\n';
-  return size + (last == '\n' ? 0 : 1) + static_cast<off_t>(banner.size());
+/// Makes each ProcessSpec::output_banner the bytes to write: kept only for a log that is
+/// appended to and holds an earlier run's output, after a newline when that output did not end
+/// with one. Decided here, once, before any log is opened: the child (or CreateLogsFirst) only
+/// writes them, and where this run's output starts follows from them.
+std::vector<SupervisedProcess>& PrepareBanners(std::vector<SupervisedProcess>& processes) {
+  for (SupervisedProcess& p : processes) {
+    std::string& banner = p.spec.output_banner;
+    if (banner.empty()) continue;
+    const off_t size = p.spec.output_truncate ? 0 : FileSize(p.spec.output_path);
+    if (size == 0) {
+      banner.clear();
+      continue;
+    }
+    char last = '\n';
+    const UniqueFd fd(::open(p.spec.output_path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    if (fd.get() >= 0 && ::pread(fd.get(), &last, 1, size - 1) == 1 && last != '\n') {
+      banner.insert(0, "\n");
+    }
+  }
+  return processes;
 }
 
 /// The last `max_lines` lines of `path` written at or after byte `from`.
@@ -501,7 +511,7 @@ class EventLoop {
         tick_timer_(io_),
         external_event_(io_),
         policy_(Primaries(processes), options.hold_secondaries),
-        created_logs_(CreateLogsFirst(processes, options)),
+        created_logs_(CreateLogsFirst(PrepareBanners(processes), options)),
         echo_(io_, EchoSources(processes, options)),
         // A wait without processes (the rendezvous) contains nothing and needs no watchdog.
         cgroup_(processes.empty() ? nullptr : ContainJob()) {
@@ -608,11 +618,13 @@ class EventLoop {
     std::map<std::string, int> started_of_role;  // For each process's local_rank.
     for (SupervisedProcess& p : pending_) {
       p.spec.reset_signals = reset_signals;
-      // Where this run's output starts, for the tail shown on failure.
-      // An echoed log was opened, its banner written, by CreateLogsFirst.
-      const off_t log_start = p.spec.output_truncate  ? 0
-                              : p.spec.output_fd >= 0 ? FileSize(p.log_path)
-                                                      : RunStart(p.log_path, p.spec.output_banner);
+      // Where this run's output starts, for the tail shown on failure: after the banner, which
+      // CreateLogsFirst has written already to a log it opened, and the child writes first.
+      const off_t log_start =
+          p.spec.output_truncate
+              ? 0
+              : FileSize(p.log_path) +
+                    (p.spec.output_fd >= 0 ? 0 : static_cast<off_t>(p.spec.output_banner.size()));
       if (cgroup_) {
         p.spec.cgroup_dir_fd = cgroup_->dir_fd();
         p.spec.cgroup_procs_fd = cgroup_->procs_fd();

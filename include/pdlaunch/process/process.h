@@ -34,8 +34,10 @@ struct ProcessSpec {
   /// throws "cannot open log file '<path>'" with the reason.
   std::string output_path{};
   bool output_truncate = false;
-  /// With `output_path` appended to: a line the child writes first when the file already holds
-  /// something (an earlier run's output), on a line of its own. Empty: none.
+  /// Bytes the child writes to `output_path` as soon as it has opened it, before its own
+  /// output: the line that opens this run in a log that holds an earlier run's (the supervisor
+  /// keeps it only there, with a newline first where that output did not end with one).
+  /// Empty: none.
   std::string output_banner{};
   /// Borrowed; the job's cgroup directory (JobCgroup::dir_fd): the child is created in it
   /// (clone3 with CLONE_INTO_CGROUP, Linux 5.7), so it and all it ever starts live there.
@@ -62,8 +64,8 @@ struct ProcessSpec {
   int preferred_numa_node = -1;
 };
 
-/// Opens `spec.output_path` as the child would (the same flags, and `output_banner` written as
-/// the child would), close-on-exec, for a launcher that must have the file before the child
+/// Opens `spec.output_path` as the child would (the same flags, `output_banner` written first),
+/// close-on-exec, for a launcher that must have the file before the child
 /// starts. Throws "cannot open log file '<path>'".
 int OpenOutput(const ProcessSpec& spec);
 
