@@ -283,10 +283,9 @@ void Declare(CLI::App& app, LaunchOptions& options,
         break;
     }
     option->group(std::string(spec.group));
+    // --run_mode's store keeps the text (plan/ps.h's SelectMode checks the value in force, the
+    // environment twin's too); argparse checks every occurrence on the command line.
     if (spec.dest == "run_mode") option->check(Choices({kRunModes.begin(), kRunModes.end()}));
-    if (spec.dest == "numa_binding") {
-      option->check(Choices({"none", "node", "socket", "exclusive"}));
-    }
   }
 }
 
