@@ -318,8 +318,22 @@ void ApplyNumaBinding(const LaunchOptions& options, const Cluster& cluster,
   for (size_t i = 0; i < processes.size() && i < trainers.size(); ++i) {
     if (trainers[i].devices.empty()) continue;
     const std::string label = PhysicalLabels({trainers[i].devices.front()}, visible).front();
-    if (const auto address = addresses.find(label); address != addresses.end()) {
-      nodes[i] = PciNumaNode(root, address->second);
+    const auto address = addresses.find(label);
+    if (address == addresses.end()) {
+      PDLOG_INFO("numa binding: nvidia-smi gave no PCI address for GPU {}", label);
+      continue;
+    }
+    nodes[i] = PciNumaNode(root, address->second);
+    // The firmware gives no proximity (-1) on most one-node machines and VMs: the GPU is on the
+    // only node there is (nvidia-smi topo -m says NUMA affinity 0 then too).
+    if (!nodes[i] && topology.node_cpus.size() == 1) {
+      nodes[i] = topology.node_cpus.begin()->first;
+      PDLOG_INFO(
+          "numa binding: GPU {} ({}) has no NUMA node in sysfs; this machine has one, node {}, "
+          "which is used",
+          label, address->second, *nodes[i]);
+    } else if (!nodes[i]) {
+      PDLOG_INFO("numa binding: GPU {} ({}) has no NUMA node in sysfs", label, address->second);
     }
   }
   std::vector<std::string> lines;

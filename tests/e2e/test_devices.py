@@ -13,6 +13,7 @@ The ranks' variables are compared key by key with what Paddle's launchers give:
 import json
 import re
 import os
+import shutil
 import stat
 import time
 from pathlib import Path
@@ -457,6 +458,18 @@ grep -m1 -o 'prefer:[0-9]*\\|default' /proc/$$/numa_maps > "$OUT/policy.$PADDLE_
         self.assertIn("numa binding: local process 1 on NUMA node 1: CPUs 1", result.stderr)
         self.assertIn("this kernel has no NUMA node 1; its memory policy is left alone",
                       result.stderr)
+
+    def test_a_gpu_without_a_numa_node_on_a_one_node_machine_is_on_that_node(self):
+        # As on the H200 VM of docs/performance.md: numa_node -1, one NUMA node.
+        shutil.rmtree(self.dir / "sysroot/sys/devices/system/node/node1")
+        for address in ("0000:18:00.0", "0000:3b:00.0"):
+            (self.dir / "sysroot/sys/bus/pci/devices" / address / "numa_node").write_text("-1\n")
+        (self.dir / "sysroot/sys/devices/system/node/node0/cpulist").write_text("0-1\n")
+        result, cpus, policy = self.run_bound("exclusive")
+        self.assertEqual(cpus, ["0", "1"])
+        self.assertEqual(policy, ["prefer:0", "prefer:0"])
+        self.assertIn("numa binding: GPU 1 (0000:3b:00.0) has no NUMA node in sysfs; this machine "
+                      "has one, node 0, which is used", result.stderr)
 
     def test_without_the_flag_ranks_are_left_alone(self):
         env = self.env(CUDA_VISIBLE_DEVICES="0,1", OUT=str(self.rec))
