@@ -461,9 +461,11 @@ ExitStatus Process::Wait() {
   return *status_;
 }
 
-bool Process::SignalGroup(int sig) const noexcept {
-  if (pid_ <= 0) return false;
-  return ::kill(-pid_, sig) == 0;
+bool Process::SignalGroup(int sig) const noexcept { return SignalProcessGroup(pid_, sig); }
+
+bool SignalProcessGroup(pid_t pgid, int sig) noexcept {
+  if (pgid <= 0) return false;
+  return ::kill(-pgid, sig) == 0;
 }
 
 bool Process::GroupAlive() const noexcept {

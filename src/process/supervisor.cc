@@ -41,6 +41,7 @@
 #include "pdlaunch/process/run_recorder.h"
 #include "pdlaunch/process/supervision.h"
 #include "pdlaunch/process/watchdog.h"
+#include "process/process_launcher.h"
 
 namespace pdlaunch {
 namespace {
@@ -50,7 +51,6 @@ namespace bp2 = boost::process::v2;
 using StreamDescriptor = asio::posix::stream_descriptor;
 // Boost.Process v2's handle of a started child: its pidfd, waited on through Asio; its wait
 // reaps the child (waitpid) and hands over the wait status.
-using ProcessHandle = bp2::basic_process_handle<asio::io_context::executor_type>;
 
 std::chrono::steady_clock::duration Seconds(double seconds) {
   return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
@@ -433,8 +433,9 @@ std::vector<EchoSource> EchoSources(const std::vector<SupervisedProcess>& proces
 
 /// One supervised child and Boost.Process v2's handle of it, which reports and reaps its exit.
 struct Child {
-  Process process;
-  ProcessHandle handle;
+  ProcessLauncher::Child process;      ///< v2's owner of the child while it runs.
+  pid_t pid = -1;                      ///< Also its process group (each leads its own).
+  std::optional<ExitStatus> status{};  ///< Once reaped.
   SupervisedProcess info;
   off_t log_start = 0;
   size_t report_index = 0;  ///< Its record in TheRunReport().processes.
@@ -608,7 +609,6 @@ class EventLoop {
   void StartAll() {
     std::fflush(stdout);  // Our own stdout text must precede the echoed rank output.
     children_.reserve(pending_.size());
-    std::vector<pid_t> pids;
     if (!options_.pod_name.empty() && !pending_.empty()) {
       PDLOG_INFO("Run {}",
                  FormatPodLine(options_.pod_name, static_cast<int>(pending_.size()), "ready"));
@@ -616,45 +616,47 @@ class EventLoop {
     // Asked once for the batch: each child then resets only these (ProcessSpec::reset_signals).
     const uint64_t reset_signals = NonDefaultSignals();
     std::map<std::string, int> started_of_role;  // For each process's local_rank.
+    RunReport& report = TheRunReport();
+    std::vector<const ProcessSpec*> specs;
+    std::vector<off_t> log_starts;
     for (SupervisedProcess& p : pending_) {
       p.spec.reset_signals = reset_signals;
       // Where this run's output starts, for the tail shown on failure: after the banner, which
       // CreateLogsFirst has written already to a log it opened, and the child writes first.
-      const off_t log_start =
+      log_starts.push_back(
           p.spec.output_truncate
               ? 0
               : FileSize(p.log_path) +
-                    (p.spec.output_fd >= 0 ? 0 : static_cast<off_t>(p.spec.output_banner.size()));
+                    (p.spec.output_fd >= 0 ? 0 : static_cast<off_t>(p.spec.output_banner.size())));
       if (cgroup_) {
         p.spec.cgroup_dir_fd = cgroup_->dir_fd();
         p.spec.cgroup_procs_fd = cgroup_->procs_fd();
       }
-      // The child reads its spec until its exec (ConfirmStarted below), so it is started from
-      // its place in children_, whose storage is reserved: it neither moves nor dies meanwhile.
-      RunReport& report = TheRunReport();
+      specs.push_back(&p.spec);
+    }
+    const size_t first_record = report.processes.size();
+    for (const SupervisedProcess& p : pending_) {
       // local_rank: its index among this node's processes of its role, the N of its log file
       // (docs/report.md), as --dry_run says it.
       report.processes.push_back(RecordOf(p, started_of_role[p.role]++, 0));
-      children_.push_back(Child{Process(), ProcessHandle(io_.get_executor()), std::move(p),
-                                log_start, report.processes.size() - 1});
-      Child& child = children_.back();
-      try {
-        child.process = Process::Start(child.info.spec);
-      } catch (...) {
-        children_.pop_back();
-        report.processes.pop_back();
-        throw;
-      }
-      report.processes.back().pid = child.process.pid();
-      watchdog_->Register(child.process.pid());
-      if (options_.on_spawn) options_.on_spawn(child.process.pid());
-      // v2 owns the child from here: its handle holds the pidfd, and its wait reaps it.
-      child.handle =
-          ProcessHandle(io_.get_executor(), child.process.pid(), child.process.ReleasePidfd());
-      pids.push_back(child.process.pid());
     }
-    // Forking them all before waiting for any exec lets the children exec in parallel.
-    for (Child& child : children_) child.process.ConfirmStarted();
+    std::vector<pid_t> pids;
+    std::vector<ProcessLauncher::Child> started;
+    try {
+      started = ProcessLauncher()(io_.get_executor(), specs, [&](size_t i, pid_t pid) {
+        report.processes[first_record + i].pid = pid;
+        watchdog_->Register(pid);
+        if (options_.on_spawn) options_.on_spawn(pid);
+        pids.push_back(pid);
+      });
+    } catch (...) {
+      report.processes.resize(first_record);
+      throw;
+    }
+    for (size_t i = 0; i < started.size(); ++i) {
+      children_.push_back(Child{std::move(started[i]), pids[i], std::nullopt,
+                                std::move(pending_[i]), log_starts[i], first_record + i});
+    }
     if (options_.on_started) options_.on_started(pids);
     std::fflush(stdout);
     if (!options_.pod_name.empty() && !children_.empty()) {
@@ -668,13 +670,14 @@ class EventLoop {
   // status; its pidfd wakes the loop. Under a tracer (strace -f, gdb) the pidfd fires when the
   // tracer is told of the exit and v2's waitpid then waits for the tracer to let the zombie go.
   void WaitForExit(size_t index) {
-    children_[index].handle.async_wait([this, index, life = std::weak_ptr<const bool>(alive_)](
-                                           boost::system::error_code ec, int wait_status) {
-      if (life.expired()) return;  // Gone: a handler that completed before it was destroyed.
-      // An error: a sweep reaped the child first (ECHILD), or the handle was closed.
-      if (ec || children_[index].process.reaped()) return;
-      Reaped(index, FromWaitStatus(wait_status));
-    });
+    children_[index].process.handle().async_wait(
+        [this, index, life = std::weak_ptr<const bool>(alive_)](boost::system::error_code ec,
+                                                                int wait_status) {
+          if (life.expired()) return;  // Gone: a handler that completed before it was destroyed.
+          // An error: a sweep reaped the child first (ECHILD), or the handle was closed.
+          if (ec || children_[index].status) return;
+          Reaped(index, FromWaitStatus(wait_status));
+        });
   }
 
   // Records a reaped child and has the exits of this turn of the loop handled together: the
@@ -717,7 +720,10 @@ class EventLoop {
 
   void Record(size_t index, ExitStatus status) {
     Child& child = children_[index];
-    child.process.MarkReaped(status);
+    child.status = status;
+    // Reaped: v2's handle lets the pid go (its destructor would waitpid it, and kill whatever
+    // process of ours was given that pid since).
+    child.process.detach();
     ProcessRecord& record = TheRunReport().processes.at(child.report_index);
     record.status = status;
     record.end_time = WallClockNow();
@@ -733,12 +739,12 @@ class EventLoop {
     if (failure) {
       for (size_t i = 0; i < children_.size(); ++i) {
         Child& child = children_[i];
-        if (child.process.reaped()) continue;
+        if (child.status) continue;
         int wait_status = 0;
         boost::system::error_code ec;
-        if (!child.handle.running(wait_status, ec) && !ec) {
+        if (!child.process.handle().running(wait_status, ec) && !ec) {
           Record(i, FromWaitStatus(wait_status));
-          exits.emplace_back(static_cast<int>(i), *child.process.status());
+          exits.emplace_back(static_cast<int>(i), *child.status);
         }
       }
     }
@@ -762,7 +768,7 @@ class EventLoop {
       }
       if (options_.on_first_failure && policy_.failed().size() == commands.newly_failed.size()) {
         const Child& first = children_[static_cast<size_t>(commands.newly_failed.front())];
-        options_.on_first_failure(first.info, *first.process.status());
+        options_.on_first_failure(first.info, *first.status);
       }
       ReportFailures(commands.newly_failed);
     }
@@ -878,16 +884,15 @@ class EventLoop {
 
   size_t RunningCount() const {
     size_t running = 0;
-    for (const Child& child : children_) running += child.process.reaped() ? 0 : 1;
+    for (const Child& child : children_) running += child.status ? 0 : 1;
     return running;
   }
 
   void SignalAllGroups(int signal) {
     // Groups of children already reaped too: their grandchildren may still be in them.
     for (Child& child : children_) {
-      if (child.process.SignalGroup(signal) && (signal == SIGTERM || signal == SIGKILL)) {
-        PDLOG_INFO("{} process group gid:{}", signal == SIGKILL ? "kill" : "terminate",
-                   child.process.pid());
+      if (SignalProcessGroup(child.pid, signal) && (signal == SIGTERM || signal == SIGKILL)) {
+        PDLOG_INFO("{} process group gid:{}", signal == SIGKILL ? "kill" : "terminate", child.pid);
       }
     }
     if (!Supervision::IsTerminationSignal(signal) && signal != SIGKILL && signal != SIGSTOP &&
@@ -913,7 +918,7 @@ class EventLoop {
   /// fallback) orphans re-parented to the launcher as their subreaper.
   std::vector<pid_t> Escaped() {
     std::vector<pid_t> known;
-    for (const Child& child : children_) known.push_back(child.process.pid());
+    for (const Child& child : children_) known.push_back(child.pid);
     std::vector<pid_t> escaped;
     if (cgroup_) {
       for (pid_t pid : cgroup_->DirectMembers()) {
@@ -967,8 +972,7 @@ class EventLoop {
     } else {
       std::vector<pid_t> groups;  // Groups that still exist; usually none: no /proc scan.
       for (const Child& child : children_) {
-        if (::kill(-child.process.pid(), 0) == 0 || errno == EPERM)
-          groups.push_back(child.process.pid());
+        if (::kill(-child.pid, 0) == 0 || errno == EPERM) groups.push_back(child.pid);
       }
       if (!groups.empty()) members = LiveGroupMembers(groups);
       for (pid_t pid : Escaped()) members.push_back(pid);
@@ -1058,8 +1062,7 @@ class EventLoop {
       if (child.info.log_path.empty()) continue;
       PDLOG_ERROR("{} {} (pid {}) ended with {}; last {} lines of {}:\n{}",
                   child.info.role == "trainer" ? "rank" : child.info.role, child.info.rank,
-                  child.process.pid(), child.process.status()->Describe(), options_.tail_lines,
-                  child.info.log_path,
+                  child.pid, child.status->Describe(), options_.tail_lines, child.info.log_path,
                   TailOfFile(child.info.log_path, child.log_start, options_.tail_lines));
     }
   }
@@ -1079,8 +1082,8 @@ class EventLoop {
     PDLOG_INFO("Pod failed");
     const ProcessSpec& spec = child.info.spec;
     PDLOG_ERROR("Container failed !!!\n{}{}",
-                FormatContainerLine(first, "failed", spec.argv,
-                                    PythonReturnCode(*child.process.status()), child.info.log_path),
+                FormatContainerLine(first, "failed", spec.argv, PythonReturnCode(*child.status),
+                                    child.info.log_path),
                 options_.print_env_on_failure
                     ? " \nenv " + FormatEnvDict(spec.shared_env.get(), spec.env)
                     : std::string());
@@ -1138,22 +1141,38 @@ int TakeTerminationSignal() noexcept {
   return signal > 0 ? signal : 0;
 }
 
-ExitStatus WaitStoppingOnSignal(Process& process, double grace_seconds) {
-  const sigset_t termination = TerminationSignalSet();
-  // Polled, never read: the signal stays pending for the next loop.
-  const UniqueFd signals(OpenSignalFd(termination));
-  pollfd fds[2] = {{process.pidfd(), POLLIN, 0}, {signals.get(), POLLIN, 0}};
-  while (::poll(fds, 2, -1) < 0 && errno == EINTR) {
+ExitStatus RunStoppingOnSignal(const ProcessSpec& spec, double grace_seconds) {
+  asio::io_context io;
+  // Watched, never read: the signal stays pending for the next loop.
+  StreamDescriptor signals(io, OpenSignalFd(TerminationSignalSet()));
+  asio::steady_timer grace(io);
+  ProcessLauncher::Child process = ProcessLauncher()(io.get_executor(), spec);
+  const pid_t group = process.id();
+  std::optional<ExitStatus> status;
+  boost::system::error_code wait_error;
+  process.handle().async_wait([&](boost::system::error_code ec, int wait_status) {
+    if (ec)
+      wait_error = ec;
+    else
+      status = FromWaitStatus(wait_status);
+    signals.cancel();
+    grace.cancel();
+  });
+  signals.async_wait(StreamDescriptor::wait_read, [&](boost::system::error_code ec) {
+    if (ec) return;
+    SignalProcessGroup(group, SIGTERM);
+    grace.expires_after(
+        std::chrono::milliseconds(static_cast<int64_t>(std::max(0.0, grace_seconds) * 1000)));
+    grace.async_wait([group](boost::system::error_code timer_ec) {
+      if (!timer_ec) SignalProcessGroup(group, SIGKILL);
+    });
+  });
+  io.run();
+  process.detach();  // Reaped by the wait above: nothing left for its destructor.
+  if (!status) {
+    ThrowSystemError(wait_error.value(), fmt::format("cannot wait for '{}'", spec.executable));
   }
-  if ((fds[0].revents & POLLIN) == 0 && (fds[1].revents & POLLIN) != 0) {
-    process.SignalGroup(SIGTERM);
-    const int grace_ms = static_cast<int>(std::max(0.0, grace_seconds) * 1000);
-    pollfd exited{process.pidfd(), POLLIN, 0};
-    while (::poll(&exited, 1, grace_ms) < 0 && errno == EINTR) {
-    }
-    if ((exited.revents & POLLIN) == 0) process.SignalGroup(SIGKILL);
-  }
-  return process.Wait();
+  return *status;
 }
 
 SupervisorResult Supervise(std::vector<SupervisedProcess> processes,

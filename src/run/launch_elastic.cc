@@ -418,9 +418,8 @@ int ElasticNodeAgent::RunWorld(const WorldRecord& world) {
   for (const Pod& pod : cluster.pods) hosts.push_back(pod.ip);
   PDLOG_INFO("ready with hosts [{}]", fmt::join(hosts, ", "));
   if (config_.pre_hook) {
-    Process hook = Process::Spawn(
-        ProcessSpec{"/bin/sh", {"sh", "-c", *config_.pre_hook}, ParentEnvironment(), -1});
-    if (ExitStatus status = WaitStoppingOnSignal(hook, options_.grace); !status.success()) {
+    const ProcessSpec hook{"/bin/sh", {"sh", "-c", *config_.pre_hook}, ParentEnvironment(), -1};
+    if (ExitStatus status = RunStoppingOnSignal(hook, options_.grace); !status.success()) {
       PDLOG_WARN("--elastic_pre_hook ended with {}", status.Describe());
     }
   }

@@ -103,6 +103,12 @@ class Process {
   int pidfd() const { return pidfd_; }
   /// Hands the pidfd over to the caller (an event loop that waits on it); -1 afterwards.
   int ReleasePidfd() { return std::exchange(pidfd_, -1); }
+  /// After ConfirmStarted(): hands the child (its pid and pidfd) over to a new owner, which
+  /// reaps it (ProcessLauncher gives it to a Boost.Process v2 handle); this object is then empty
+  /// and kills nothing.
+  std::pair<pid_t, int> HandOver() noexcept {
+    return {std::exchange(pid_, -1), std::exchange(pidfd_, -1)};
+  }
   bool reaped() const { return status_.has_value(); }
   const std::optional<ExitStatus>& status() const { return status_; }
 
@@ -144,6 +150,10 @@ void RaiseOpenFileLimit() noexcept;
 
 /// True while `pid` exists and is not a zombie. Never throws.
 bool ProcessLive(pid_t pid) noexcept;
+
+/// Sends `sig` to the process group `pgid` (a started child's pid: each is the leader of its
+/// own). False when the group no longer exists (ESRCH). Never throws.
+bool SignalProcessGroup(pid_t pgid, int sig) noexcept;
 
 /// Where AdoptedChildren finds this process's children.
 enum class ChildListing {

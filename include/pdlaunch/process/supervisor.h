@@ -136,11 +136,12 @@ void BlockLauncherSignals() noexcept;
 /// estimates, one tool call at a time).
 int TakeTerminationSignal() noexcept;
 
-/// Waits for `process`, a helper the launcher runs outside a loop (--elastic_pre_hook). A
-/// termination signal meanwhile (SIGINT, SIGTERM, SIGHUP, SIGQUIT: blocked, see above) stops it,
-/// SIGTERM to its group and SIGKILL after `grace_seconds`, and stays pending for the next loop,
-/// which acts on it: the helper is not left running, nor the launcher deaf until it ends.
-ExitStatus WaitStoppingOnSignal(Process& process, double grace_seconds);
+/// Starts `spec`, a helper the launcher runs outside a loop (--elastic_pre_hook), and waits for
+/// it. A termination signal meanwhile (SIGINT, SIGTERM, SIGHUP, SIGQUIT: blocked, see above)
+/// stops it, SIGTERM to its group and SIGKILL after `grace_seconds`, and stays pending for the
+/// next loop, which acts on it: the helper is not left running, nor the launcher deaf until it
+/// ends. Throws as a failed start of a rank does.
+ExitStatus RunStoppingOnSignal(const ProcessSpec& spec, double grace_seconds);
 
 /// RunSupervised, telling how the run ended.
 SupervisorResult Supervise(std::vector<SupervisedProcess> processes,
