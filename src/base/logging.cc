@@ -1,18 +1,35 @@
 #include "pdlaunch/base/logging.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <spdlog/details/null_mutex.h>
+#include <spdlog/sinks/base_sink.h>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 #include <time.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstdio>
+#include <cstring>
 #include <iterator>
 #include <memory>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace pdlaunch {
 namespace {
+
+void WriteFully(int fd, std::string_view bytes) {
+  while (!bytes.empty()) {
+    const ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    bytes.remove_prefix(static_cast<size_t>(n));
+  }
+}
 
 std::string_view LevelName(spdlog::level::level_enum level) {
   switch (level) {
@@ -77,6 +94,32 @@ spdlog::logger* MakeLogger() {
   logger->flush_on(spdlog::level::trace);
   return logger;
 }
+
+/// spdlog's extension point for a destination of our own: each formatted line written to a
+/// descriptor with one write(2) (spdlog's file sinks own their file; ScopedLogToFile's
+/// descriptor also takes WriteLogBytes's raw bytes, in order with the lines).
+class FdSink final : public spdlog::sinks::base_sink<spdlog::details::null_mutex> {
+ public:
+  explicit FdSink(int fd) : fd_(fd) {}
+
+ protected:
+  void sink_it_(const spdlog::details::log_msg& msg) override {
+    spdlog::memory_buf_t line;
+    formatter_->format(msg, line);
+    WriteFully(fd_, std::string_view(line.data(), line.size()));
+  }
+  void flush_() override {}
+
+ private:
+  int fd_;
+};
+
+// Where log lines go now: stderr, or ScopedLogToFile's file.
+int g_log_fd = STDERR_FILENO;
+// The console's sink while ScopedLogToFile has put its own in its place.
+spdlog::sink_ptr g_console_sink;
+// The line shape SetLogStyle chose last.
+LogStyle g_log_style = LogStyle::kLegacy;
 
 // Made on first use, never destroyed (a line may be logged from a static's destructor).
 spdlog::logger& Logger() {
@@ -166,7 +209,34 @@ std::vector<std::pair<LogLevel, std::string>> TakeHeldLines() {
 void SetupLogging() { Logger(); }
 
 void SetLogStyle(LogStyle style) {
+  g_log_style = style;
   Logger().set_formatter(std::make_unique<PaddleLineFormatter>(style));
+}
+
+ScopedLogToFile::ScopedLogToFile(const std::string& path) {
+  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd_ < 0) {
+    PDLOG_WARN("cannot open '{}' for the launcher's lines ({}); they stay on the console", path,
+               std::strerror(errno));
+    return;
+  }
+  std::fflush(stderr);
+  auto sink = std::make_shared<FdSink>(fd_);
+  sink->set_formatter(std::make_unique<PaddleLineFormatter>(g_log_style));
+  g_console_sink = std::exchange(Logger().sinks().front(), std::move(sink));
+  g_log_fd = fd_;
+}
+
+ScopedLogToFile::~ScopedLogToFile() {
+  if (fd_ < 0) return;
+  Logger().sinks().front() = std::move(g_console_sink);
+  g_log_fd = STDERR_FILENO;
+  ::close(fd_);
+}
+
+void WriteLogBytes(std::string_view bytes) {
+  if (g_log_fd == STDERR_FILENO) std::fflush(stderr);
+  WriteFully(g_log_fd, bytes);
 }
 
 ScopedQuietInfo::ScopedQuietInfo() {

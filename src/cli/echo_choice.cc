@@ -16,10 +16,11 @@ EchoChoice ParseEchoChoice(std::string_view value) {
     choice.all = true;
     return choice;
   }
+  if (StripSpace(value) == "none") return choice;  // No process: the logs only.
   for (const std::string& entry : SplitAndStrip(value, ',')) {
     if (entry.empty()) {
       throw UsageError(
-          fmt::format("--echo: '{}' has an empty entry (expected all, or local "
+          fmt::format("--echo: '{}' has an empty entry (expected all, none, or local "
                       "ranks such as 0,3,5)",
                       value));
     }
@@ -28,7 +29,8 @@ EchoChoice ParseEchoChoice(std::string_view value) {
       local = ParseInt(entry, "local rank", 0, 1 << 20);
     } catch (const UsageError&) {
       throw UsageError(fmt::format(
-          "--echo: '{}' is not a local rank (expected all, or local ranks such as 0,3,5)", entry));
+          "--echo: '{}' is not a local rank (expected all, none, or local ranks such as 0,3,5)",
+          entry));
     }
     if (std::find(choice.locals.begin(), choice.locals.end(), local) != choice.locals.end()) {
       throw UsageError(fmt::format("--echo: local rank {} is listed twice in '{}'", local, value));
@@ -37,7 +39,7 @@ EchoChoice ParseEchoChoice(std::string_view value) {
   }
   if (choice.locals.empty()) {
     throw UsageError(fmt::format(
-        "--echo: '{}' names no process (expected all, or local ranks such as 0,3,5)", value));
+        "--echo: '{}' names no process (expected all, none, or local ranks such as 0,3,5)", value));
   }
   std::sort(choice.locals.begin(), choice.locals.end());
   return choice;

@@ -377,8 +377,8 @@ const auto kFlags = std::to_array<FlagSpec>({
      "", "PDLAUNCH_NODES_MEET"},
     {"--echo", "echo", Kind::kValue, O, &StoreEcho, kOwnGroup,
      "Show these local processes' output on the console, each line prefixed with its rank "
-     "([rank 3]: ...; the node's host first in a multi-node job): all, or local ranks such as "
-     "0,3,5. Default: local rank 0, unprefixed, as Paddle.",
+     "([rank 3]: ...; the node's host first in a multi-node job): all, none, or local ranks "
+     "such as 0,3,5. Default: local rank 0, unprefixed, as Paddle.",
      "", "PADDLE_ECHO"},
     {"--dry_run", "dry_run", Kind::kFlag, O, &StoreDryRun, kOwnGroup,
      "Print what a run would do (mode, devices, cluster, ports, each process's command and "

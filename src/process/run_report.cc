@@ -76,6 +76,7 @@ std::string FormatRunReport(const RunReport& report) {
                          {"start_time", TimeOrNull(p.start_time)},
                          {"end_time", TimeOrNull(p.end_time)},
                          {"status", StatusJson(p.status)}});
+    if (!p.job_id.empty()) processes.back()["job_id"] = p.job_id;
   }
   out["processes"] = std::move(processes);
   if (!report.device_usage.empty()) {

@@ -1091,7 +1091,7 @@ class EventLoop {
     if (child.info.log_path.empty()) return;
     // On stderr with its header (Paddle prints it on stdout, apart from the header above it).
     // EPIPE or a closed terminal: the tail is lost, the teardown goes on (as the echo's).
-    WriteAll(STDERR_FILENO, TailBytesOfFile(child.info.log_path, child.log_start, kErrorTailBytes));
+    WriteLogBytes(TailBytesOfFile(child.info.log_path, child.log_start, kErrorTailBytes));
   }
 
   SupervisorOptions options_;

@@ -29,6 +29,16 @@ namespace pdlaunch::internal {
 
 namespace {
 
+// Where a trial's launcher lines go, in its directory, unless --echo (RunTrial).
+constexpr char kTrialConsoleLog[] = "launcher.log";
+
+// --report: the processes recorded since `first` were of the job `job_id` (a trial, or the
+// best run).
+void MarkProcessesOfJob(size_t first, const std::string& job_id) {
+  std::vector<ProcessRecord>& records = TheRunReport().processes;
+  for (size_t i = first; i < records.size(); ++i) records[i].job_id = job_id;
+}
+
 namespace fs = std::filesystem;
 using Json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
@@ -326,15 +336,17 @@ namespace {
 // What the trials of one search share.
 struct Search {
   Search(const LaunchOptions& o, const std::function<int(const LaunchOptions&)>& r,
-         const TunerExchange& e)
+         const TunerExchange& e, const std::function<void()>& a)
       : options(o),
         run_job(r),
         exchange(e),
+        announce(a),
         several(e != nullptr),  // Given for a search of several nodes only.
         base(fs::path(*o.auto_tuner_json).parent_path()) {}
   const LaunchOptions& options;
   const std::function<int(const LaunchOptions&)>& run_job;
   const TunerExchange& exchange;
+  const std::function<void()>& announce;
   bool several = false;  // A search of several nodes: outcomes are exchanged.
   fs::path base;         // The tuner file's directory: the trials' logs are there.
   Clock::time_point search_start = Clock::now();  // Once the nodes met: their clock.
@@ -460,7 +472,25 @@ TrialRun RunTrial(Search& search, const TunerConfig& config, const TrialConfig& 
     bypass.emplace("FLAGS_shard_bypass_dygraph_optimizer",
                    config.estimated_num_gpus && cfg.sharding_degree == 1 ? "1" : "0");
   }
-  const int code = takes_part ? search.run_job(trial) : 0;
+  int code = 0;
+  if (takes_part) {
+    // A trial's own console (its ranks' output; the launcher's lines about it, an expected
+    // out-of-memory trial's ABORT!!! among them) goes to its directory, the search's console
+    // keeps one line per trial; --echo brings it all back (docs/auto-tuner.md).
+    std::optional<ScopedLogToFile> to_file;
+    if (!search.options.echo) {
+      if (search.announce) search.announce();  // What was held is the search's: on the console.
+      trial.echo = "none";
+      std::error_code ec;
+      fs::create_directories(trial.log_dir, ec);
+      to_file.emplace((fs::path(trial.log_dir) / kTrialConsoleLog).string());
+    }
+    code = search.run_job(trial);
+    // A trial's failure is its outcome (the history, the trial's line), not the search's root
+    // cause: --report's root_cause is the best run's, or null.
+    TheRunReport().root_cause.reset();
+    MarkProcessesOfJob(processes_before, *trial.job_id);
+  }
   bypass.reset();
   EndOpenConsoleLine();  // A rank stopped mid-line: the trial's line starts a line of its own.
   TrialRun run;
@@ -700,9 +730,9 @@ std::optional<long> SearchGlobalBatchSize(Search& search, const TunerConfig& tun
 
 int RunAutoTuner(const LaunchOptions& options,
                  const std::function<int(const LaunchOptions&)>& run_job,
-                 const TunerExchange& exchange) {
+                 const TunerExchange& exchange, const std::function<void()>& announce) {
   const std::string json_path = *options.auto_tuner_json;
-  Search search(options, run_job, exchange);
+  Search search(options, run_job, exchange, announce);
   TunerConfig config = LoadConfig(options, &search.device_ids);
   const fs::path& base = search.base;
   const bool several = search.several;
@@ -849,6 +879,10 @@ int RunAutoTuner(const LaunchOptions& options,
       ahead =
           std::min<size_t>(ahead, static_cast<size_t>(std::max(0, config.task_limit - launched)));
       const std::string left = TimeLeft(ahead, trial_seconds / launched);
+      // A failure that is not an expected out-of-memory says where to look.
+      if (!history.back().metric && !history.back().oom) {
+        more += fmt::format(" (logs: {})", (base / TrialDirName(job_id, cfg)).string());
+      }
       fmt::print("[{}/{}] {} → {}{}{}\n", index + 1, candidates.size(), Describe(cfg),
                  Outcome(history.back(), config, improved), more, left.empty() ? "" : "; " + left);
       std::fflush(stdout);
@@ -924,7 +958,9 @@ int RunAutoTuner(const LaunchOptions& options,
   run.training_script_args =
       TrialArguments(options.training_script_args, winner.cfg, config, true, edits);
   ApplyEdits(edits, "best_cfg", run.training_script_args, search.warned);
+  const size_t processes_before = TheRunReport().processes.size();
   const int code = run_job(run);
+  MarkProcessesOfJob(processes_before, *run.job_id);
   if (several) exchange("", "", false, "", 0);  // The best was a job of every node: all are past.
   return code;
 }

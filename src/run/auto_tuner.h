@@ -36,10 +36,11 @@ std::string TrialKeyJob(const LaunchOptions& options, const std::string& job_nam
 /// several nodes (--nnodes > 1 through an HTTP master or etcd), null otherwise. Returns the
 /// launcher's exit code: the best run's, 0 when run_best is false and a best was found, 1 when no
 /// trial gave a metric, 130/143 when interrupted (the history is written; the same command
-/// resumes).
+/// resumes). `announce` writes the configuration dump and the lines held until then (once;
+/// idempotent): called before a trial's console goes to its directory.
 int RunAutoTuner(const LaunchOptions& options,
                  const std::function<int(const LaunchOptions&)>& run_job,
-                 const TunerExchange& exchange);
+                 const TunerExchange& exchange, const std::function<void()>& announce);
 
 /// --dry_run with --auto_tuner_json: the ordered layouts as JSON on stdout, each with the static
 /// prune that removed it (or null), and nothing started. Returns 0.

@@ -856,7 +856,7 @@ int Main(int argc, char** argv) {
                                  if (ips_search) trial.master.reset();
                                  return RunDecided(Decide(trial, env), env, announce);
                                },
-                               exchange)
+                               exchange, announce)
                          : RunDecided(std::move(decision), env, announce);
     ReleaseHeldLines();
     // Paddle's finalize line, once a pod was deployed (not after a failed rendezvous).

@@ -97,7 +97,10 @@ class AutoTunerTest(LaunchTestCase):
         # first sample, 1 s after its ranks started: once per search is enough.
         result = self.tune(tuner_json(), "--seconds", "1.5")
         self.assertEqual(result.code, 0, result)
-        said = (result.stdout + result.stderr).count("gpu log: nvidia-smi is not on PATH")
+        # In the first trial's launcher lines, which go to its directory (unless --echo).
+        self.assertNotIn("nvidia-smi is not on PATH", result.stdout + result.stderr)
+        said = sum((trial / "launcher.log").read_text().count("gpu log: nvidia-smi is not on PATH")
+                   for trial in self.dir.glob("Job*_GBS*"))
         self.assertEqual(said, 1, result)
 
     def test_finds_the_best_prunes_what_cannot_win_and_runs_it(self):
@@ -137,6 +140,43 @@ class AutoTunerTest(LaunchTestCase):
         trial = self.dir / ("Job4_GBS16_DP4_MP2_PP1_VPP1_Sharding1_Stage1_MBS2_Recompute_None_"
                             "Granularity_None_AccStep2")
         self.assertTrue((trial / "workerlog.0").is_file())
+
+    def test_the_console_shows_one_line_per_trial_and_echo_brings_the_rest_back(self):
+        # Issue #42 item 2: every expected out-of-memory trial printed ABORT!!!, Pod failed,
+        # Container failed !!!, the error log detail, and every trial's output was echoed.
+        result = self.tune(tuner_json(), extra=("--report", "r.json"))
+        self.assertEqual(result.code, 0, result)
+        console = result.stdout + result.stderr
+        for quiet in ("ABORT!!!", "Pod failed", "Container failed", "ERROR LOG DETAIL",
+                      "Out of memory error on", "layout dp8 mp1 pp1 mbs2"):
+            self.assertNotIn(quiet, console)
+        # The best run is a job as any other: its output is on the console.
+        self.assertIn("layout dp4 mp2 pp1 mbs2", result.stdout)
+        # What the trial's console would have said is in its directory.
+        trial = next(self.dir.glob("Job1_*"))
+        launcher_log = (trial / "launcher.log").read_text()
+        self.assertIn("ABORT!!! Out of all 1 trainers", launcher_log)
+        self.assertIn("Out of memory error on GPU 0", launcher_log)
+        # --report: each process names its trial; a trial's OOM is no root cause of a success.
+        report = json.loads((self.dir / "r.json").read_text())
+        self.assertEqual([p["job_id"] for p in report["processes"]],
+                         ["auto_tuner_1", "auto_tuner_2", "auto_tuner_3", "auto_tuner_4",
+                          "best_cfg"])
+        self.assertEqual((report["reason"], report["root_cause"]), ("success", None))
+        # --echo: the trials' consoles come back.
+        (self.dir / "tuner_history.csv").unlink()
+        echoed = self.tune(tuner_json(), extra=("--echo", "0"))
+        self.assertEqual(echoed.code, 0, echoed)
+        self.assertIn("ABORT!!!", echoed.stderr)
+        self.assertIn("[rank 0]: layout dp8 mp1 pp1 mbs2", echoed.stdout)
+
+    def test_a_failed_trial_says_where_its_logs_are(self):
+        result = self.tune(tuner_json(mp_degree=[1]), "--fail-layout", "dp8 mp1 pp1 mbs1")
+        lines = [l for l in result.stdout.splitlines() if l.startswith("[")]
+        failed = [l for l in lines if "mbs1 " in l]
+        self.assertEqual(len(failed), 1, result)
+        self.assertRegex(failed[0], r"→ exit code \d+ \(logs: .*Job\d+_GBS16_DP8_MP1_")
+        self.assertNotIn("ABORT!!!", result.stderr)
 
     def test_a_yaml_config_is_rewritten_per_trial_keeping_its_comments(self):
         # A config in PaddleMIX's shape: only the key's line changes in each trial's copy
@@ -390,7 +430,10 @@ esac
         self.assertLess(time.monotonic() - start, 60)
         self.assertIn("[2/5] dp8 mp1 pp1 vpp1 sharding1 stage1 mbs1 recompute=- → timeout",
                       result.stdout)
-        self.assertIn("reached its deadline of 2 s", result.stderr)
+        # The console has the trial's line; the launcher's account is in the trial's directory.
+        self.assertNotIn("reached its deadline", result.stderr)
+        self.assertIn("reached its deadline of 2 s",
+                      (next(self.dir.glob("Job2_*")) / "launcher.log").read_text())
         rows = self.history()
         self.assertEqual(rows[1]["error_info"], "['timeout']")
         self.assertEqual(rows[3]["interval_samples_per_second"], "240")
@@ -674,8 +717,9 @@ class AutoTunerTwoNodeTest(LaunchTestCase):
                           result.stdout)
         # The node whose deadline passes first stops its rank, which ends the trial on the
         # other, maybe before its own deadline: a deadline anywhere makes it a timeout.
-        self.assertTrue(any("reached its deadline of 2 s" in r.stderr for r in results.values()),
-                        results)
+        self.assertTrue(any("reached its deadline of 2 s" in
+                            (next((self.dir / n).glob("Job2_*")) / "launcher.log").read_text()
+                            for n in results), results)
         self.assertEqual(trial_lines(results["a"]), trial_lines(results["b"]))
         history = {n: (self.dir / n / "tuner_history.csv").read_text() for n in ("a", "b")}
         self.assertEqual(history["a"], history["b"])

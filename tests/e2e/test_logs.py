@@ -311,9 +311,9 @@ class EchoTest(LaunchTestCase):
     def test_bad_values_are_usage_errors(self):
         for value, message in [
                 ("0,0", "--echo: local rank 0 is listed twice in '0,0'"),
-                ("some", "--echo: 'some' is not a local rank (expected all, or local ranks "
+                ("some", "--echo: 'some' is not a local rank (expected all, none, or local ranks "
                          "such as 0,3,5)"),
-                ("", "--echo: '' names no process (expected all, or local ranks such as "
+                ("", "--echo: '' names no process (expected all, none, or local ranks such as "
                      "0,3,5)")]:
             result = self.run_launch([f"--echo={value}"] + self.rank_args())
             self.assertEqual((result.code, result.stderr), (2, f"launch: error: {message}\n"))

@@ -11,6 +11,7 @@ the last ones. Step time (interval_runtime): 0.5 * mp seconds. --hang: sleep for
 --mem-file: writes 1000 * mbs + 100 * dp there, the MiB a fake nvidia-smi reports in use.
 --use_flash True (a custom_search_dim): the metric is 1000 more.
 --oom-rank R: only rank R (PADDLE_TRAINER_ID) runs out of memory; the others train on.
+--fail-layout "dp8 mp1 pp1 mbs1": that layout exits 3 without a metric (a crash, not an OOM).
 """
 import json
 import os
@@ -24,6 +25,7 @@ def main(argv):
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     cfg = {"dp": 1, "mp": 1, "pp": 1, "sharding": 1, "stage": 1}
     params, hang, seconds, mem_file, flash, oom_rank = None, False, 0.05, None, False, None
+    fail_layout = None
     i = 0
     while i < len(argv):
         arg = argv[i]
@@ -38,6 +40,9 @@ def main(argv):
             i += 1
         elif arg == "--mem-file":  # Where a fake nvidia-smi reads the memory this trial "uses".
             mem_file = argv[i + 1]
+            i += 1
+        elif arg == "--fail-layout":
+            fail_layout = argv[i + 1]
             i += 1
         elif arg == "--oom-rank":
             oom_rank = argv[i + 1]
@@ -56,8 +61,11 @@ def main(argv):
         import yaml
         with open(params) as f:
             mbs = int(yaml.safe_load(f)["Global"]["micro_batch_size"])
-    print(f"layout dp{cfg['dp']} mp{cfg['mp']} pp{cfg['pp']} mbs{mbs}"
-          + (" flash" if flash else ""), flush=True)
+    layout = f"dp{cfg['dp']} mp{cfg['mp']} pp{cfg['pp']} mbs{mbs}"
+    print(f"layout {layout}" + (" flash" if flash else ""), flush=True)
+    if layout == fail_layout:
+        print("Segmentation fault in the fake kernel", flush=True)
+        return 3
     if mem_file:  # 1000 MiB per sample of the micro-batch, 100 per data-parallel replica.
         with open(mem_file, "w") as f:
             f.write(str(1000 * mbs + 100 * cfg["dp"]))

@@ -67,6 +67,26 @@ void SetupLogging();
 /// are logged at ERROR, so they stay at every level but CRITICAL.
 void SetLogLevel(const std::string& level);
 
+/// While it lives, the launcher's log lines, and the bytes given to WriteLogBytes, go to the file
+/// `path` (created 0644, or appended to) instead of stderr: the console of a job run as one step
+/// of another (an auto-tuner trial) kept in that job's directory. Where the file cannot be
+/// opened, they stay on stderr, after one warning naming it. Not nested.
+class ScopedLogToFile {
+ public:
+  explicit ScopedLogToFile(const std::string& path);
+  ~ScopedLogToFile();
+  ScopedLogToFile(const ScopedLogToFile&) = delete;
+  ScopedLogToFile& operator=(const ScopedLogToFile&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
+/// Writes `bytes` as they are where log lines go now (stderr, or a ScopedLogToFile's file): a
+/// failed process's log tail, after the lines that introduce it. Errors are ignored (a closed
+/// terminal must not stop a teardown).
+void WriteLogBytes(std::string_view bytes);
+
 /// While it lives, INFO lines are not shown unless DEBUG ones are: for the launcher's own
 /// bookkeeping jobs (the auto tuner's exchanges between nodes), whose rendezvous lines would
 /// read as another job's. Warnings and errors still show.

@@ -11,10 +11,11 @@ namespace pdlaunch {
 /// local rank 0, unprefixed, as Paddle does.
 struct EchoChoice {
   bool all = false;         ///< "all"
-  std::vector<int> locals;  ///< Else these local ranks (indices of the node's processes), sorted.
+  std::vector<int> locals;  ///< Else these local ranks (indices of the node's processes), sorted;
+                            ///< none ("none"): no process's output, the logs only.
 };
 
-/// Parses an --echo value: "all", or local ranks such as "0,3,5" (spaces around entries
+/// Parses an --echo value: "all", "none", or local ranks such as "0,3,5" (spaces around entries
 /// allowed). Throws UsageError naming the token for anything else, an empty list or a rank
 /// listed twice. Pure.
 EchoChoice ParseEchoChoice(std::string_view value);

@@ -22,6 +22,9 @@ struct ProcessRecord {
   double start_time = 0;  ///< Seconds since the epoch.
   double end_time = 0;    ///< 0 while running.
   std::optional<ExitStatus> status;
+  /// The job it was part of, where a run holds several (an auto-tuner search: the trial's job
+  /// id, `auto_tuner_3`, or `best_cfg`); empty otherwise, and then not in the JSON.
+  std::string job_id{};
 };
 
 /// What --report writes when the launcher exits (docs/report.md, docs/report.schema.json).

@@ -16,6 +16,13 @@ TEST(EchoChoiceTest, AllAndLists) {
   EXPECT_EQ(ParseEchoChoice("0").locals, (std::vector<int>{0}));
 }
 
+TEST(EchoChoiceTest, NoneEchoesNoProcess) {
+  const EchoChoice none = ParseEchoChoice(" none ");
+  EXPECT_FALSE(none.all);
+  EXPECT_TRUE(none.locals.empty());
+  EXPECT_EQ(EchoAbsentWarning(none, 4), std::nullopt);
+}
+
 TEST(EchoChoiceTest, BadValuesNameTheToken) {
   auto message = [](const char* value) {
     try {
@@ -27,18 +34,16 @@ TEST(EchoChoiceTest, BadValuesNameTheToken) {
   };
   EXPECT_EQ(message("0,0"), "--echo: local rank 0 is listed twice in '0,0'");
   EXPECT_EQ(message("x"),
-            "--echo: 'x' is not a local rank (expected all, or local ranks such as 0,3,5)");
+            "--echo: 'x' is not a local rank (expected all, none, or local ranks such as 0,3,5)");
   EXPECT_EQ(message("-1"),
-            "--echo: '-1' is not a local rank (expected all, or local ranks such as 0,3,5)");
+            "--echo: '-1' is not a local rank (expected all, none, or local ranks such as 0,3,5)");
   EXPECT_EQ(message("All"),
-            "--echo: 'All' is not a local rank (expected all, or local ranks such as 0,3,5)");
+            "--echo: 'All' is not a local rank (expected all, none, or local ranks such as 0,3,5)");
   EXPECT_EQ(message(""),
-            "--echo: '' names no process (expected all, or local ranks such as 0,3,5)");
+            "--echo: '' names no process (expected all, none, or local ranks such as 0,3,5)");
   EXPECT_EQ(message("1,,2"),
-            "--echo: '1,,2' has an empty entry (expected all, or local ranks such as 0,3,5)");
+            "--echo: '1,,2' has an empty entry (expected all, none, or local ranks such as 0,3,5)");
 }
-
-TEST(EchoChoiceTest, PrefixesEveryLine) {}
 
 TEST(EchoChoiceTest, PrefixNamesRoleRankAndHost) {
   EXPECT_EQ(EchoPrefix("trainer", 3, ""), "[rank 3]: ");
