@@ -63,6 +63,9 @@ constexpr const char* kIpsRefusalHint =
     "run mode";
 /// Pause between two tries of a write the master refused (PutConfirmed).
 constexpr double kConfirmRetrySeconds = 0.25;
+// How long a node waits for the node whose --host is a local master address to host it before
+// hosting it itself (nodes simulated on one host; MasterNode::hosting_deferred_).
+constexpr double kDeferredHostingSeconds = 3.0;
 
 // The master's connection bounds for this job, within the descriptors this launcher may open.
 HttpServerLimits JobServerLimits(int nnodes) {
@@ -202,6 +205,11 @@ class MasterNode {
   std::unique_ptr<HandshakeClient> handshake_;  // Set while an --ips node looks for the port.
   std::string master_address_;                  // Numeric.
   bool master_is_local_ = false;  // master_address_ is this host's: it may serve the master.
+  // ...but it is another local address than this node's --host (nodes simulated on one host):
+  // the node whose --host it is serves it; this one only after nobody has answered there for
+  // kDeferredHostingSeconds (ChooseHost).
+  bool hosting_deferred_ = false;
+  std::optional<Clock::time_point> unanswered_since_;
   int port_ = 0;
   std::string node_ip_;
   std::string value_;  // What this node publishes under own_key_.
@@ -413,7 +421,16 @@ std::optional<int> MasterNode::ChooseHost() {
                                     master_address_));
     }
     master_is_local_ = IsLocalAddress(master_address_);
-    if (master_is_local_ && !TryToServe()) {
+    // 127.0.0.1 (or ::1) is nobody's --host where nodes are simulated on one host (each has its
+    // own 127.x address): any node hosts it at once, as without --host.
+    hosting_deferred_ = master_is_local_ && settings_.host && *settings_.host != master_address_ &&
+                        master_address_ != "127.0.0.1" && master_address_ != "::1";
+    if (hosting_deferred_) {
+      PDLOG_INFO(
+          "the master {} is on this host but is not this node's address ({}): the node of that "
+          "address hosts it (this node does if none has in {:g} s)",
+          MasterText(), *settings_.host, kDeferredHostingSeconds);
+    } else if (master_is_local_ && !TryToServe()) {
       PDLOG_INFO(
           "the master's port {} is taken on this host (by another launcher, serving it, "
           "or by another program); this node contacts it",
@@ -799,7 +816,15 @@ std::optional<std::string> MasterNode::TokenError(const HttpReply& reply) const 
 
 void MasterNode::Contact() {
   client_->Request("GET", "/healthy", "", 5.0, [this](const HttpReply& reply) {
-    if (reply.status == 0 && master_is_local_ && TryToServe()) {
+    if (reply.status != 0) {
+      unanswered_since_.reset();
+    } else if (!unanswered_since_) {
+      unanswered_since_ = Clock::now();
+    }
+    const bool may_host =
+        !hosting_deferred_ ||
+        (unanswered_since_ && SecondsSince(*unanswered_since_) >= kDeferredHostingSeconds);
+    if (reply.status == 0 && master_is_local_ && may_host && TryToServe()) {
       // Nobody listens at the master's port on this host, and now this launcher does: the
       // launcher that had it is gone, or both lost the race described at TryToServe().
       PDLOG_INFO(

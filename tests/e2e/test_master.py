@@ -413,6 +413,37 @@ class MasterLoopbackTest(LaunchTestCase):
     both fail listen() at once (test_ps_3 hung that way about once in 75 runs), and a launcher
     that held the port may be gone."""
 
+    def test_a_node_never_hosts_the_master_at_another_nodes_address(self):
+        # Issue #42 item 6: two nodes simulated on one host, the master at node a's address;
+        # node b, started first, hosted it there.
+        port = free_port(self)
+        common = ["--master", f"127.0.0.2:{port}", "--nnodes", 2]
+        b = self.start_launch(common + ["--host", "127.0.0.3", "--log_dir", "b"]
+                              + self.rank_args(), name="b")
+        self.wait_until(lambda: "is not this node's address" in (self.dir / "b.stderr").read_text(),
+                        "node b to leave the master to node a", 30)
+        a = self.start_launch(common + ["--host", "127.0.0.2", "--log_dir", "a"]
+                              + self.rank_args(), name="a")
+        result_a, result_b = self.finish(a, 60), self.finish(b, 60)
+        self.assertEqual((result_a.code, result_b.code), (0, 0), (result_a, result_b))
+        self.assertIn(f"this node (127.0.0.2) hosts the master at 127.0.0.2:{port}",
+                      result_a.stderr)
+        self.assertNotIn("this node (127.0.0.3) hosts", result_b.stderr)
+        self.assertNotIn("hosts it now", result_b.stderr)
+
+    def test_a_local_master_at_no_nodes_address_is_hosted_after_a_wait(self):
+        # The master at a local address that is no node's --host: after 3 s without an answer
+        # there, one of the nodes hosts it.
+        port = free_port(self)
+        procs = [self.start_launch(["--master", f"127.0.0.4:{port}", "--nnodes", 2, "--host", host,
+                                    "--log_dir", host] + self.rank_args(), name=host)
+                 for host in ("127.0.0.2", "127.0.0.3")]
+        results = [self.finish(proc, 60) for proc in procs]
+        self.assertEqual([r.code for r in results], [0, 0], results)
+        for result in results:
+            self.assertIn("is on this host but is not this node's address", result.stderr)
+        self.assertEqual(sum("hosts it now" in r.stderr for r in results), 1, results)
+
     def test_a_node_paused_past_its_heartbeat_before_the_world_forms_counts_again(self):
         # Hostile review #38 item 8: a node starved (here: stopped) past --heartbeat_timeout
         # before the world formed was forgotten for good and the job could never form.
