@@ -17,12 +17,12 @@
 #include "pdlaunch/base/errors.h"
 #include "pdlaunch/base/logging.h"
 #include "pdlaunch/coord/store_exchange.h"
-#include "pdlaunch/plan/auto_tuner.h"
 #include "pdlaunch/plan/training_command.h"
 #include "pdlaunch/plan/yaml_edit.h"
 #include "pdlaunch/process/console_echo.h"
 #include "pdlaunch/process/device_probe.h"
 #include "pdlaunch/process/run_recorder.h"
+#include "pdlaunch/tuner/auto_tuner.h"
 #include "run/launch_support.h"
 
 namespace pdlaunch::internal {
@@ -664,8 +664,9 @@ std::optional<long> SearchGlobalBatchSize(Search& search, const TunerConfig& tun
       continue;
     }
     ++job_id;
-    const auto done = std::find_if(resumed.begin(), resumed.end(),
-                                   [&](const TrialOutcome& r) { return r.cfg == cfg; });
+    const auto done =
+        std::find_if(resumed.begin(), resumed.end(),
+                     [&layout = cfg](const TrialOutcome& r) { return r.cfg == layout; });
     TrialOutcome outcome;
     std::string from;
     if (done != resumed.end()) {
@@ -819,8 +820,9 @@ int RunAutoTuner(const LaunchOptions& options,
       break;
     }
     ++job_id;
-    const auto done = std::find_if(resumed.begin(), resumed.end(),
-                                   [&](const TrialOutcome& r) { return r.cfg == cfg; });
+    const auto done =
+        std::find_if(resumed.begin(), resumed.end(),
+                     [&layout = cfg](const TrialOutcome& r) { return r.cfg == layout; });
     TrialOutcome outcome;
     if (done != resumed.end()) {
       outcome = *done;

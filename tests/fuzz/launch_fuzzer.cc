@@ -44,7 +44,6 @@
 #include "pdlaunch/coord/kv_http.h"
 #include "pdlaunch/coord/rendezvous.h"
 #include "pdlaunch/coord/store_exchange.h"
-#include "pdlaunch/plan/auto_tuner.h"
 #include "pdlaunch/plan/cloud.h"
 #include "pdlaunch/plan/devices.h"
 #include "pdlaunch/plan/messages.h"
@@ -58,6 +57,7 @@
 #include "pdlaunch/process/cgroup_path.h"
 #include "pdlaunch/process/console_echo.h"
 #include "pdlaunch/process/pod_console.h"
+#include "pdlaunch/tuner/auto_tuner.h"
 #include "support/fake_device_probe.h"
 
 // Prints the failed condition and stops the fuzzer at once (a crash with a reproducer).

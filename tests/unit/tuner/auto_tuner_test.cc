@@ -2,7 +2,7 @@
 // tests/test_tipc/auto_tuner/autoconfig/llama7b_pretrain.json (commit fa7b9934), as stored in
 // tests/unit/plan/fixtures/. The small configurations' counts are worked out by hand below from
 // Paddle's utils.py (dist_degree, search_all) and prune.py.
-#include "pdlaunch/plan/auto_tuner.h"
+#include "pdlaunch/tuner/auto_tuner.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
