@@ -2,7 +2,10 @@
 import harness
 from relcase import RelTestCase
 
-REFUSAL_BOUND = 1.0  # seconds (target 0.05 s), launcher start included
+# Seconds, launcher start included. The criterion is that nothing starts (checked below); the
+# time is measured and printed (target 0.05 s, bench/), and bounded only against a hang: a
+# refusal took 1.33 s on a machine at load 16 (issue #42 item 10).
+REFUSAL_BOUND = 10.0
 
 
 class BadInputTest(RelTestCase):
