@@ -317,24 +317,11 @@ void ParseDpEstimation(const Json& algo, long gpus_per_node, TunerConfig& c) {
 
 }  // namespace
 
-TunerConfig ParseTunerConfig(const std::string& text, const std::string& json_path, long nodes,
-                             long gpus_per_node) {
-  Json root;
-  try {
-    root = Json::parse(text);
-  } catch (const Json::parse_error& e) {
-    throw UsageError(
-        fmt::format("--auto_tuner_json {}: not JSON ({})", OneLine(json_path), OneLine(e.what())));
-  }
-  if (!root.is_object()) Bad("(the file)", "expected a JSON object");
-  for (const auto& [key, value] : root.items()) {
-    if (!kKnownKeys.count(key)) Bad(key, "unknown key");
-  }
-  TunerConfig c;
-  c.json_path = json_path;
-  c.nodes = nodes;
-  c.gpus_per_node = gpus_per_node;
-  c.num_gpus = nodes * gpus_per_node;
+namespace {
+
+// search_algo: its name and its keys (sharding_overlap, configs_csv, dp_estimation's), then
+// configs_csv at the top level and schedule_mode.
+void ParseSearch(const Json& root, TunerConfig& c) {
   if (root.contains("search_algo")) {
     const Json& algo = root["search_algo"];
     if (!algo.is_object() || !algo.contains("name") || !algo["name"].is_string()) {
@@ -370,15 +357,7 @@ TunerConfig ParseTunerConfig(const std::string& text, const std::string& json_pa
       }
       if (c.search_algo != "dp_estimation") Bad("search_algo." + key, "only with dp_estimation");
     }
-    if (c.search_algo == "dp_estimation") ParseDpEstimation(algo, gpus_per_node, c);
-  }
-  // dp_estimation: the candidates are those of the estimated cluster (utils.py
-  // default_candidates), its nodes estimated_num_gpus / gpus_per_node.
-  c.given_nodes = nodes;
-  if (c.estimated_num_gpus) {
-    c.num_gpus = *c.estimated_num_gpus;
-    nodes = c.num_gpus / gpus_per_node;
-    c.nodes = nodes;
+    if (c.search_algo == "dp_estimation") ParseDpEstimation(algo, c.gpus_per_node, c);
   }
   if (root.contains("configs_csv")) {
     if (!root["configs_csv"].is_string()) Bad("configs_csv", "expected a file name");
@@ -400,6 +379,10 @@ TunerConfig ParseTunerConfig(const std::string& text, const std::string& json_pa
     }
     c.performance_first = mode == "performance";
   }
+}
+
+// model_cfg: the model's sizes, and the global batch size ("auto": the GBS pre-search).
+void ParseModel(const Json& root, TunerConfig& c) {
   if (!root.contains("model_cfg") || !root["model_cfg"].is_object()) {
     Bad("model_cfg", "required: an object with global_batch_size, num_layers, ...");
   }
@@ -435,6 +418,11 @@ TunerConfig ParseTunerConfig(const std::string& text, const std::string& json_pa
   if (root.contains("use_sequence_parallel")) {
     c.use_sequence_parallel = Bool(root["use_sequence_parallel"], "use_sequence_parallel");
   }
+}
+
+// The degrees' candidates in utils.py dist_degree's orders: dp, mp, pp, sharding, vpp, the
+// micro-batch size, the sharding stage.
+void ParseDegrees(const Json& root, TunerConfig& c) {
   const bool perf = c.performance_first;
   bool enable_mp_prune = true, enable_pp_prune = true;
   if (root.contains("enable_mp_prune"))
@@ -448,7 +436,7 @@ TunerConfig ParseTunerConfig(const std::string& text, const std::string& json_pa
         "dp_degree should be [1] in dp estimation search mode. Modify it to [1] automatically.");
     c.dp = {1};
   }
-  std::vector<long> mp = Divisors(enable_mp_prune ? gpus_per_node : c.num_gpus, !perf);
+  std::vector<long> mp = Divisors(enable_mp_prune ? c.gpus_per_node : c.num_gpus, !perf);
   std::erase_if(mp, [&](long m) {
     const char* size =
         (c.hidden_size && *c.hidden_size % m)                            ? "hidden_size"
@@ -461,8 +449,8 @@ TunerConfig ParseTunerConfig(const std::string& text, const std::string& json_pa
   });
   c.mp = Filter(root, "mp_degree", mp, c.num_gpus);
   std::vector<long> pp;
-  if (nodes > 1 && enable_pp_prune) {
-    for (long p = nodes + 1; p >= 1; --p) pp.push_back(p);
+  if (c.nodes > 1 && enable_pp_prune) {
+    for (long p = c.nodes + 1; p >= 1; --p) pp.push_back(p);
   } else {
     pp = Divisors(c.num_gpus, true);
   }
@@ -487,7 +475,11 @@ TunerConfig ParseTunerConfig(const std::string& text, const std::string& json_pa
   }
   c.sharding_stage = Filter(root, "sharding_stage",
                             perf ? std::vector<long>{1, 2, 3} : std::vector<long>{3, 2, 1}, 3);
-  // use_recompute / recompute_granularity.
+}
+
+// use_recompute and recompute_granularity.
+void ParseRecompute(const Json& root, TunerConfig& c) {
+  const bool perf = c.performance_first;
   if (!root.contains("use_recompute")) {
     c.use_recompute = {std::nullopt};
   } else if (root["use_recompute"].is_string()) {
@@ -524,7 +516,10 @@ TunerConfig ParseTunerConfig(const std::string& text, const std::string& json_pa
       c.recompute_granularity.push_back(v);
     }
   }
-  // metric_cfg.
+}
+
+// metric_cfg: the metric's name and direction.
+void ParseMetric(const Json& root, TunerConfig& c) {
   if (!root.contains("metric_cfg") || !root["metric_cfg"].is_object() ||
       !root["metric_cfg"].contains("name") || !root["metric_cfg"]["name"].is_string()) {
     Bad("metric_cfg", "required: {\"name\": \"...\", \"OptimizationDirection\": \"Maximize\"}");
@@ -542,6 +537,10 @@ TunerConfig ParseTunerConfig(const std::string& text, const std::string& json_pa
     if (!d.is_string()) Bad("metric_cfg.OptimizationDirection", "expected Maximize or Minimize");
     c.maximize = d.get<std::string>() == "Maximize";
   }
+}
+
+// custom_search_dim (in the file's own key order) and refined_recompute.
+void ParseCustomDimensions(const Json& root, const std::string& text, TunerConfig& c) {
   if (root.contains("custom_search_dim")) {
     if (c.search_algo == "customize") {
       Bad("custom_search_dim", "search_algo customize runs the layouts of configs_csv only");
@@ -568,7 +567,10 @@ TunerConfig ParseTunerConfig(const std::string& text, const std::string& json_pa
     if (c.refined_recompute.empty()) Bad(key, "expected a list of operators");
     if (!c.num_layers) Bad(key, "needs model_cfg.num_layers (its values go to num_layers / pp)");
   }
-  // run_cmd.
+}
+
+// run_cmd: how each dimension reaches the script, checked against the dimensions searched.
+void ParseRunCommand(const Json& root, TunerConfig& c) {
   if (!root.contains("run_cmd") || !root["run_cmd"].is_object()) {
     Bad("run_cmd", "required: how each dimension reaches the script");
   }
@@ -611,6 +613,10 @@ TunerConfig ParseTunerConfig(const std::string& text, const std::string& json_pa
                       dim.key, dim.key));
     }
   }
+}
+
+// The limits (tasks, time, memory), the memory estimation tool and the other switches.
+void ParseLimits(const Json& root, TunerConfig& c) {
   if (root.contains("task_limit"))
     c.task_limit = static_cast<int>(PositiveInt(root["task_limit"], "task_limit"));
   if (root.contains("max_time_per_task"))
@@ -640,6 +646,10 @@ TunerConfig ParseTunerConfig(const std::string& text, const std::string& json_pa
   if (root.contains("schedule_prior"))
     c.schedule_prior = Strings(root["schedule_prior"], "schedule_prior");
   if (root.contains("run_best")) c.run_best = Bool(root["run_best"], "run_best");
+}
+
+// Where the history, its resume file and best_cfg go: beside the tuner file unless given.
+void ParsePaths(const Json& root, const std::string& json_path, TunerConfig& c) {
   const fs::path dir = fs::path(json_path).parent_path();
   const std::string stem = fs::path(json_path).filename().string().substr(
       0, fs::path(json_path).filename().string().rfind(".json"));
@@ -655,6 +665,45 @@ TunerConfig ParseTunerConfig(const std::string& text, const std::string& json_pa
     if (!root["best_cfg_dir"].is_string()) Bad("best_cfg_dir", "expected a path");
     c.best_cfg_dir = root["best_cfg_dir"].get<std::string>();
   }
+}
+
+}  // namespace
+
+TunerConfig ParseTunerConfig(const std::string& text, const std::string& json_path, long nodes,
+                             long gpus_per_node) {
+  Json root;
+  try {
+    root = Json::parse(text);
+  } catch (const Json::parse_error& e) {
+    throw UsageError(
+        fmt::format("--auto_tuner_json {}: not JSON ({})", OneLine(json_path), OneLine(e.what())));
+  }
+  if (!root.is_object()) Bad("(the file)", "expected a JSON object");
+  for (const auto& [key, value] : root.items()) {
+    if (!kKnownKeys.count(key)) Bad(key, "unknown key");
+  }
+  TunerConfig c;
+  c.json_path = json_path;
+  c.nodes = nodes;
+  c.gpus_per_node = gpus_per_node;
+  c.num_gpus = nodes * gpus_per_node;
+  ParseSearch(root, c);
+  // dp_estimation: the candidates are those of the estimated cluster (utils.py
+  // default_candidates), its nodes estimated_num_gpus / gpus_per_node.
+  c.given_nodes = nodes;
+  if (c.estimated_num_gpus) {
+    c.num_gpus = *c.estimated_num_gpus;
+    nodes = c.num_gpus / gpus_per_node;
+    c.nodes = nodes;
+  }
+  ParseModel(root, c);
+  ParseDegrees(root, c);
+  ParseRecompute(root, c);
+  ParseMetric(root, c);
+  ParseCustomDimensions(root, text, c);
+  ParseRunCommand(root, c);
+  ParseLimits(root, c);
+  ParsePaths(root, json_path, c);
   return c;
 }
 
