@@ -22,6 +22,7 @@
 
 #include "pdlaunch/base/errors.h"
 #include "pdlaunch/plan/ports.h"
+#include "support/scoped_env.h"
 #include "support/test_util.h"
 
 namespace pdlaunch {
@@ -414,11 +415,11 @@ TEST(LockingPortAllocatorTest, RefusesALockFileAnotherUserCouldPlantOrHold) {
 }
 
 TEST(LockingPortAllocatorTest, DefaultLockFileIsInADirectoryOnlyThisUserMayWrite) {
-  const char* given = std::getenv("PDLAUNCH_PORT_LOCK_FILE");
-  const std::string saved = given != nullptr ? given : "";
-  ::unsetenv("PDLAUNCH_PORT_LOCK_FILE");
-  std::unique_ptr<PortReservation> reservation = MakeLockingPortAllocator()->Reserve(1);
-  if (!saved.empty()) ::setenv("PDLAUNCH_PORT_LOCK_FILE", saved.c_str(), 1);
+  std::unique_ptr<PortReservation> reservation;
+  {
+    const testutil::ScopedEnv unset("PDLAUNCH_PORT_LOCK_FILE", std::nullopt);
+    reservation = MakeLockingPortAllocator()->Reserve(1);
+  }
   const std::string runtime = "/run/user/" + std::to_string(::geteuid());
   const std::string dir = ::geteuid() == 0 ? "/run/pdlaunch"
                           : fs::is_directory(runtime)
@@ -434,9 +435,11 @@ TEST(LockingPortAllocatorTest, DefaultLockFileIsInADirectoryOnlyThisUserMayWrite
 
 TEST(LockingPortAllocatorTest, LockPathComesFromTheEnvironmentWhenNotGiven) {
   ScopedLockFile lock;
-  ::setenv("PDLAUNCH_PORT_LOCK_FILE", lock.path().c_str(), 1);
-  std::unique_ptr<PortAllocator> allocator = MakeLockingPortAllocator();
-  ::unsetenv("PDLAUNCH_PORT_LOCK_FILE");
+  std::unique_ptr<PortAllocator> allocator;
+  {
+    const testutil::ScopedEnv given("PDLAUNCH_PORT_LOCK_FILE", lock.path());
+    allocator = MakeLockingPortAllocator();
+  }
   std::unique_ptr<PortReservation> reservation = allocator->Reserve(1);
   EXPECT_TRUE(IsPortLocked(lock.path(), reservation->ports()[0]));
 }

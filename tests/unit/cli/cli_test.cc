@@ -14,6 +14,7 @@
 #include "pdlaunch/base/errors.h"
 #include "pdlaunch/base/version.h"
 #include "pdlaunch/cli/master_config.h"
+#include "support/scoped_env.h"
 
 namespace pdlaunch {
 namespace {
@@ -566,9 +567,11 @@ TEST(CliTest, BackendMustBeKnown) {
 }
 
 TEST(CliTest, ParserIgnoresBackendEnvironment) {
-  ::setenv("PADDLE_DISTRI_BACKEND", "gloo", 1);
-  const LaunchOptions o = Options({"t.py"});
-  ::unsetenv("PADDLE_DISTRI_BACKEND");
+  LaunchOptions o;
+  {
+    const testutil::ScopedEnv backend("PADDLE_DISTRI_BACKEND", "gloo");
+    o = Options({"t.py"});
+  }
   EXPECT_EQ(o.backend, "auto");
   EXPECT_FALSE(o.WasGiven("backend"));
 }
