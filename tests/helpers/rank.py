@@ -47,6 +47,7 @@ def parse_args():
     p = argparse.ArgumentParser()
     p.add_argument("--record")
     p.add_argument("--await", dest="await_file")
+    p.add_argument("--await_timeout", type=float, default=60.0)
     p.add_argument("--ignore", default="")
     p.add_argument("--trap")
     p.add_argument("--grandchild")
@@ -134,10 +135,11 @@ def main():
     if args.record:
         record(args.record)
     if args.await_file:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + args.await_timeout
         while not os.path.exists(args.await_file):
             if time.monotonic() > deadline:
-                sys.exit(f"rank {RANK}: {args.await_file} did not appear within 60 s")
+                sys.exit(f"rank {RANK}: {args.await_file} did not appear within "
+                         f"{args.await_timeout:g} s")
             time.sleep(0.01)
     for name in filter(None, args.ignore.split(",")):
         signal.signal(getattr(signal, "SIG" + name), signal.SIG_IGN)
