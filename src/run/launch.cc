@@ -658,6 +658,115 @@ std::string HostName() {
 
 }  // namespace
 
+// How the nodes of a search agree on each trial (docs/auto-tuner.md, "Several nodes"): through
+// the job's HTTP master or through etcd; no exchange for a search of one node. With a
+// multi-node --ips, each trial is an --ips job of the list and the --master is the search's
+// own (`ips_search`).
+struct TunerWiring {
+  internal::TunerExchange exchange;
+  bool ips_search = false;
+};
+
+TunerWiring WireTuner(const LaunchOptions& options, const JobDecision& decision,
+                      const EnvMap& env) {
+  // A search across nodes agrees on each trial through the job's own master (HTTP or etcd).
+  TunerWiring wiring;
+  // Without --master, the first node would host each job on a port of its own, printing a
+  // new command for the others every time: a search across nodes needs the address given.
+  const size_t ips_count = SplitAndStrip(decision.options.ips, ',').size();
+  const bool several_nodes =
+      (decision.elastic.config && decision.elastic.config->np_max > 1) || decision.slurm ||
+      (decision.path.master && decision.path.master->nnodes > 1) || ips_count > 1;
+  // With a multi-node --ips, an HTTP --master beside it is where the nodes agree, while each
+  // trial is an --ips job of the list (docs/auto-tuner.md, "Several nodes").
+  std::optional<MasterSettings> agreement;
+  wiring.ips_search = options.WasGiven("ips") && ips_count > 1 &&
+                      decision.path.kind == LaunchPath::Kind::kDefault &&
+                      !decision.elastic.config && options.master &&
+                      !options.master->starts_with("etcd://");
+  if (wiring.ips_search) {
+    LaunchOptions as_master = options;
+    as_master.given.erase("ips");
+    as_master.ips = "127.0.0.1";
+    as_master.nnodes = std::to_string(ips_count);
+    agreement = SelectLaunchPath(as_master, env).master;
+  } else if (decision.path.kind == LaunchPath::Kind::kMaster && decision.path.master &&
+             decision.path.master->nnodes > 1 && decision.path.master->master_given) {
+    agreement = decision.path.master;
+  }
+  if (agreement) {
+    wiring.exchange = [&options, settings = *agreement](const std::string& job_id,
+                                                        const std::string& value, bool first,
+                                                        const std::string& /*trial*/, double wait) {
+      if (job_id.empty()) return internal::ExchangeResult{};  // Jobs of a master hold nothing.
+      LaunchOptions at = options;
+      at.auto_tuner_json.reset();
+      at.report.reset();
+      // No log of its own: the directory of the tuner's file, which exists.
+      const fs::path dir = fs::path(*options.auto_tuner_json).parent_path();
+      at.log_dir = dir.empty() ? "." : dir.string();
+      // The plan waits for the nodes to start, as a rendezvous does; an outcome, for nodes
+      // that ended the same trial: their jobs end within a heartbeat of each other.
+      const double timeout =
+          first ? settings.rendezvous_timeout : 3 * settings.heartbeat_timeout + options.grace + 10;
+      return internal::ExchangeOverMaster(at, settings, job_id, value, std::max(timeout, wait));
+    };
+  }
+  if (decision.elastic.config) {
+    // Through etcd (Paddle's way): each trial an etcd job of all the nodes, run once.
+    const ElasticConfig& elastic = *decision.elastic.config;
+    if (elastic.elastic_level()) {
+      throw UsageError(fmt::format(
+          "--auto_tuner_json through etcd needs a fixed --nnodes, not {}:{}: every trial "
+          "runs on the same nodes",
+          elastic.np_min, elastic.np_max));
+    }
+    if (elastic.level != -1) {
+      throw UsageError(fmt::format(
+          "--auto_tuner_json runs each trial once: --elastic_level {} would restart or shrink "
+          "it (leave it at -1, the default through --master etcd://)",
+          elastic.level));
+    }
+  }
+  if (decision.path.kind == LaunchPath::Kind::kEtcd && decision.elastic.config &&
+      decision.elastic.config->np_min > 1) {
+    // Across nodes, the agreement goes through etcd too.
+    const ElasticConfig& elastic = *decision.elastic.config;
+    // One client: the exchange's, which also removes each trial's keys.
+    std::shared_ptr<KvStore> store = MakeEtcdStore(elastic.server, std::chrono::milliseconds(3000));
+    std::optional<JobToken> token;
+    if (const JobToken* given = internal::TheJobToken()) token = *given;
+    auto call = internal::MakeStoreExchange(store, options.job_id.value_or("default"),
+                                            elastic.np_min, elastic.timeout_seconds, token);
+    wiring.exchange = [&options, call, store, rendezvous = options.rendezvous_timeout,
+                       outcome = elastic.ttl_seconds + options.grace + 10](
+                          const std::string& job_id, const std::string& value, bool first,
+                          const std::string& trial_job, double wait) {
+      // The plan waits for the nodes to start, as a rendezvous does; an outcome, for nodes
+      // that ended the same trial: a node's departure ends it on the others within its TTL.
+      if (job_id.empty()) return call("", "", 0);
+      internal::ExchangeResult result =
+          call(job_id, value, std::max(first ? rendezvous : outcome, wait));
+      if (result.code == 0 && !trial_job.empty()) {
+        // Every node is past the trial's job: its keys go (a failed etcd job keeps its
+        // failure record for nodes that come late; none of a trial's does).
+        const ElasticKeys trial(internal::TrialKeyJob(options, trial_job));
+        try {
+          store->DeletePrefix(trial.prefix());
+          store->Delete(trial.status());
+        } catch (const KvUnavailable& e) {
+          PDLOG_WARN("auto tuner: cannot remove the keys of {}: {}", trial.job, e.what());
+        }
+      }
+      return result;
+    };
+  }
+  if (!wiring.exchange && several_nodes) {
+    throw UsageError(internal::kTunerNeedsAMaster);
+  }
+  return wiring;
+}
+
 int Main(int argc, char** argv) {
   // On every way out: the watchdogs, disarmed, exit at once; reaped here, none is left a zombie
   // for a PID 1 that does not reap (docs/design.md, Parent death).
@@ -752,111 +861,17 @@ int Main(int argc, char** argv) {
         ReleaseHeldLines();
       };
     }
-    // A search across nodes agrees on each trial through the job's own master (HTTP or etcd).
-    internal::TunerExchange exchange;
-    // Without --master, the first node would host each job on a port of its own, printing a
-    // new command for the others every time: a search across nodes needs the address given.
-    const size_t ips_count = SplitAndStrip(decision.options.ips, ',').size();
-    const bool several_nodes =
-        (decision.elastic.config && decision.elastic.config->np_max > 1) || decision.slurm ||
-        (decision.path.master && decision.path.master->nnodes > 1) || ips_count > 1;
-    // With a multi-node --ips, an HTTP --master beside it is where the nodes agree, while each
-    // trial is an --ips job of the list (docs/auto-tuner.md, "Several nodes").
-    std::optional<MasterSettings> agreement;
-    const bool ips_search = options.auto_tuner_json && options.WasGiven("ips") && ips_count > 1 &&
-                            decision.path.kind == LaunchPath::Kind::kDefault &&
-                            !decision.elastic.config && options.master &&
-                            !options.master->starts_with("etcd://");
-    if (ips_search) {
-      LaunchOptions as_master = options;
-      as_master.given.erase("ips");
-      as_master.ips = "127.0.0.1";
-      as_master.nnodes = std::to_string(ips_count);
-      agreement = SelectLaunchPath(as_master, env).master;
-    } else if (options.auto_tuner_json && decision.path.kind == LaunchPath::Kind::kMaster &&
-               decision.path.master && decision.path.master->nnodes > 1 &&
-               decision.path.master->master_given) {
-      agreement = decision.path.master;
-    }
-    if (agreement) {
-      exchange = [&, settings = *agreement](const std::string& job_id, const std::string& value,
-                                            bool first, const std::string& /*trial*/, double wait) {
-        if (job_id.empty()) return internal::ExchangeResult{};  // Jobs of a master hold nothing.
-        LaunchOptions at = options;
-        at.auto_tuner_json.reset();
-        at.report.reset();
-        // No log of its own: the directory of the tuner's file, which exists.
-        const fs::path dir = fs::path(*options.auto_tuner_json).parent_path();
-        at.log_dir = dir.empty() ? "." : dir.string();
-        // The plan waits for the nodes to start, as a rendezvous does; an outcome, for nodes
-        // that ended the same trial: their jobs end within a heartbeat of each other.
-        const double timeout = first ? settings.rendezvous_timeout
-                                     : 3 * settings.heartbeat_timeout + options.grace + 10;
-        return internal::ExchangeOverMaster(at, settings, job_id, value, std::max(timeout, wait));
-      };
-    }
-    if (options.auto_tuner_json && decision.elastic.config) {
-      // Through etcd (Paddle's way): each trial an etcd job of all the nodes, run once.
-      const ElasticConfig& elastic = *decision.elastic.config;
-      if (elastic.elastic_level()) {
-        throw UsageError(fmt::format(
-            "--auto_tuner_json through etcd needs a fixed --nnodes, not {}:{}: every trial "
-            "runs on the same nodes",
-            elastic.np_min, elastic.np_max));
-      }
-      if (elastic.level != -1) {
-        throw UsageError(fmt::format(
-            "--auto_tuner_json runs each trial once: --elastic_level {} would restart or shrink "
-            "it (leave it at -1, the default through --master etcd://)",
-            elastic.level));
-      }
-    }
-    if (options.auto_tuner_json && decision.path.kind == LaunchPath::Kind::kEtcd &&
-        decision.elastic.config && decision.elastic.config->np_min > 1) {
-      // Across nodes, the agreement goes through etcd too.
-      const ElasticConfig& elastic = *decision.elastic.config;
-      // One client: the exchange's, which also removes each trial's keys.
-      std::shared_ptr<KvStore> store =
-          MakeEtcdStore(elastic.server, std::chrono::milliseconds(3000));
-      std::optional<JobToken> token;
-      if (const JobToken* given = internal::TheJobToken()) token = *given;
-      auto call = internal::MakeStoreExchange(store, options.job_id.value_or("default"),
-                                              elastic.np_min, elastic.timeout_seconds, token);
-      exchange = [&options, call, store, rendezvous = options.rendezvous_timeout,
-                  outcome = elastic.ttl_seconds + options.grace + 10](
-                     const std::string& job_id, const std::string& value, bool first,
-                     const std::string& trial_job, double wait) {
-        // The plan waits for the nodes to start, as a rendezvous does; an outcome, for nodes
-        // that ended the same trial: a node's departure ends it on the others within its TTL.
-        if (job_id.empty()) return call("", "", 0);
-        internal::ExchangeResult result =
-            call(job_id, value, std::max(first ? rendezvous : outcome, wait));
-        if (result.code == 0 && !trial_job.empty()) {
-          // Every node is past the trial's job: its keys go (a failed etcd job keeps its
-          // failure record for nodes that come late; none of a trial's does).
-          const ElasticKeys trial(internal::TrialKeyJob(options, trial_job));
-          try {
-            store->DeletePrefix(trial.prefix());
-            store->Delete(trial.status());
-          } catch (const KvUnavailable& e) {
-            PDLOG_WARN("auto tuner: cannot remove the keys of {}: {}", trial.job, e.what());
-          }
-        }
-        return result;
-      };
-    }
-    if (options.auto_tuner_json && !exchange && several_nodes) {
-      throw UsageError(internal::kTunerNeedsAMaster);
-    }
+    const TunerWiring tuner =
+        options.auto_tuner_json ? WireTuner(options, decision, env) : TunerWiring{};
     const int code = options.auto_tuner_json
                          ? internal::RunAutoTuner(
                                options,
                                [&](LaunchOptions trial) {
                                  // With --ips, the --master is the tuner's, not the trial's.
-                                 if (ips_search) trial.master.reset();
+                                 if (tuner.ips_search) trial.master.reset();
                                  return RunDecided(Decide(trial, env), env, announce);
                                },
-                               exchange, announce)
+                               tuner.exchange, announce)
                          : RunDecided(std::move(decision), env, announce);
     ReleaseHeldLines();
     // Paddle's finalize line, once a pod was deployed (not after a failed rendezvous).
