@@ -5,16 +5,10 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
-#include <charconv>
-#include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <set>
-#include <sstream>
-#include <stdexcept>
 
 #include "pdlaunch/base/endpoint.h"  // SplitAndStrip
 #include "pdlaunch/base/errors.h"
@@ -693,8 +687,7 @@ TunerConfig ParseTunerConfig(const std::string& text, const std::string& json_pa
   c.given_nodes = nodes;
   if (c.estimated_num_gpus) {
     c.num_gpus = *c.estimated_num_gpus;
-    nodes = c.num_gpus / gpus_per_node;
-    c.nodes = nodes;
+    c.nodes = c.num_gpus / gpus_per_node;
   }
   ParseModel(root, c);
   ParseDegrees(root, c);

@@ -4,21 +4,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cerrno>
-#include <charconv>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
-#include <filesystem>
 #include <nlohmann/json.hpp>
-#include <numeric>
 #include <set>
 #include <sstream>
 #include <stdexcept>
 
 #include "pdlaunch/base/endpoint.h"  // SplitAndStrip
-#include "pdlaunch/base/errors.h"
 #include "pdlaunch/tuner/auto_tuner.h"
 #include "tuner/common.h"
 

@@ -8,14 +8,9 @@
 #include <cerrno>
 #include <charconv>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
-#include <filesystem>
 #include <nlohmann/json.hpp>
-#include <numeric>
 #include <set>
 #include <sstream>
-#include <stdexcept>
 
 #include "pdlaunch/base/endpoint.h"  // SplitAndStrip
 #include "pdlaunch/base/errors.h"
