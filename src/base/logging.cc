@@ -19,17 +19,10 @@
 #include <utility>
 #include <vector>
 
+#include "base/small_file.h"
+
 namespace pdlaunch {
 namespace {
-
-void WriteFully(int fd, std::string_view bytes) {
-  while (!bytes.empty()) {
-    const ssize_t n = ::write(fd, bytes.data(), bytes.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
-    bytes.remove_prefix(static_cast<size_t>(n));
-  }
-}
 
 std::string_view LevelName(spdlog::level::level_enum level) {
   switch (level) {
@@ -106,7 +99,7 @@ class FdSink final : public spdlog::sinks::base_sink<spdlog::details::null_mutex
   void sink_it_(const spdlog::details::log_msg& msg) override {
     spdlog::memory_buf_t line;
     formatter_->format(msg, line);
-    WriteFully(fd_, std::string_view(line.data(), line.size()));
+    WriteAll(fd_, std::string_view(line.data(), line.size()));
   }
   void flush_() override {}
 
@@ -236,7 +229,7 @@ ScopedLogToFile::~ScopedLogToFile() {
 
 void WriteLogBytes(std::string_view bytes) {
   if (g_log_fd == STDERR_FILENO) std::fflush(stderr);
-  WriteFully(g_log_fd, bytes);
+  WriteAll(g_log_fd, bytes);
 }
 
 ScopedQuietInfo::ScopedQuietInfo() {

@@ -38,4 +38,14 @@ std::optional<std::vector<pid_t>> ReadPidList(const std::string& path) {
   return pids;
 }
 
+bool WriteAll(int fd, std::string_view data) noexcept {
+  while (!data.empty()) {
+    const ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+  return true;
+}
+
 }  // namespace pdlaunch

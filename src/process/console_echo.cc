@@ -7,19 +7,9 @@
 #include <cstdio>
 #include <utility>
 
-namespace pdlaunch {
+#include "base/small_file.h"
 
-bool WriteAll(int fd, std::string_view data) noexcept {
-  while (!data.empty()) {
-    const ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    data.remove_prefix(static_cast<size_t>(n));
-  }
-  return true;
-}
+namespace pdlaunch {
 
 namespace {
 std::atomic<bool> console_line_open{false};

@@ -10,7 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "pdlaunch/process/console_echo.h"
+#include "base/small_file.h"
 
 namespace pdlaunch {
 

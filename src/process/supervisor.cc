@@ -29,6 +29,7 @@
 #include <optional>
 #include <utility>
 
+#include "base/small_file.h"
 #include "base/unique_fd.h"
 #include "pdlaunch/base/errors.h"
 #include "pdlaunch/base/logging.h"

@@ -16,6 +16,7 @@
 #include <string_view>
 #include <system_error>
 
+#include "base/small_file.h"
 #include "base/unique_fd.h"
 #include "pdlaunch/base/errors.h"
 #include "pdlaunch/base/logging.h"
@@ -363,21 +364,6 @@ DevicePlan ResolveCollectiveDevices(const LaunchOptions& options) {
 void PrintStarted(const std::vector<pid_t>& pids) {
   for (size_t i = 0; i < pids.size(); ++i) fmt::print("launch proc_id:{} idx:{}\n", pids[i], i);
 }
-
-namespace {
-
-/// All of `content` to `fd`; false on a write error (errno says which).
-bool WriteAll(int fd, std::string_view content) {
-  for (size_t done = 0; done < content.size();) {
-    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    done += static_cast<size_t>(n);
-  }
-  return true;
-}
-
-}  // namespace
 
 void WriteTextFile(const std::filesystem::path& path, const std::string& content) {
   // Written over in place and then cut to length, not truncated first: truncating frees the

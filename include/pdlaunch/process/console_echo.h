@@ -70,8 +70,4 @@ void NoteConsoleLineOpen(bool open) noexcept;
 /// (the auto tuner's trial lines); nothing when the console is at the start of a line.
 void EndOpenConsoleLine() noexcept;
 
-/// Writes all of `data` to `fd`, retrying on EINTR and short writes. Returns false on any other
-/// error (e.g. EPIPE when the console went away). Never throws.
-bool WriteAll(int fd, std::string_view data) noexcept;
-
 }  // namespace pdlaunch

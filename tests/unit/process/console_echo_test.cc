@@ -1,8 +1,6 @@
 #include "pdlaunch/process/console_echo.h"
 
 #include <gtest/gtest.h>
-#include <signal.h>
-#include <unistd.h>
 
 namespace pdlaunch {
 namespace {
@@ -110,19 +108,6 @@ TEST(EchoMuxTest, ByteByByteNeverSplicesTwoProcesses) {
   }
   out += mux.Finish();
   EXPECT_EQ(out, "[b]: x\n[a]: one\n[b]: y\n[a]: two\r\n[a]:  5%\r[a]:  9%\r[a]: last\n");
-}
-
-TEST(WriteAllTest, WritesEverythingThroughAPipe) {
-  ::signal(SIGPIPE, SIG_IGN);  // As the launcher's Main does.
-  int fds[2];
-  ASSERT_EQ(::pipe(fds), 0);
-  EXPECT_TRUE(WriteAll(fds[1], "abc\n"));
-  char buf[8] = {};
-  EXPECT_EQ(::read(fds[0], buf, sizeof buf), 4);
-  EXPECT_STREQ(buf, "abc\n");
-  ::close(fds[0]);
-  EXPECT_FALSE(WriteAll(fds[1], "x"));  // EPIPE, reported instead of killing us (SIGPIPE ignored).
-  ::close(fds[1]);
 }
 
 }  // namespace
