@@ -35,6 +35,8 @@ long PositiveInt(const Json& value, const std::string& key) {
   return value.get<long>();
 }
 
+// A degree the config names one by one (an integer, or in a list) that the model's sizes leave
+// out of the search, as Paddle's search space does: said, rather than gone without a word.
 void LeftOut(const Json& config, const std::string& key, long value, const char* size,
              std::vector<std::string>& warnings) {
   if (!config.contains(key)) return;
@@ -50,6 +52,9 @@ void LeftOut(const Json& config, const std::string& key, long value, const char*
   }
 }
 
+// utils.py _param2range, then the filter of dist_degree's default list: "auto" keeps the whole
+// list up to `max_value`, a list or an int keeps those values, {"min","max"} a range; absent
+// keeps [1] (when 1 is a default) — Paddle's order is always the default list's.
 std::vector<long> Filter(const Json& config, const std::string& key,
                          const std::vector<long>& defaults, long max_value) {
   if (!config.contains(key)) return {1};

@@ -30,11 +30,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// utils.py _param2range, then the filter of dist_degree's default list: "auto" keeps the whole
-// list up to `max_value`, a list or an int keeps those values, {"min","max"} a range; absent
-// keeps [1] (when 1 is a default) — Paddle's order is always the default list's.
-// A degree the config names one by one (an integer, or in a list) that the model's sizes leave
-// out of the search, as Paddle's search space does: said, rather than gone without a word.
+// model_cfg.<key> as a positive integer; nullopt when absent.
 std::optional<long> ModelInt(const Json& model, const std::string& key) {
   if (!model.contains(key)) return std::nullopt;
   return PositiveInt(model[key], "model_cfg." + key);
