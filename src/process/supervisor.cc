@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fmt/ranges.h>
-#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
@@ -48,10 +47,7 @@ namespace pdlaunch {
 namespace {
 
 namespace asio = boost::asio;
-namespace bp2 = boost::process::v2;
 using StreamDescriptor = asio::posix::stream_descriptor;
-// Boost.Process v2's handle of a started child: its pidfd, waited on through Asio; its wait
-// reaps the child (waitpid) and hands over the wait status.
 
 std::chrono::steady_clock::duration Seconds(double seconds) {
   return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
@@ -1162,8 +1158,7 @@ ExitStatus RunStoppingOnSignal(const ProcessSpec& spec, double grace_seconds) {
   signals.async_wait(StreamDescriptor::wait_read, [&](boost::system::error_code ec) {
     if (ec) return;
     SignalProcessGroup(group, SIGTERM);
-    grace.expires_after(
-        std::chrono::milliseconds(static_cast<int64_t>(std::max(0.0, grace_seconds) * 1000)));
+    grace.expires_after(Seconds(std::max(0.0, grace_seconds)));
     grace.async_wait([group](boost::system::error_code timer_ec) {
       if (!timer_ec) SignalProcessGroup(group, SIGKILL);
     });
