@@ -17,6 +17,7 @@
 
 #include "pdlaunch/base/logging.h"
 #include "pdlaunch/base/random_seed.h"
+#include "pdlaunch/base/seconds.h"
 
 namespace pdlaunch {
 namespace {
@@ -106,8 +107,7 @@ struct HandshakeClient::State : std::enable_shared_from_this<HandshakeClient::St
     port = first_port;
     const double delay = pause + pause * std::uniform_real_distribution<double>()(jitter);
     pause = std::min(kMaxPause, pause * 2);
-    timer.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-        std::chrono::duration<double>(delay)));
+    timer.expires_after(SteadyDuration(delay));
     timer.async_wait([weak = weak_from_this()](error_code ec) {
       if (auto self = weak.lock(); self && !ec) self->Try();
     });

@@ -16,6 +16,7 @@
 #include <optional>
 
 #include "base/small_file.h"
+#include "pdlaunch/base/seconds.h"
 #include "pdlaunch/process/cgroup_path.h"
 
 namespace pdlaunch {
@@ -167,9 +168,7 @@ bool WaitCgroupEmpty(const std::string& dir, double seconds) noexcept {
   // The common case, and cheap: closing an inotify instance waits for an SRCU grace period
   // (5-25 ms), which a launcher whose job ended cleanly must not pay.
   if (!Populated(dir)) return true;
-  const auto deadline = std::chrono::steady_clock::now() +
-                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                            std::chrono::duration<double>(seconds));
+  const auto deadline = std::chrono::steady_clock::now() + SteadyDuration(seconds);
   // The kernel signals every change of cgroup.events as a modification of the file.
   const int inotify = ::inotify_init1(IN_CLOEXEC);
   if (inotify >= 0) ::inotify_add_watch(inotify, (dir + "/cgroup.events").c_str(), IN_MODIFY);

@@ -1,12 +1,13 @@
-// The only translation unit that includes Boost.Asio.
+// The supervisor's event loop: it starts the processes, watches their exits, signals, timers and
+// the caller's events, and stops the job as Supervision decides. It tells observers
+// (SupervisorStatus) what happens; it prints and records nothing itself.
 #include "pdlaunch/process/supervisor.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <fmt/ranges.h>
+#include <fmt/format.h>
 #include <signal.h>
 #include <sys/prctl.h>
-#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -18,41 +19,31 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/process/v2/process.hpp>  // Its process_handle.hpp alone does not compile (1.81).
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <deque>
-#include <filesystem>
-#include <fstream>
-#include <map>
 #include <memory>
 #include <optional>
 #include <utility>
 
-#include "base/small_file.h"
 #include "base/unique_fd.h"
 #include "pdlaunch/base/errors.h"
-#include "pdlaunch/base/logging.h"
+#include "pdlaunch/base/seconds.h"
 #include "pdlaunch/cli/cli.h"
-#include "pdlaunch/plan/messages.h"
 #include "pdlaunch/plan/trainer_env.h"
-#include "pdlaunch/process/console_echo.h"
 #include "pdlaunch/process/job_cgroup.h"
-#include "pdlaunch/process/pod_console.h"
-#include "pdlaunch/process/run_recorder.h"
+#include "pdlaunch/process/launcher_signals.h"
 #include "pdlaunch/process/supervision.h"
+#include "pdlaunch/process/supervisor_status.h"
 #include "pdlaunch/process/watchdog.h"
+#include "process/echo_watcher.h"
 #include "process/process_launcher.h"
+#include "process/signal_intake.h"
 
 namespace pdlaunch {
 namespace {
 
 namespace asio = boost::asio;
 using StreamDescriptor = asio::posix::stream_descriptor;
-
-std::chrono::steady_clock::duration Seconds(double seconds) {
-  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-      std::chrono::duration<double>(seconds));
-}
 
 off_t FileSize(const std::string& path) {
   struct stat st {};
@@ -81,353 +72,6 @@ std::vector<SupervisedProcess>& PrepareBanners(std::vector<SupervisedProcess>& p
   return processes;
 }
 
-/// The last `max_lines` lines of `path` written at or after byte `from`.
-std::string TailOfFile(const std::string& path, off_t from, int max_lines) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return {};
-  in.seekg(from);
-  std::deque<std::string> lines;
-  std::string line;
-  while (std::getline(in, line)) {
-    lines.push_back(std::move(line));
-    if (static_cast<int>(lines.size()) > max_lines) lines.pop_front();
-  }
-  std::string tail;
-  for (const std::string& l : lines) tail += l + "\n";
-  return tail;
-}
-
-/// The bytes of `path` from byte `from` on, at most the last `max_bytes` of them (the first line
-/// may be cut, as Paddle's Container.tail cuts it), ending with a newline unless empty. A file
-/// now shorter than `from` (truncated since) gives its last `max_bytes`.
-std::string TailBytesOfFile(const std::string& path, off_t from, off_t max_bytes) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return {};
-  const off_t size = FileSize(path);
-  if (from > size) from = 0;
-  from = std::max(from, size - max_bytes);
-  in.seekg(from);
-  std::string tail{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-  if (!tail.empty() && tail.back() != '\n') tail.push_back('\n');
-  return tail;
-}
-
-sigset_t EchoSignalSet() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGIO);
-  return set;
-}
-
-/// What the supervisor acts on (Supervision::OnSignal), read from a signalfd.
-sigset_t SupervisedSignalSet() {
-  sigset_t set;
-  sigemptyset(&set);
-  for (int signal : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGTSTP, SIGCONT}) {
-    sigaddset(&set, signal);
-  }
-  return set;
-}
-
-/// SIGINT, SIGTERM, SIGHUP, SIGQUIT: the signals that stop a job.
-sigset_t TerminationSignalSet() {
-  sigset_t set;
-  sigemptyset(&set);
-  for (int signal : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaddset(&set, signal);
-  return set;
-}
-
-/// A non-blocking signalfd for `set` (blocked first), or a thrown system error.
-int OpenSignalFd(const sigset_t& set) {
-  ::pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  const int fd = ::signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
-  if (fd < 0) ThrowSystemError(errno, "signalfd");
-  return fd;
-}
-
-/// A log file whose new lines go to the console.
-struct EchoSource {
-  std::string path;
-  std::string prefix;  ///< Before every line; empty: the bytes as they are (Paddle's echo).
-};
-
-/// Copies what the chosen processes write to their log files onto the launcher's stdout, whole
-/// lines only, so that lines of different processes never splice. The kernel writes the files;
-/// we only read them. Driven by dnotify: `fcntl(F_NOTIFY, DN_MODIFY | DN_MULTISHOT)` on each
-/// echoed file's directory makes the kernel raise SIGIO at every write to a file there; the
-/// launcher keeps SIGIO blocked and reads it from a signalfd on the event loop (a standard
-/// signal: a burst of writes while one is pending is one wake-up). No polling. Not inotify:
-/// closing an inotify instance waits for an SRCU grace period (8-20 ms here), which would be on
-/// the launcher's way out or its watchdog's, and instances are limited per user
-/// (fs.inotify.max_user_instances, 128 by default); dnotify's marks belong to one group the
-/// kernel keeps, and removing them costs a few microseconds. Where F_NOTIFY is refused
-/// (fs.dir-notify-enable = 0; PDLAUNCH_ECHO_POLL=1 forces it for tests), the files are read
-/// every kPollSeconds instead, said once.
-class ConsoleEcho {
- public:
-  ConsoleEcho(asio::io_context& io, const std::vector<EchoSource>& sources)
-      : sigio_(io),
-        poll_timer_(io),
-        quiet_timer_(io),
-        spurious_timer_(io),
-        mux_(Prefixes(sources)) {
-    if (sources.empty()) return;
-    for (const EchoSource& source : sources) {
-      const int fd = ::open(source.path.c_str(), O_RDONLY | O_CLOEXEC);
-      if (fd < 0) ThrowSystemError(errno, "cannot open " + source.path + " to echo it");
-      ::lseek(fd, 0, SEEK_END);  // Earlier runs' output stays in the file, not on screen.
-      files_.push_back(fd);
-    }
-    if (const std::string problem = WatchDirectories(sources); !problem.empty()) {
-      StopWatching();
-      PDLOG_WARN(
-          "the console echo cannot be told of writes ({}): the echoed logs are read "
-          "every {} s instead",
-          problem, kPollSeconds);
-      Poll();
-    } else {
-      Arm();
-    }
-  }
-  ~ConsoleEcho() {
-    StopWatching();
-    for (int fd : files_) ::close(fd);
-  }
-
-  /// Echoes what every file holds so far, as EchoMux shows it (today's console does before it
-  /// shows a failed process's tail, as Paddle echoes container 0 before it: the echo stays in
-  /// order).
-  /// True when any file had something new.
-  bool DrainLines() {
-    bool read = false;
-    for (size_t i = 0; i < files_.size(); ++i) read |= Drain(i);
-    ArmQuiet();
-    return read;
-  }
-
-  /// Ends a prefixed line left open (a partial line shown after a quiet time, a progress bar's
-  /// redraw), before something else is written to the console: a failed process's tail.
-  void EndLine() { WriteOut(mux_.EndLine()); }
-
-  /// Echoes everything up to the end of every file, partial segments included (a prefixed line
-  /// left open gets a newline, so that the next line does not continue it).
-  void Finish() {
-    StopWatching();
-    for (size_t i = 0; i < files_.size(); ++i) Drain(i);
-    WriteOut(mux_.Finish());
-    if (mux_.Fed()) NoteConsoleLineOpen(mux_.LeftLineOpen());
-    finished_ = true;
-    poll_timer_.cancel();
-    quiet_timer_.cancel();
-    spurious_timer_.cancel();
-  }
-
- private:
-  static std::vector<std::string> Prefixes(const std::vector<EchoSource>& sources) {
-    std::vector<std::string> prefixes;
-    for (const EchoSource& source : sources) prefixes.push_back(source.prefix);
-    return prefixes;
-  }
-
-  static double Now() {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-  }
-
-  /// A prefixed partial segment is shown once its process has been quiet for kQuietSeconds.
-  void ArmQuiet() {
-    const std::optional<double> next = mux_.NextQuiet(kQuietSeconds);
-    if (!next || finished_ || quiet_armed_) return;
-    quiet_armed_ = true;
-    quiet_timer_.expires_after(Seconds(std::max(0.0, *next - Now()) + 0.001));
-    quiet_timer_.async_wait(
-        [this, life = std::weak_ptr<const bool>(alive_)](boost::system::error_code ec) {
-          if (life.expired()) return;  // Gone: a handler that completed before it was destroyed.
-          // Aborted: the echo may be gone by now (a loop shared with the master outlives it, and
-          // runs the aborted handler later), so nothing of it is touched. It is cancelled only by
-          // Finish, after which it is never armed again.
-          if (ec) return;
-          quiet_armed_ = false;
-          if (finished_) return;
-          WriteOut(mux_.FlushQuiet(Now(), kQuietSeconds));
-          ArmQuiet();
-        });
-  }
-
-  /// Blocks SIGIO (for good: a SIGIO that comes after the marks are gone must not find its
-  /// default action, termination; children start with an empty mask), opens the signalfd and
-  /// marks each directory. Empty, or what failed.
-  std::string WatchDirectories(const std::vector<EchoSource>& sources) {
-    const char* forced = std::getenv("PDLAUNCH_ECHO_POLL");
-    if (forced != nullptr && std::string_view(forced) == "1") return "PDLAUNCH_ECHO_POLL=1";
-    BlockLauncherSignals();  // Main has; a caller of the supervisor alone (a test) may not have.
-    const sigset_t sigio = EchoSignalSet();
-    const int fd = ::signalfd(-1, &sigio, SFD_NONBLOCK | SFD_CLOEXEC);
-    if (fd < 0) return fmt::format("signalfd: {}", std::strerror(errno));
-    sigio_.assign(fd);
-    std::vector<std::string> directories;
-    for (const EchoSource& source : sources) {
-      std::string directory = std::filesystem::path(source.path).parent_path().string();
-      if (directory.empty()) directory = ".";
-      if (std::find(directories.begin(), directories.end(), directory) != directories.end()) {
-        continue;
-      }
-      directories.push_back(directory);
-      const int dir = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-      if (dir < 0) return fmt::format("open {}: {}", directory, std::strerror(errno));
-      directories_.push_back(dir);
-      if (::fcntl(dir, F_NOTIFY, DN_MODIFY | DN_MULTISHOT) != 0) {
-        return fmt::format("F_NOTIFY on {}: {}", directory, std::strerror(errno));
-      }
-    }
-    return {};
-  }
-
-  /// Removes the marks (closing the directories does) and takes any SIGIO still pending, so
-  /// that the next job's echo starts clean.
-  void StopWatching() {
-    for (int dir : directories_) ::close(dir);
-    directories_.clear();
-    if (!sigio_.is_open()) return;
-    boost::system::error_code ignored;
-    sigio_.close(ignored);
-    const sigset_t sigio = EchoSignalSet();
-    const timespec now{0, 0};
-    while (::sigtimedwait(&sigio, nullptr, &now) == SIGIO) {
-    }
-  }
-
-  /// Waits for the next SIGIO. dnotify marks a directory: a write to any file there (a rank
-  /// that is not echoed, the GPU log) wakes the loop too. A wake-up that found nothing new in
-  /// the echoed files waits kSpuriousSeconds before the next, so that ranks writing busily to
-  /// their own logs cost the launcher at most that many wake-ups a second; a SIGIO meanwhile
-  /// stays pending and is taken then: nothing is missed, an echo may come that much later.
-  void Arm() {
-    sigio_.async_wait(StreamDescriptor::wait_read, [this, life = std::weak_ptr<const bool>(alive_)](
-                                                       boost::system::error_code ec) {
-      if (life.expired()) return;  // Gone: a handler that completed before it was destroyed.
-      if (ec || finished_) return;
-      signalfd_siginfo taken[8];
-      while (::read(sigio_.native_handle(), taken, sizeof taken) > 0) {
-      }
-      if (DrainLines()) return Arm();
-      spurious_timer_.expires_after(Seconds(kSpuriousSeconds));
-      spurious_timer_.async_wait(
-          [this, life = std::weak_ptr<const bool>(alive_)](boost::system::error_code wait_ec) {
-            if (life.expired()) return;  // Gone: a handler that completed before it was destroyed.
-            if (!wait_ec && !finished_) Arm();
-          });
-    });
-  }
-
-  void Poll() {
-    poll_timer_.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-        std::chrono::duration<double>(kPollSeconds)));
-    poll_timer_.async_wait(
-        [this, life = std::weak_ptr<const bool>(alive_)](boost::system::error_code ec) {
-          if (life.expired()) return;  // Gone: a handler that completed before it was destroyed.
-          if (ec || finished_) return;
-          DrainLines();
-          Poll();
-        });
-  }
-
-  /// Echoes what file `index` holds past what was read; true when there was something.
-  bool Drain(size_t index) {
-    // Until there is output, reads go to a small buffer on the stack: a job that printed nothing
-    // finds nothing at its last drain, and mapping the large buffer for that (and unmapping it,
-    // a TLB shoot-down while the watchdog shares the address space) was on every such job's way
-    // out.
-    bool read_any = false;
-    char first[4096];
-    for (;;) {
-      char* const into = buffer_ ? buffer_.get() : first;
-      const ssize_t n = ::read(files_[index], into, buffer_ ? kEchoBufferSize : sizeof first);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return read_any;
-      read_any = true;
-      WriteOut(mux_.Feed(index, std::string_view(into, static_cast<size_t>(n)), Now()));
-      // Not zero-filled: only the pages a read fills are ever touched.
-      if (!buffer_) buffer_ = std::make_unique_for_overwrite<char[]>(kEchoBufferSize);
-    }
-  }
-
-  void WriteOut(const std::string& text) {
-    if (!console_ok_ || text.empty()) return;
-    console_ok_ = WriteAll(STDOUT_FILENO, text);  // EPIPE: the console went away; keep going.
-  }
-
-  static constexpr double kPollSeconds = 0.05;
-  /// How long a prefixed process's partial line waits for its end before it is shown.
-  static constexpr double kQuietSeconds = 0.5;
-  StreamDescriptor sigio_;         ///< The signalfd for SIGIO.
-  std::vector<int> directories_;   ///< Marked with F_NOTIFY.
-  asio::steady_timer poll_timer_;  // Without dnotify only.
-  asio::steady_timer quiet_timer_;
-  asio::steady_timer spurious_timer_;
-  /// See Arm.
-  static constexpr double kSpuriousSeconds = 0.01;
-  bool quiet_armed_ = false;
-  EchoMux mux_;
-  bool finished_ = false;
-  // Expires with this object: a handler the loop runs after it (one that had completed before
-  // the object was destroyed, on a loop shared with the master) touches nothing of it.
-  std::shared_ptr<const bool> alive_ = std::make_shared<const bool>(true);
-  std::vector<int> files_;  ///< The echoed logs, open for reading; mux_'s sources.
-  static constexpr size_t kEchoBufferSize = 1 << 20;
-  std::unique_ptr<char[]> buffer_;
-  bool console_ok_ = true;
-};
-
-/// Whether the console shows process `i`'s output: --echo's choice, or the one `echo_path` names.
-bool Echoed(const std::vector<SupervisedProcess>& processes, size_t i,
-            const SupervisorOptions& options) {
-  const SupervisedProcess& p = processes[i];
-  if (p.log_path.empty()) return false;
-  if (!options.echo) return p.log_path == options.echo_path;
-  const EchoChoice& choice = *options.echo;
-  return choice.all || std::find(choice.locals.begin(), choice.locals.end(), static_cast<int>(i)) !=
-                           choice.locals.end();
-}
-
-/// Creates the log files that must exist before their process starts, and gives each to its
-/// process (output_fd): the echoed ones (the echo reads on from where a file ended when the job
-/// started, so the file must not be created or truncated after that) and the first (a log
-/// directory the launcher cannot write refuses the job before anything runs). Every other child
-/// creates its own (ProcessSpec::output_path), in parallel with the launcher.
-std::vector<UniqueFd> CreateLogsFirst(std::vector<SupervisedProcess>& processes,
-                                      const SupervisorOptions& options) {
-  std::vector<UniqueFd> created;
-  for (size_t i = 0; i < processes.size(); ++i) {
-    ProcessSpec& spec = processes[i].spec;
-    if (spec.output_fd >= 0 || spec.output_path.empty()) continue;
-    if (i > 0 && !Echoed(processes, i, options)) continue;
-    spec.output_fd = created.emplace_back(OpenOutput(spec)).get();
-  }
-  return created;
-}
-
-/// The files to echo: --echo's choice, prefixed, or `echo_path` as it is.
-std::vector<EchoSource> EchoSources(const std::vector<SupervisedProcess>& processes,
-                                    const SupervisorOptions& options) {
-  std::vector<EchoSource> sources;
-  if (!options.echo) {
-    if (!options.echo_path.empty()) sources.push_back({options.echo_path, ""});
-    return sources;
-  }
-  const EchoChoice& choice = *options.echo;
-  for (size_t i = 0; i < processes.size(); ++i) {
-    const SupervisedProcess& p = processes[i];
-    if (Echoed(processes, i, options)) {
-      sources.push_back({p.log_path, EchoPrefix(p.role, p.rank, options.echo_host)});
-    }
-  }
-  if (const std::optional<std::string> absent = EchoAbsentWarning(choice, processes.size())) {
-    PDLOG_WARN("{}", *absent);
-  }
-  return sources;
-}
-
 /// One supervised child and Boost.Process v2's handle of it, which reports and reaps its exit.
 struct Child {
   ProcessLauncher::Child process;      ///< v2's owner of the child while it runs.
@@ -435,42 +79,7 @@ struct Child {
   std::optional<ExitStatus> status{};  ///< Once reaped.
   SupervisedProcess info;
   off_t log_start = 0;
-  size_t report_index = 0;  ///< Its record in TheRunReport().processes.
 };
-
-/// The value of `name` in a process's environment ("NAME=value" entries), or "".
-std::string EnvValue(const ProcessSpec& spec, std::string_view name) {
-  const auto find_in = [name](const std::vector<std::string>& env) -> const std::string* {
-    for (const std::string& entry : env) {
-      if (entry.size() > name.size() && entry.starts_with(name) && entry[name.size()] == '=') {
-        return &entry;
-      }
-    }
-    return nullptr;
-  };
-  const std::string* entry = find_in(spec.env);
-  if (entry == nullptr && spec.shared_env) entry = find_in(*spec.shared_env);
-  return entry ? entry->substr(name.size() + 1) : std::string();
-}
-
-/// What --report says of a process about to start.
-ProcessRecord RecordOf(const SupervisedProcess& p, int local_rank, pid_t pid) {
-  ProcessRecord record;
-  record.role = p.role;
-  record.rank = p.rank;
-  record.local_rank = local_rank;
-  record.pid = pid;
-  record.endpoint = EnvValue(p.spec, "PADDLE_CURRENT_ENDPOINT");
-  record.devices = EnvValue(p.spec, "FLAGS_selected_gpus");
-  if (record.devices.empty()) record.devices = EnvValue(p.spec, "FLAGS_selected_xpus");
-  if (const std::string custom = EnvValue(p.spec, "PADDLE_XCCL_BACKEND");
-      record.devices.empty() && !custom.empty()) {
-    record.devices = EnvValue(p.spec, "FLAGS_selected_" + custom + "s");
-  }
-  record.log_path = p.log_path;
-  record.start_time = WallClockNow();
-  return record;
-}
 
 std::vector<bool> Primaries(const std::vector<SupervisedProcess>& processes) {
   std::vector<bool> primary;
@@ -480,21 +89,14 @@ std::vector<bool> Primaries(const std::vector<SupervisedProcess>& processes) {
 
 /// The job's cgroup, or null with the launcher made a subreaper instead (docs/design.md,
 /// "Containment"). PDLAUNCH_NO_CGROUP=1 forces the fallback (tests of both paths).
-std::unique_ptr<JobCgroup> ContainJob() {
+std::unique_ptr<JobCgroup> ContainJob(SupervisorStatus& status) {
   std::string why_not = "PDLAUNCH_NO_CGROUP is set";
   const char* off = std::getenv("PDLAUNCH_NO_CGROUP");
   std::unique_ptr<JobCgroup> cgroup = off != nullptr && *off != '\0' && std::string(off) != "0"
                                           ? nullptr
                                           : JobCgroup::Create(&why_not);
-  if (cgroup) {
-    PDLOG_DEBUG("containment: the job's cgroup is {}", cgroup->dir());
-  } else {
-    ::prctl(PR_SET_CHILD_SUBREAPER, 1);
-    PDLOG_DEBUG(
-        "containment: no cgroup ({}); orphaned descendants are re-parented to the "
-        "launcher (PR_SET_CHILD_SUBREAPER)",
-        why_not);
-  }
+  if (!cgroup) ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+  status.Contained(cgroup ? cgroup->dir() : std::string(), why_not);
   return cgroup;
 }
 
@@ -502,9 +104,10 @@ class EventLoop {
  public:
   EventLoop(std::vector<SupervisedProcess> processes, const SupervisorOptions& options)
       : options_(options),
+        status_(options.status ? options.status : std::make_shared<SupervisorStatus>()),
         own_io_(options.io ? nullptr : std::make_unique<asio::io_context>()),
         io_(options.io ? *options.io : *own_io_),
-        signals_(io_, OpenSignalFd(SupervisedSignalSet())),
+        signals_(io_, SupervisedSignalSet(), [this](int signal) { OnSignal(signal); }),
         grace_timer_(io_),
         tick_timer_(io_),
         external_event_(io_),
@@ -512,7 +115,7 @@ class EventLoop {
         created_logs_(CreateLogsFirst(PrepareBanners(processes), options)),
         echo_(io_, EchoSources(processes, options)),
         // A wait without processes (the rendezvous) contains nothing and needs no watchdog.
-        cgroup_(processes.empty() ? nullptr : ContainJob()) {
+        cgroup_(processes.empty() ? nullptr : ContainJob(*status_)) {
     if (!processes.empty()) {
       // Without a cgroup, the processes that left the groups are found by their environment.
       watchdog_.emplace(options.remove_if_killed, cgroup_ ? cgroup_->dir() : std::string(),
@@ -527,15 +130,11 @@ class EventLoop {
     // during --elastic_pre_hook) stops the job before any process of it starts.
     if (!pending_.empty()) {
       if (const int signal = TakeTerminationSignal(); signal != 0) {
-        if (!options_.pod_name.empty()) PDLOG_INFO("Terminating with signal {}", signal);
-        PDLOG_WARN("received {} before the {} processes started: none is started",
-                   SignalName(signal), pending_.size());
-        if (!TheRunReport().signal) TheRunReport().signal = signal;
-        if (!options_.pod_name.empty()) PDLOG_INFO("Exit with signal {}", signal);
+        status_->NotStarted(signal, pending_.size());
         return SupervisorResult{128 + signal, signal, false, false};
       }
     }
-    WaitForSignal();
+    signals_.Start();
     StartAll();
     if (options_.device_log && !policy_.all_exited()) {
       device_log_ = std::make_unique<DeviceLogSampler>(io_, *options_.device_log);
@@ -560,14 +159,7 @@ class EventLoop {
       }
     }
     if (device_log_) {
-      const std::map<std::string, DeviceUsage> usage = device_log_->usage();
-      if (options_.on_device_usage) options_.on_device_usage(usage);
-      auto& records = TheRunReport().device_usage;
-      records.clear();
-      for (const auto& [index, device] : usage) {
-        records.push_back(
-            {index, device.peak_memory_used_mib, device.mean_utilization(), device.samples});
-      }
+      status_->DeviceUsageMeasured(device_log_->usage());
       device_log_.reset();  // Kills and reaps a sample in flight.
     }
     CollectLateSignals();
@@ -575,45 +167,30 @@ class EventLoop {
     // The job is contained and over: the watchdog may go now, on the other core, while we
     // finish; the launcher reaps it before it exits (ReapWatchdogs, in Main).
     if (watchdog_) watchdog_->Disarm();
-    if (primaries_done_ && !options_.primaries_done_message.empty()) {
-      for (const auto& [role, line] : options_.role_stopped_messages) {
-        if (HasRole(role)) PDLOG_INFO("{}", line);
+    RunEnd end;
+    end.result = SupervisorResult{policy_.exit_code(), policy_.received_signal(),
+                                  !policy_.failed().empty(), policy_.stop_requested()};
+    end.idle = idle_;
+    end.completed = policy_.exit_code() == 0 && !idle_ && !policy_.stop_requested() &&
+                    !policy_.received_signal();
+    end.primaries_done = primaries_done_;
+    end.processes = children_.size();
+    for (const Child& child : children_) {
+      if (std::find(end.roles.begin(), end.roles.end(), child.info.role) == end.roles.end()) {
+        end.roles.push_back(child.info.role);
       }
     }
-    if (policy_.exit_code() == 0 && !idle_ && !policy_.stop_requested() &&
-        !policy_.received_signal() && options_.say_completed) {
-      if (options_.pod_name.empty()) {
-        PDLOG_INFO("Local processes completed.");
-      } else {
-        PDLOG_INFO("Pod completed");
-      }
-    } else if (policy_.received_signal() && !idle_ && policy_.failed().empty()) {
-      // The last line after a Ctrl-C says what happened.
-      PDLOG_WARN("stopped by {}: all {} processes ended; exit code {}",
-                 SignalName(*policy_.received_signal()), children_.size(), policy_.exit_code());
-    } else if (policy_.received_signal() && idle_ && !options_.waiting_for.empty()) {
-      PDLOG_WARN("stopped by {} while waiting for {}", SignalName(*policy_.received_signal()),
-                 options_.waiting_for);
-    }
-    if (!options_.pod_name.empty() && policy_.received_signal()) {
-      PDLOG_INFO("Exit with signal {}", *policy_.received_signal());
-    }
-    return SupervisorResult{policy_.exit_code(), policy_.received_signal(),
-                            !policy_.failed().empty(), policy_.stop_requested()};
+    status_->Ended(end);
+    return end.result;
   }
 
  private:
   void StartAll() {
     std::fflush(stdout);  // Our own stdout text must precede the echoed rank output.
     children_.reserve(pending_.size());
-    if (!options_.pod_name.empty() && !pending_.empty()) {
-      PDLOG_INFO("Run {}",
-                 FormatPodLine(options_.pod_name, static_cast<int>(pending_.size()), "ready"));
-    }
+    status_->Starting(pending_);
     // Asked once for the batch: each child then resets only these (ProcessSpec::reset_signals).
     const uint64_t reset_signals = NonDefaultSignals();
-    std::map<std::string, int> started_of_role;  // For each process's local_rank.
-    RunReport& report = TheRunReport();
     std::vector<const ProcessSpec*> specs;
     std::vector<off_t> log_starts;
     for (SupervisedProcess& p : pending_) {
@@ -631,35 +208,19 @@ class EventLoop {
       }
       specs.push_back(&p.spec);
     }
-    const size_t first_record = report.processes.size();
-    for (const SupervisedProcess& p : pending_) {
-      // local_rank: its index among this node's processes of its role, the N of its log file
-      // (docs/report.md), as --dry_run says it.
-      report.processes.push_back(RecordOf(p, started_of_role[p.role]++, 0));
-    }
     std::vector<pid_t> pids;
-    std::vector<ProcessLauncher::Child> started;
-    try {
-      started = ProcessLauncher()(io_.get_executor(), specs, [&](size_t i, pid_t pid) {
-        report.processes[first_record + i].pid = pid;
-        watchdog_->Register(pid);
-        if (options_.on_spawn) options_.on_spawn(pid);
-        pids.push_back(pid);
-      });
-    } catch (...) {
-      report.processes.resize(first_record);
-      throw;
-    }
+    std::vector<ProcessLauncher::Child> started =
+        ProcessLauncher()(io_.get_executor(), specs, [&](size_t /*index*/, pid_t pid) {
+          watchdog_->Register(pid);
+          if (options_.on_spawn) options_.on_spawn(pid);
+          pids.push_back(pid);
+        });
     for (size_t i = 0; i < started.size(); ++i) {
       children_.push_back(Child{std::move(started[i]), pids[i], std::nullopt,
-                                std::move(pending_[i]), log_starts[i], first_record + i});
+                                std::move(pending_[i]), log_starts[i]});
+      status_->Spawned(i, children_.back().info, pids[i]);
     }
-    if (options_.on_started) options_.on_started(pids);
-    std::fflush(stdout);
-    if (!options_.pod_name.empty() && !children_.empty()) {
-      PDLOG_INFO("Watching {}",
-                 FormatPodLine(options_.pod_name, static_cast<int>(children_.size()), "running"));
-    }
+    status_->Started(pids);
     for (size_t i = 0; i < children_.size(); ++i) WaitForExit(i);
   }
 
@@ -689,41 +250,13 @@ class EventLoop {
     });
   }
 
-  // The signals stay blocked from the start of Main to its end (BlockLauncherSignals): one that
-  // comes while no loop runs (the planning, between the rendezvous and the ranks' start) waits
-  // in the kernel for the next loop's signalfd instead of finding its default action.
-  void WaitForSignal() {
-    signals_.async_wait(
-        StreamDescriptor::wait_read,
-        [this, life = std::weak_ptr<const bool>(alive_)](boost::system::error_code ec) {
-          if (life.expired()) return;  // Gone: a handler that completed before it was destroyed.
-          if (ec) return;
-          TakeSignals();
-          if (!finished_) WaitForSignal();
-        });
-  }
-
-  /// Acts on every signal pending on the signalfd, in the order they are read.
-  void TakeSignals() {
-    signalfd_siginfo taken[8];
-    for (;;) {
-      const ssize_t n = ::read(signals_.native_handle(), taken, sizeof taken);
-      if (n <= 0) return;  // EAGAIN: none left.
-      for (size_t i = 0; i < static_cast<size_t>(n) / sizeof taken[0]; ++i) {
-        OnSignal(static_cast<int>(taken[i].ssi_signo));
-      }
-    }
-  }
-
   void Record(size_t index, ExitStatus status) {
     Child& child = children_[index];
     child.status = status;
     // Reaped: v2's handle lets the pid go (its destructor would waitpid it, and kill whatever
     // process of ours was given that pid since).
     child.process.detach();
-    ProcessRecord& record = TheRunReport().processes.at(child.report_index);
-    record.status = status;
-    record.end_time = WallClockNow();
+    status_->Exited(index, status);
   }
 
   // The exits of one turn of the loop. A failure first reaps every child that has exited by
@@ -748,26 +281,26 @@ class EventLoop {
     const Supervision::Commands commands = policy_.OnExits(exits);
     if (!primaries_done_ && policy_.failed().empty() && policy_.primaries_succeeded()) {
       primaries_done_ = true;
-      if (!options_.primaries_done_message.empty()) {
-        PDLOG_INFO("{}", options_.primaries_done_message);
-      }
+      status_->PrimariesDone();
     }
+    const std::vector<FailedProcess> failed = FailedOnes(commands.newly_failed);
     // The ABORT line comes before the lines of the stop it causes, as in Paddle (its
     // watch_local_trainers logs it, then terminate_local_procs stops the groups).
-    if (!commands.newly_failed.empty()) ReportAbortLines(commands.newly_failed);
+    if (!failed.empty()) status_->Aborting(failed);
     Execute(commands);
     if (commands.primaries_done && options_.on_primaries_done) options_.on_primaries_done();
-    if (!commands.newly_failed.empty()) {
-      RunReport& report = TheRunReport();
-      if (!report.root_cause) {
-        report.root_cause =
-            children_[static_cast<size_t>(commands.newly_failed.front())].report_index;
+    if (!failed.empty()) {
+      if (options_.on_first_failure && policy_.failed().size() == failed.size()) {
+        options_.on_first_failure(*failed.front().process, failed.front().status);
       }
-      if (options_.on_first_failure && policy_.failed().size() == commands.newly_failed.size()) {
-        const Child& first = children_[static_cast<size_t>(commands.newly_failed.front())];
-        options_.on_first_failure(first.info, *first.status);
+      if (status_->WantsEchoBeforeFailure()) {
+        // What the echo had still to show comes first, its last line ended: the account of
+        // the failure starts lines of its own.
+        echo_.DrainLines();
+        echo_.EndLine();
+        std::fflush(stdout);
       }
-      ReportFailures(commands.newly_failed);
+      status_->Failed(failed);
     }
     MaybeFinish();
   }
@@ -794,7 +327,7 @@ class EventLoop {
   void ArmTick() {
     const double seconds = options_.external->tick_seconds();
     if (seconds <= 0 || finished_) return;
-    tick_timer_.expires_after(Seconds(seconds));
+    tick_timer_.expires_after(SteadyDuration(seconds));
     tick_timer_.async_wait(
         [this, life = std::weak_ptr<const bool>(alive_)](boost::system::error_code ec) {
           if (life.expired()) return;  // Gone: a handler that completed before it was destroyed.
@@ -823,49 +356,34 @@ class EventLoop {
   void OnSignal(int signal) {
     const double now =
         std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+    SignalEvent event{signal};
+    event.processes = children_.size();
+    event.grace_seconds = options_.grace_seconds;
+    event.first_termination = !policy_.received_signal().has_value();
     if (finished_) {
       // Caught as the loop ended (above): nothing is left to stop, but the exit code and the
       // caller (an elastic agent, a master run) learn that a stop was asked for.
       if (Supervision::IsTerminationSignal(signal)) {
-        PDLOG_WARN("received {} while finishing: nothing was left to stop", SignalName(signal));
         policy_.OnSignal(signal, now);
-        if (!TheRunReport().signal) TheRunReport().signal = signal;
+        event.taken = SignalTaken::kWhileFinishing;
+        status_->SignalReceived(event);
       }
       return;
     }
-    const bool was_signalled = policy_.received_signal().has_value();
     const bool was_stopping = policy_.stopping();
     const Supervision::Commands commands = policy_.OnSignal(signal, now);
+    event.running = RunningCount();
+    event.again = !event.first_termination;
     if (commands.repeat_ignored) {
-      PDLOG_INFO(
-          "received {} again within {} s: the same request (a wrapper relaying it?), "
-          "still stopping gracefully",
-          SignalName(signal), Supervision::kRepeatWindow);
+      event.taken = SignalTaken::kRepeatIgnored;
     } else if (signal == SIGTSTP) {
-      PDLOG_INFO(
-          "received SIGTSTP: stopping {} processes and the launcher (fg or SIGCONT "
-          "resumes them)",
-          RunningCount());
+      event.taken = SignalTaken::kStop;
     } else if (signal == SIGCONT) {
-      PDLOG_INFO("received SIGCONT: resuming {} processes", RunningCount());
+      event.taken = SignalTaken::kContinue;
     } else if (Supervision::IsTerminationSignal(signal)) {
-      if (!was_signalled && !options_.pod_name.empty()) {
-        PDLOG_INFO("Terminating with signal {}", signal);
-      }
-      if (was_stopping && was_signalled) {
-        PDLOG_WARN("received {} again, killing all processes now", SignalName(signal));
-      } else if (was_stopping) {
-        PDLOG_WARN("received {} while stopping, killing all processes now", SignalName(signal));
-      } else if (children_.empty()) {
-        PDLOG_WARN("received {}, stopping", SignalName(signal));
-      } else {
-        PDLOG_WARN("received {}, stopping {} processes (grace {}s; again to kill at once)",
-                   SignalName(signal), children_.size(), options_.grace_seconds);
-      }
+      event.taken = was_stopping ? SignalTaken::kKillingNow : SignalTaken::kStopping;
     }
-    if (Supervision::IsTerminationSignal(signal) && !TheRunReport().signal) {
-      TheRunReport().signal = signal;
-    }
+    status_->SignalReceived(event);
     Execute(commands);
     MaybeFinish();
   }
@@ -888,9 +406,7 @@ class EventLoop {
   void SignalAllGroups(int signal) {
     // Groups of children already reaped too: their grandchildren may still be in them.
     for (Child& child : children_) {
-      if (SignalProcessGroup(child.pid, signal) && (signal == SIGTERM || signal == SIGKILL)) {
-        PDLOG_INFO("{} process group gid:{}", signal == SIGKILL ? "kill" : "terminate", child.pid);
-      }
+      if (SignalProcessGroup(child.pid, signal)) status_->GroupSignalled(child.pid, signal);
     }
     if (!Supervision::IsTerminationSignal(signal) && signal != SIGKILL && signal != SIGSTOP &&
         signal != SIGCONT) {
@@ -902,9 +418,7 @@ class EventLoop {
       return;
     }
     for (pid_t pid : Escaped()) {
-      if (signal != SIGSTOP && signal != SIGCONT) {
-        PDLOG_INFO("{} to pid {}, which left its rank's process group", SignalName(signal), pid);
-      }
+      status_->EscapedSignalled(pid, signal);
       ::kill(pid, signal);
     }
   }
@@ -937,7 +451,7 @@ class EventLoop {
   }
 
   void ArmGraceTimer() {
-    grace_timer_.expires_after(Seconds(options_.grace_seconds));
+    grace_timer_.expires_after(SteadyDuration(options_.grace_seconds));
     grace_timer_.async_wait(
         [this, life = std::weak_ptr<const bool>(alive_)](boost::system::error_code ec) {
           if (life.expired()) return;  // Gone: a handler that completed before it was destroyed.
@@ -980,8 +494,7 @@ class EventLoop {
     }
     if (!policy_.stopping() && !straggler_cleanup_) {
       straggler_cleanup_ = true;
-      PDLOG_WARN("all ranks exited but {} processes they started are still running; stopping them",
-                 members.size());
+      status_->StragglersLeft(members.size());
       SignalAllGroups(SIGTERM);
       ArmGraceTimer();
     }
@@ -1014,87 +527,28 @@ class EventLoop {
     finished_ = true;
     grace_timer_.cancel();
     tick_timer_.cancel();
+    signals_.Stop();
     boost::system::error_code ignored;
-    signals_.cancel(ignored);
     external_event_.close(ignored);
     io_.stop();
   }
 
-  bool HasRole(const std::string& role) const {
-    for (const Child& child : children_) {
-      if (child.info.role == role) return true;
-    }
-    return false;
-  }
-
-  void ReportAbortLines(const std::vector<int>& indices) {
-    // One ABORT line per role, in the order the roles first failed.
-    std::vector<std::string> roles;
-    for (int i : indices) {
-      const std::string& role = children_[static_cast<size_t>(i)].info.role;
-      if (std::find(roles.begin(), roles.end(), role) == roles.end()) roles.push_back(role);
-    }
-    for (const std::string& role : roles) {
-      std::vector<int> ranks;
-      int role_size = 0;
-      for (int i : indices) {
-        const SupervisedProcess& info = children_[static_cast<size_t>(i)].info;
-        if (info.role != role) continue;
-        ranks.push_back(info.rank);
-        role_size = info.role_size;
-      }
-      PDLOG_ERROR("{}", FormatAbortLine(role_size, ranks, role));
-    }
-  }
-
-  // What failed, after the ABORT line and the stop: the legacy console's tail of each failed
-  // log, or today's console's failed container.
-  void ReportFailures(const std::vector<int>& indices) {
-    if (!options_.pod_name.empty()) {
-      ReportFailedContainers(indices);
-      return;
-    }
+  /// What observers are told of the processes at these indices, found failed together.
+  std::vector<FailedProcess> FailedOnes(const std::vector<int>& indices) const {
+    std::vector<FailedProcess> failed;
     for (int i : indices) {
       const Child& child = children_[static_cast<size_t>(i)];
-      if (child.info.log_path.empty()) continue;
-      PDLOG_ERROR("{} {} (pid {}) ended with {}; last {} lines of {}:\n{}",
-                  child.info.role == "trainer" ? "rank" : child.info.role, child.info.rank,
-                  child.pid, child.status->Describe(), options_.tail_lines, child.info.log_path,
-                  TailOfFile(child.info.log_path, child.log_start, options_.tail_lines));
+      failed.push_back(
+          {static_cast<size_t>(i), &child.info, child.pid, *child.status, child.log_start});
     }
-  }
-
-  // Today's launcher's account of a failure (docs/cli.md), once per run as Paddle's: the
-  // pod's status, the first failed container (in local order among those found together) and
-  // the end of its log, on stderr after what the echo had still to show.
-  void ReportFailedContainers(const std::vector<int>& indices) {
-    if (container_reported_) return;
-    container_reported_ = true;
-    const int first = *std::min_element(indices.begin(), indices.end());
-    const Child& child = children_[static_cast<size_t>(first)];
-    // What the echo had still to show first, its last line ended: these lines start their own.
-    echo_.DrainLines();
-    echo_.EndLine();
-    std::fflush(stdout);
-    PDLOG_INFO("Pod failed");
-    const ProcessSpec& spec = child.info.spec;
-    PDLOG_ERROR("Container failed !!!\n{}{}",
-                FormatContainerLine(first, "failed", spec.argv, PythonReturnCode(*child.status),
-                                    child.info.log_path),
-                options_.print_env_on_failure
-                    ? " \nenv " + FormatEnvDict(spec.shared_env.get(), spec.env)
-                    : std::string());
-    PDLOG_INFO("{}", kErrorLogDetail);
-    if (child.info.log_path.empty()) return;
-    // On stderr with its header (Paddle prints it on stdout, apart from the header above it).
-    // EPIPE or a closed terminal: the tail is lost, the teardown goes on (as the echo's).
-    WriteLogBytes(TailBytesOfFile(child.info.log_path, child.log_start, kErrorTailBytes));
+    return failed;
   }
 
   SupervisorOptions options_;
+  std::shared_ptr<SupervisorStatus> status_;  // Never null: a silent one when none is given.
   std::unique_ptr<asio::io_context> own_io_;  // Null when the caller shares its loop.
   asio::io_context& io_;
-  StreamDescriptor signals_;  // A signalfd for SupervisedSignalSet().
+  SignalIntake signals_;  // SupervisedSignalSet(), from a signalfd.
   std::unique_ptr<DeviceLogSampler> device_log_;
   asio::steady_timer grace_timer_;
   asio::steady_timer tick_timer_;
@@ -1115,8 +569,7 @@ class EventLoop {
   bool grace_expired_ = false;
   bool straggler_cleanup_ = false;
   bool primaries_done_ = false;
-  bool container_reported_ = false;  // Today's console: the failed container was shown.
-  bool idle_ = false;                // No processes, only external events: run until a stop.
+  bool idle_ = false;  // No processes, only external events: run until a stop.
   bool finished_ = false;
   // Expires with this object: a handler the loop runs after it (one that had completed before
   // the object was destroyed, on a loop shared with the master) touches nothing of it.
@@ -1124,19 +577,6 @@ class EventLoop {
 };
 
 }  // namespace
-
-void BlockLauncherSignals() noexcept {
-  sigset_t set = SupervisedSignalSet();
-  sigaddset(&set, SIGIO);
-  ::pthread_sigmask(SIG_BLOCK, &set, nullptr);
-}
-
-int TakeTerminationSignal() noexcept {
-  const sigset_t termination = TerminationSignalSet();
-  const timespec now{0, 0};
-  const int signal = ::sigtimedwait(&termination, nullptr, &now);
-  return signal > 0 ? signal : 0;
-}
 
 ExitStatus RunStoppingOnSignal(const ProcessSpec& spec, double grace_seconds) {
   asio::io_context io;
@@ -1158,7 +598,7 @@ ExitStatus RunStoppingOnSignal(const ProcessSpec& spec, double grace_seconds) {
   signals.async_wait(StreamDescriptor::wait_read, [&](boost::system::error_code ec) {
     if (ec) return;
     SignalProcessGroup(group, SIGTERM);
-    grace.expires_after(Seconds(std::max(0.0, grace_seconds)));
+    grace.expires_after(SteadyDuration(std::max(0.0, grace_seconds)));
     grace.async_wait([group](boost::system::error_code timer_ec) {
       if (!timer_ec) SignalProcessGroup(group, SIGKILL);
     });

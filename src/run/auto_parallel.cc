@@ -14,6 +14,7 @@
 #include "pdlaunch/plan/ports.h"
 #include "pdlaunch/plan/trainer_env.h"
 #include "pdlaunch/process/supervisor.h"
+#include "run/job_status.h"
 #include "run/launch_support.h"
 
 namespace pdlaunch::internal {
@@ -60,7 +61,9 @@ int RunTunerStage(const LaunchOptions& options, const TrainingCommand& command, 
       options.training_script, stage.log_path, kTunerStageSeconds);
   SupervisorOptions supervisor;
   supervisor.grace_seconds = options.grace;
-  supervisor.say_completed = false;  // The job's processes have not started yet.
+  ConsoleSettings console;
+  console.say_completed = false;  // The job's processes have not started yet.
+  supervisor.status = JobStatus(std::move(console));
   auto hit = std::make_shared<bool>(false);
   const std::unique_ptr<ExternalEvents> deadline =
       MakeDeadline(kTunerStageSeconds, hit, "the auto-parallel tuner stage reached its deadline");

@@ -21,6 +21,7 @@
 #include "pdlaunch/plan/yaml_edit.h"
 #include "pdlaunch/process/console_echo.h"
 #include "pdlaunch/process/device_probe.h"
+#include "pdlaunch/process/launcher_signals.h"
 #include "pdlaunch/process/run_recorder.h"
 #include "pdlaunch/tuner/auto_tuner.h"
 #include "run/launch_support.h"

@@ -17,6 +17,7 @@
 #include "pdlaunch/coord/kv_store.h"
 #include "pdlaunch/coord/store_exchange.h"
 #include "pdlaunch/process/supervisor.h"
+#include "run/job_status.h"
 #include "run/launch_support.h"
 
 namespace pdlaunch::internal {
@@ -256,7 +257,9 @@ ExchangeResult EtcdExchange::Exchange(const std::string& name, const std::string
   if (!Over()) {
     SupervisorOptions wait;
     wait.external = this;
-    wait.waiting_for = fmt::format("the other nodes in etcd ({})", name);
+    ConsoleSettings console;
+    console.waiting_for = fmt::format("the other nodes in etcd ({})", name);
+    wait.status = JobStatus(std::move(console));
     const SupervisorResult waited = Supervise({}, wait);
     if (waited.signal) result.code = 128 + *waited.signal;
   }

@@ -38,6 +38,7 @@
 #include "pdlaunch/plan/training_command.h"
 #include "pdlaunch/process/device_probe.h"
 #include "pdlaunch/process/pod_console.h"
+#include "pdlaunch/process/launcher_signals.h"
 #include "pdlaunch/process/process.h"
 #include "pdlaunch/process/run_recorder.h"
 #include "pdlaunch/process/supervisor.h"
@@ -46,6 +47,7 @@
 #include "run/auto_tuner.h"
 #include "run/collective_plan.h"
 #include "run/launch_support.h"
+#include "run/job_status.h"
 
 namespace pdlaunch {
 namespace fs = std::filesystem;
@@ -577,7 +579,9 @@ int RunDecided(JobDecision decision, const EnvMap& env, const std::function<void
   }
 
   SupervisorOptions supervisor;
-  internal::ChooseConsole(supervisor, pod);
+  ConsoleSettings console;
+  internal::ChooseConsole(console, pod);
+  supervisor.status = internal::JobStatus(std::move(console));
   if (todays_console) internal::WriteEnvLogs(processes, options.log_overwrite);
   supervisor.grace_seconds = options.grace;
   supervisor.echo_path = processes.front().log_path;

@@ -27,6 +27,7 @@
 #include "pdlaunch/process/run_recorder.h"
 #include "pdlaunch/process/supervisor.h"
 #include "run/launch_support.h"
+#include "run/job_status.h"
 
 namespace pdlaunch::internal {
 namespace {
@@ -377,7 +378,11 @@ bool ElasticNodeAgent::Evaluate() {
 void ElasticNodeAgent::WaitIdle(ExternalEvents* external, std::string waiting_for) {
   SupervisorOptions wait = LoopOptions();
   wait.external = external;
-  wait.waiting_for = std::move(waiting_for);
+  ConsoleSettings console;
+  // Today's console (--master etcd://): Terminating/Exit with signal N in the waits too.
+  if (UsesNewInterface(options_)) console.pod_name = pod_;
+  console.waiting_for = std::move(waiting_for);
+  wait.status = internal::JobStatus(std::move(console));
   const SupervisorResult result = Supervise({}, wait);
   if (result.signal) throw StoppedBySignal{*result.signal};
 }
@@ -386,8 +391,6 @@ SupervisorOptions ElasticNodeAgent::LoopOptions() {
   SupervisorOptions loop;
   loop.grace_seconds = options_.grace;
   loop.external = this;
-  // Today's console (--master etcd://): Terminating/Exit with signal N in the waits too.
-  if (UsesNewInterface(options_)) loop.pod_name = pod_;
   return loop;
 }
 
@@ -455,7 +458,9 @@ int ElasticNodeAgent::RunWorld(const WorldRecord& world) {
   loop.remove_if_killed = {gloo_dir.path()};
   loop.device_log = internal::DeviceLogOf(options_, cluster, log_dir_.string());
   internal::ApplyNumaBinding(options_, cluster, processes);
-  internal::ChooseConsole(loop, pod);
+  ConsoleSettings console;
+  internal::ChooseConsole(console, pod);
+  loop.status = internal::JobStatus(std::move(console));
   if (!pod.empty()) internal::WriteEnvLogs(processes, options_.log_overwrite);
   // --elastic_level 0: a node whose rank fails leaves the job and the others hold (they see it
   // go); no failure record, which would stop them all.

@@ -35,6 +35,7 @@
 #include "pdlaunch/process/run_recorder.h"
 #include "pdlaunch/process/supervisor.h"
 #include "run/launch_support.h"
+#include "run/job_status.h"
 #include "run/master_jobs.h"
 
 namespace pdlaunch::internal {
@@ -768,8 +769,10 @@ std::optional<int> MasterNode::WaitIdle(std::string waiting_for) {
   SupervisorOptions wait;
   wait.io = &loop_.get();
   wait.stop_hook = &stop_;
-  if (UsesNewInterface(options_)) wait.pod_name = pod_;
-  wait.waiting_for = std::move(waiting_for);
+  ConsoleSettings console;
+  if (UsesNewInterface(options_)) console.pod_name = pod_;
+  console.waiting_for = std::move(waiting_for);
+  wait.status = JobStatus(std::move(console));
   const SupervisorResult result = Supervise({}, wait);
   if (result.signal) return 128 + *result.signal;
   return std::nullopt;
@@ -1344,7 +1347,8 @@ int MasterNode::RunRanks() {
   // Today's console unless --legacy (docs/cli.md, "Console"): the pod lines, not these.
   const bool todays_console = UsesNewInterface(options_);
   SupervisorOptions& supervisor = local.supervisor;
-  ChooseConsole(supervisor, todays_console ? pod_ : std::string());
+  ChooseConsole(local.console, todays_console ? pod_ : std::string());
+  supervisor.status = JobStatus(std::move(local.console));
   if (todays_console) WriteEnvLogs(local.processes, options_.log_overwrite);
   if (todays_console) {
     PDLOG_DEBUG("First process distributed environment info: {}", local.debug_table);

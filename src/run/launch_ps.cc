@@ -14,6 +14,7 @@
 #include "pdlaunch/plan/ports.h"
 #include "pdlaunch/process/device_probe.h"
 #include "pdlaunch/process/supervisor.h"
+#include "run/job_status.h"
 #include "run/launch_support.h"
 
 namespace pdlaunch::internal {
@@ -53,7 +54,9 @@ int RunPsDirect(const LaunchOptions& options, const TrainingCommand& command) {
   process.spec = ProcessSpec{command.executable, command.argv, ParentEnvironment(), -1};
   SupervisorOptions supervisor;
   supervisor.grace_seconds = options.grace;
-  if (UsesNewInterface(options)) supervisor.pod_name = NewPodName();
+  ConsoleSettings console;
+  if (UsesNewInterface(options)) console.pod_name = NewPodName();
+  supervisor.status = JobStatus(std::move(console));
   std::vector<SupervisedProcess> processes;
   processes.push_back(std::move(process));
   const int code = RunSupervised(std::move(processes), supervisor);
@@ -156,10 +159,12 @@ int RunPs(const LaunchOptions& options, JobMode mode, const TrainingCommand& com
 
   SupervisorOptions supervisor;
   supervisor.grace_seconds = options.grace;
-  supervisor.pod_name = pod;
+  ConsoleSettings console;
+  console.pod_name = pod;
   if (todays_console) WriteEnvLogs(processes, options.log_overwrite);
   supervisor.remove_if_killed = {gloo_dir.path()};
-  SetPsSupervision(processes, supervisor);
+  SetPsSupervision(processes, supervisor, console);
+  supervisor.status = JobStatus(std::move(console));
   ChooseEcho(supervisor, options, false, "");  // Roles and ranks name a PS process already.
   return RunSupervised(std::move(processes), supervisor);
 }

@@ -361,10 +361,6 @@ DevicePlan ResolveCollectiveDevices(const LaunchOptions& options) {
                         DeviceEnvOf(options, VisibleDevicesOfEnvironment()), *probe);
 }
 
-void PrintStarted(const std::vector<pid_t>& pids) {
-  for (size_t i = 0; i < pids.size(); ++i) fmt::print("launch proc_id:{} idx:{}\n", pids[i], i);
-}
-
 void WriteTextFile(const std::filesystem::path& path, const std::string& content) {
   // Written over in place and then cut to length, not truncated first: truncating frees the
   // file's blocks and the write allocates them again, which on ext4 mounted with `discard`
@@ -461,26 +457,26 @@ void ChooseEcho(SupervisorOptions& supervisor, const LaunchOptions& options, boo
 }
 
 void SetPsSupervision(const std::vector<SupervisedProcess>& processes,
-                      SupervisorOptions& supervisor) {
+                      SupervisorOptions& supervisor, ConsoleSettings& console) {
   for (const SupervisedProcess& p : processes) {
     if (p.role != PsRoleName(PsRole::kWorker)) continue;
     supervisor.echo_path = p.log_path;  // The first local worker's output, live.
     // Paddle's line, only where workers run: a servers-only node completes silently.
-    supervisor.primaries_done_message =
+    console.primaries_done_message =
         "all workers exit, going to finish parameter server and heter_worker.";
-    supervisor.role_stopped_messages = {
+    console.role_stopped_messages = {
         {PsRoleName(PsRole::kHeterWorker), "all heter_worker are killed"},
         {PsRoleName(PsRole::kServer), "all parameter server are killed"}};
     return;
   }
 }
 
-void ChooseConsole(SupervisorOptions& supervisor, const std::string& pod) {
-  supervisor.pod_name = pod;
-  if (pod.empty()) supervisor.on_started = PrintStarted;
+void ChooseConsole(ConsoleSettings& console, const std::string& pod) {
+  console.pod_name = pod;
+  console.print_started = pod.empty();
   // Paddle 3's container __str__: "true" or "1", any case.
   const std::string print_env = AsciiLower(GetEnv("FLAGS_print_launcher_env").value_or(""));
-  supervisor.print_env_on_failure = !pod.empty() && (print_env == "true" || print_env == "1");
+  console.print_env_on_failure = !pod.empty() && (print_env == "true" || print_env == "1");
 }
 
 void WriteEnvLogs(const std::vector<SupervisedProcess>& processes, bool truncate) {

@@ -25,6 +25,7 @@
 #include "pdlaunch/plan/topology.h"
 #include "pdlaunch/plan/trainer_env.h"
 #include "pdlaunch/plan/training_command.h"
+#include "pdlaunch/process/console_status.h"
 #include "pdlaunch/process/device_log.h"
 #include "pdlaunch/process/supervisor.h"
 
@@ -95,9 +96,6 @@ void ApplyNumaBinding(const LaunchOptions& options, const Cluster& cluster,
 /// variables and the system's devices (process/device_probe.h).
 DevicePlan ResolveCollectiveDevices(const LaunchOptions& options);
 
-/// Paddle's "launch proc_id:<pid> idx:<i>" line for every started process, on stdout.
-void PrintStarted(const std::vector<pid_t>& pids);
-
 /// --echo for a run: the choice, and the node's host in the prefix when the job spans nodes
 /// (`multi_node`). Without --echo the supervisor echoes `echo_path` as it is.
 void ChooseEcho(SupervisorOptions& supervisor, const LaunchOptions& options, bool multi_node,
@@ -105,7 +103,7 @@ void ChooseEcho(SupervisorOptions& supervisor, const LaunchOptions& options, boo
 
 /// The console of a run (docs/cli.md, "Console"): today's, its lines naming `pod`, or with an
 /// empty `pod` the legacy one and its "launch proc_id" lines.
-void ChooseConsole(SupervisorOptions& supervisor, const std::string& pod);
+void ChooseConsole(ConsoleSettings& console, const std::string& pod);
 
 /// Paddle 3's envlog.N beside each process's log (today's interface): every variable the process
 /// starts with, `NAME=value` sorted by name, appended or (`truncate`) rewritten; created 0600.
@@ -184,7 +182,7 @@ void MarkRunInLogs(std::vector<SupervisedProcess>& processes, std::string_view j
 /// Paddle's PS supervision: the first local worker echoed live, and the lines Paddle logs when
 /// the workers are done and the servers stopped (only where workers run).
 void SetPsSupervision(const std::vector<SupervisedProcess>& processes,
-                      SupervisorOptions& supervisor);
+                      SupervisorOptions& supervisor, ConsoleSettings& console);
 
 /// Writes today's launcher's pod log `path` (<job_id>.<pod>.log, paddle-new-launch.md §9): when
 /// the file is empty (or `truncate`), the launcher's environment as a Python dict first; then

@@ -208,7 +208,7 @@ class PsJob : public MasterJob {
                                        command_, log_dir, options_.log_overwrite);
     MarkRunInLogs(local.processes, options_.job_id.value_or("default"), pod);
     local.supervisor.remove_if_killed = {gloo_dir_.path()};
-    SetPsSupervision(local.processes, local.supervisor);
+    SetPsSupervision(local.processes, local.supervisor, local.console);
     ChooseEcho(local.supervisor, options_, false, "");
     local.job_wide_completion = peers_.size() > 1;
     if (!ps.empty()) local.debug_table = FormatDistributedEnvs(ps.front().env);

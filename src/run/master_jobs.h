@@ -29,7 +29,8 @@ struct MasterWorld {
 /// This node's share of the job.
 struct MasterLocal {
   std::vector<SupervisedProcess> processes;
-  SupervisorOptions supervisor;  ///< Echo path, role messages, gloo temp dir.
+  SupervisorOptions supervisor;  ///< Echo path, gloo temp dir.
+  ConsoleSettings console;       ///< The PS job's role messages.
   std::string mode_line;         ///< Printed on stdout before the processes start; may be empty.
   std::string debug_table;       ///< Logged at INFO ("Distributed Envs" of the first process).
   std::vector<std::string> after_start;  ///< Logged after "Local start ..." (legacy console).

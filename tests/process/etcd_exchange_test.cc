@@ -14,6 +14,7 @@
 
 #include "pdlaunch/coord/kv_store.h"
 #include "pdlaunch/coord/store_exchange.h"
+#include "pdlaunch/process/launcher_signals.h"
 #include "pdlaunch/process/supervisor.h"
 #include "run/launch_support.h"
 #include "support/kv_store_fake.h"

@@ -1,14 +1,22 @@
 #include "pdlaunch/process/supervisor.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <memory>
 #include <thread>
 
 #include "pdlaunch/base/logging.h"
+#include "pdlaunch/process/console_status.h"
+#include "pdlaunch/process/launcher_signals.h"
+#include "pdlaunch/process/report_status.h"
+#include "pdlaunch/process/supervisor_status.h"
 #include "support/test_util.h"
 
 namespace pdlaunch {
@@ -19,6 +27,49 @@ using testutil::ProcessAlive;
 using testutil::ReadFile;
 using testutil::ScopedTempDir;
 using testutil::WaitFor;
+
+/// Writes down each event the supervisor tells, as one word with its main detail.
+class EventLog : public SupervisorStatus {
+ public:
+  void NotStarted(int signal, size_t count) override {
+    Add(fmt::format("not-started {} {}", signal, count));
+  }
+  void Starting(const std::vector<SupervisedProcess>& processes) override {
+    Add(fmt::format("starting {}", processes.size()));
+  }
+  void Spawned(size_t index, const SupervisedProcess& /*process*/, pid_t /*pid*/) override {
+    Add(fmt::format("spawned {}", index));
+  }
+  void Started(const std::vector<pid_t>& pids) override {
+    Add(fmt::format("started {}", pids.size()));
+  }
+  void Exited(size_t index, const ExitStatus& status) override {
+    Add(fmt::format("exited {} {}", index, status.ShellCode()));
+  }
+  void Aborting(const std::vector<FailedProcess>& failed) override {
+    Add(fmt::format("aborting {}", failed.front().index));
+  }
+  void Failed(const std::vector<FailedProcess>& failed) override {
+    Add(fmt::format("failed {}", failed.front().index));
+  }
+  void SignalReceived(const SignalEvent& event) override {
+    Add(fmt::format("signal {} {}", event.signal, static_cast<int>(event.taken)));
+  }
+  void Ended(const RunEnd& end) override {
+    Add(fmt::format("ended {} completed={}", end.result.exit_code, end.completed));
+  }
+  bool Has(const std::string& event) const {
+    return std::find(events.begin(), events.end(), event) != events.end();
+  }
+  /// The index of `event` in the log; events.size() when absent.
+  size_t IndexOf(const std::string& event) const {
+    return static_cast<size_t>(std::find(events.begin(), events.end(), event) - events.begin());
+  }
+  std::vector<std::string> events;
+
+ private:
+  void Add(std::string event) { events.push_back(std::move(event)); }
+};
 
 class SupervisorTest : public ::testing::Test {
  protected:
@@ -62,6 +113,9 @@ class SupervisorTest : public ::testing::Test {
     options.grace_seconds = grace;
     for (SupervisedProcess& p : processes_) p.role_size = static_cast<int>(processes_.size());
     options.on_spawn = [this](pid_t pid) { pids_.push_back(pid); };
+    options.status = std::make_shared<StatusFanOut>(std::vector<std::shared_ptr<SupervisorStatus>>{
+        std::make_shared<ConsoleStatus>(ConsoleSettings{}), events_,
+        std::make_shared<ReportStatus>(report_)});
     const auto start = Clock::now();
     const SupervisorResult result = pdlaunch::Supervise(std::move(processes_), options);
     elapsed_ = Clock::now() - start;
@@ -76,6 +130,8 @@ class SupervisorTest : public ::testing::Test {
   sigset_t saved_mask_;
   std::vector<pid_t> pids_;
   std::vector<std::pair<int, ExitStatus>> first_failures_;
+  std::shared_ptr<EventLog> events_ = std::make_shared<EventLog>();
+  RunReport report_;
   Clock::duration elapsed_{};
 };
 
@@ -157,6 +213,8 @@ TEST_F(SupervisorTest, ATerminationSignalBeforeTheStartStartsNothing) {
   EXPECT_EQ(result.exit_code, 143);
   EXPECT_TRUE(pids_.empty());
   EXPECT_FALSE(std::filesystem::exists(marker));
+  EXPECT_EQ(events_->events, std::vector<std::string>{"not-started 15 1"});
+  EXPECT_EQ(report_.signal, std::optional<int>(SIGTERM));
 }
 
 TEST_F(SupervisorTest, AllSucceedGivesZero) {
@@ -172,6 +230,38 @@ TEST_F(SupervisorTest, FailureStopsSiblingsAndPassesTheCodeThrough) {
   EXPECT_EQ(Run(), 7);
   EXPECT_LT(elapsed_seconds(), 4.0);  // Siblings honour SIGTERM: no grace wait (bound generous).
   for (pid_t pid : pids_) EXPECT_FALSE(ProcessAlive(pid));
+}
+
+// The supervisor decides and tells; observers say and record (ninja's Status). What the
+// console and the report are told comes in the order it happened.
+TEST_F(SupervisorTest, ObserversAreToldEachEventInOrder) {
+  AddRank("sleep 60");
+  AddRank("exit 7");
+  EXPECT_EQ(Run(), 7);
+  const std::vector<std::string>& events = events_->events;
+  ASSERT_GE(events.size(), 8u) << fmt::format("{}", fmt::join(events, " | "));
+  EXPECT_EQ(events[0], "starting 2");
+  EXPECT_EQ(events[1], "spawned 0");
+  EXPECT_EQ(events[2], "spawned 1");
+  EXPECT_EQ(events[3], "started 2");
+  EXPECT_LT(events_->IndexOf("exited 1 7"), events_->IndexOf("aborting 1"));
+  EXPECT_LT(events_->IndexOf("aborting 1"), events_->IndexOf("failed 1"));
+  EXPECT_LT(events_->IndexOf("failed 1"), events_->IndexOf("exited 0 143"));
+  EXPECT_EQ(events.back(), "ended 7 completed=false");
+  // The report's observer recorded both processes, the root cause and the exits.
+  ASSERT_EQ(report_.processes.size(), 2u);
+  EXPECT_EQ(report_.processes[0].pid, pids_.at(0));
+  EXPECT_EQ(report_.root_cause, 1u);
+  ASSERT_TRUE(report_.processes[1].status.has_value());
+  EXPECT_EQ(report_.processes[1].status->ShellCode(), 7);
+  EXPECT_GT(report_.processes[0].end_time, 0);
+}
+
+TEST_F(SupervisorTest, ASuccessfulRunIsToldCompleted) {
+  AddRank("exit 0");
+  EXPECT_EQ(Run(), 0);
+  EXPECT_EQ(events_->events.back(), "ended 0 completed=true");
+  EXPECT_FALSE(report_.root_cause.has_value());
 }
 
 TEST_F(SupervisorTest, SignalDeathGives128PlusSignal) {

@@ -1,9 +1,9 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "pdlaunch/base/exit_status.h"
@@ -16,6 +16,8 @@ class io_context;
 }  // namespace boost::asio
 
 namespace pdlaunch {
+
+class SupervisorStatus;  // process/supervisor_status.h
 
 /// A process to supervise, with the data needed to report on it.
 struct SupervisedProcess {
@@ -51,24 +53,10 @@ struct SupervisorOptions {
   /// line prefixed (EchoPrefix); `echo_host` non-empty puts the node's host in the prefix.
   std::optional<EchoChoice> echo;
   std::string echo_host;
-  int tail_lines = 20;  ///< Lines of a failed rank's log shown on failure.
-  /// Non-empty: today's launcher's console (docs/cli.md, "Console"), this node's pod name in its
-  /// lines: `Run Pod: ...`, `Watching Pod: ...`, `Pod completed`/`Pod failed`, `Container failed
-  /// !!!` with the last 3000 bytes of the log instead of `tail_lines`, `Terminating with signal
-  /// N`, `Exit with signal N`. Empty: the legacy launcher's.
-  std::string pod_name;
-  /// Today's console: `Container failed !!!` also shows the process's environment as a Python
-  /// dict (Paddle 3's FLAGS_print_launcher_env=true or 1, read by the run).
-  bool print_env_on_failure = false;
-  /// Says `Local processes completed.` (`Pod completed`) when every process exited 0; false for
-  /// a stage before the job's own processes (--auto_parallel_config's tuner stage).
-  bool say_completed = true;
-  /// Logged (INFO) once every primary process has exited 0 (PS: "all workers exit, going to
-  /// finish parameter server and heter_worker."). Empty: nothing.
-  std::string primaries_done_message;
-  /// (role, line) pairs logged (INFO) in this order at the end, after primaries_done_message was,
-  /// for each role that had processes here (PS: "all parameter server are killed").
-  std::vector<std::pair<std::string, std::string>> role_stopped_messages;
+  /// Told of everything the run does, as it happens (ninja's Status): the console and the run
+  /// report listen (process/console_status.h, process/report_status.h); the supervisor itself
+  /// prints and records nothing. Null: nobody is told.
+  std::shared_ptr<SupervisorStatus> status;
   /// Keep the non-primary processes running once the primaries are done (Supervision's
   /// hold_secondaries); `on_primaries_done` is told, and the caller ends the run through
   /// `stop_hook` when the whole job is done.
@@ -76,8 +64,6 @@ struct SupervisorOptions {
   std::function<void()> on_primaries_done;
   /// Called with each child's pid (= pgid) right after it is spawned.
   std::function<void(pid_t)> on_spawn;
-  /// Called once every process is started, with their pids in order.
-  std::function<void(const std::vector<pid_t>&)> on_started;
   /// Called once, for the first process seen failing (the root cause), right after its siblings
   /// were sent SIGTERM and before the ABORT line.
   std::function<void(const SupervisedProcess&, const ExitStatus&)> on_first_failure;
@@ -97,12 +83,6 @@ struct SupervisorOptions {
   std::function<void()>* stop_hook = nullptr;
   /// The <job_id>.gpu.log to write while the processes run (process/device_log.h); none: no log.
   std::optional<DeviceLogSettings> device_log;
-  /// Told, when the run ends, what the device log measured (for --report); may be empty.
-  std::function<void(const std::map<std::string, DeviceUsage>&)> on_device_usage;
-  /// A wait with no processes (an idle run): what it waits for, e.g. "the other nodes". A
-  /// signal that ends it is told as `stopped by SIGINT while waiting for <waiting_for>`, before
-  /// today's console's `Exit with signal N`. Empty: nothing is said.
-  std::string waiting_for;
 };
 
 /// How a supervised run ended.
@@ -121,20 +101,6 @@ struct SupervisorResult {
 /// exit code (see Supervision). Spawning errors throw; teardown of what was already started happens
 /// first.
 int RunSupervised(std::vector<SupervisedProcess> processes, const SupervisorOptions& options);
-
-/// Blocks, in the calling thread and for good, the signals the supervisor reads from signalfds:
-/// SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGTSTP, SIGCONT, and SIGIO (the console
-/// echo's dnotify). Main calls it first thing, so that every thread made later (Asio's
-/// resolver's) inherits the block, and a Ctrl-C before the first loop runs, or between two
-/// (the planning, the rendezvous's start), is not met by its default action (the launcher gone
-/// without its last lines, exit -2): it waits for the next loop, which reads it. Processes
-/// started get an empty mask. Idempotent.
-void BlockLauncherSignals() noexcept;
-
-/// A pending SIGINT, SIGTERM, SIGHUP or SIGQUIT (blocked, see above), taken without blocking; 0
-/// when none. For work done outside a loop that must stop when asked (the auto tuner's memory
-/// estimates, one tool call at a time).
-int TakeTerminationSignal() noexcept;
 
 /// Starts `spec`, a helper the launcher runs outside a loop (--elastic_pre_hook), and waits for
 /// it. A termination signal meanwhile (SIGINT, SIGTERM, SIGHUP, SIGQUIT: blocked, see above)
