@@ -26,6 +26,7 @@
 #include "pdlaunch/cli/echo_choice.h"
 #include "pdlaunch/cli/master_config.h"
 #include "pdlaunch/coord/elastic.h"
+#include "pdlaunch/plan/address_lookup.h"
 #include "pdlaunch/plan/cloud.h"
 #include "pdlaunch/plan/dry_run.h"
 #include "pdlaunch/plan/messages.h"

@@ -19,6 +19,7 @@
 #include "pdlaunch/coord/elastic.h"
 #include "pdlaunch/coord/elastic_policy.h"
 #include "pdlaunch/coord/kv_store.h"
+#include "pdlaunch/plan/address_lookup.h"
 #include "pdlaunch/plan/messages.h"
 #include "pdlaunch/plan/node.h"
 #include "pdlaunch/plan/ports.h"

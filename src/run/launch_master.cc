@@ -29,6 +29,7 @@
 #include "pdlaunch/coord/http_master.h"
 #include "pdlaunch/coord/job_ledger.h"
 #include "pdlaunch/coord/rendezvous.h"
+#include "pdlaunch/plan/address_lookup.h"
 #include "pdlaunch/plan/messages.h"
 #include "pdlaunch/plan/node.h"
 #include "pdlaunch/plan/trainer_env.h"

@@ -25,6 +25,7 @@
 #include "pdlaunch/cli/cli.h"
 #include "pdlaunch/cli/echo_choice.h"
 #include "pdlaunch/cli/options.h"
+#include "pdlaunch/plan/address_lookup.h"
 #include "pdlaunch/plan/messages.h"
 #include "pdlaunch/plan/numa.h"
 #include "pdlaunch/plan/ports.h"

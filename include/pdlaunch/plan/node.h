@@ -49,25 +49,11 @@ bool IsIpLiteral(const std::string& text);
 /// canonical form: "0:0::1" is "::1"), or nullopt. Shared by --ips and PADDLE_TRAINERS.
 std::optional<std::string> FirstRepeatedHost(const std::vector<std::string>& hosts);
 
-/// Forward resolution of `name` (getaddrinfo, no reverse lookup): its distinct numeric addresses,
-/// IPv4 ones first, each family in resolver order. Throws LaunchError
-/// "cannot resolve host name 'node-b' of --ips: <gai_strerror>" when it fails, `source` naming
-/// where the name came from (--ips, --servers/--workers, --master).
-std::vector<std::string> ResolveHostName(const std::string& name,
-                                         std::string_view source = "--ips");
-
 /// True if entry `node` of a node list names `address`: the same IP literal in canonical form
 /// ("0:0::1" is "::1"), the same string, or a host name that resolved (env.resolved) to it.
 bool NodeEntryNames(const std::string& node, const std::string& address, const NodeEnv& env);
 
-/// The local address this host would send from to reach `address` (a connected UDP socket's
-/// own address: a route lookup, no packet is sent); nullopt when there is no route.
-std::optional<std::string> SourceAddressFor(const std::string& address);
-
 /// True for a loopback address (127.0.0.0/8, ::1).
 bool IsLoopbackAddress(const std::string& address);
-
-/// IPv4 and IPv6 addresses of this host's interfaces (getifaddrs), loopback included.
-std::vector<std::string> LocalInterfaceAddresses();
 
 }  // namespace pdlaunch

@@ -1,4 +1,6 @@
 #pragma once
+// A job's ports. The rules are pure (plan/ports.cc); the allocator, the bind tests and the
+// search for a port's owner are effects on this host (plan/port_allocator.cc).
 
 #include <memory>
 #include <optional>
@@ -101,7 +103,10 @@ std::optional<int> FindPortOwner(int port);
 std::optional<PortOwner> FindPortOwnerProcess(int port);
 
 /// Socket inodes with local port `port` in the text of /proc/net/tcp or /proc/net/tcp6, LISTEN
-/// sockets first, inode 0 (TIME_WAIT) left out. Pure; exposed for tests.
+/// sockets first, inode 0 (TIME_WAIT) left out. Pure.
 std::vector<unsigned long> SocketInodesForPort(std::string_view proc_net_tcp, int port);
+
+/// True for 1..65535.
+bool IsPortNumber(long value);
 
 }  // namespace pdlaunch
