@@ -14,6 +14,7 @@
 #include "pdlaunch/plan/ports.h"
 #include "pdlaunch/plan/trainer_env.h"
 #include "pdlaunch/process/supervisor.h"
+#include "run/job_controls.h"
 #include "run/job_status.h"
 #include "run/launch_support.h"
 
@@ -64,10 +65,8 @@ int RunTunerStage(const LaunchOptions& options, const TrainingCommand& command, 
   ConsoleSettings console;
   console.say_completed = false;  // The job's processes have not started yet.
   supervisor.status = JobStatus(std::move(console));
-  auto hit = std::make_shared<bool>(false);
-  const std::unique_ptr<ExternalEvents> deadline =
-      MakeDeadline(kTunerStageSeconds, hit, "the auto-parallel tuner stage reached its deadline");
-  supervisor.external = deadline.get();
+  JobDeadline deadline(kTunerStageSeconds, "the auto-parallel tuner stage reached its deadline");
+  supervisor.external = &deadline;
   std::vector<SupervisedProcess> processes;
   processes.push_back(std::move(stage));
   const auto start = std::chrono::steady_clock::now();
@@ -75,7 +74,7 @@ int RunTunerStage(const LaunchOptions& options, const TrainingCommand& command, 
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (result.signal) return result.exit_code;
-  if (*hit) {
+  if (deadline.hit()) {
     PDLOG_ERROR("auto-parallel tuner stage stopped after {:.0f} s; the ranks are not started",
                 seconds);
     return 1;

@@ -336,8 +336,8 @@ namespace {
 
 // What the trials of one search share.
 struct Search {
-  Search(const LaunchOptions& o, const std::function<int(const LaunchOptions&)>& r,
-         const TunerExchange& e, const std::function<void()>& a)
+  Search(const LaunchOptions& o, const JobRunner& r, const TunerExchange& e,
+         const std::function<void()>& a)
       : options(o),
         run_job(r),
         exchange(e),
@@ -345,7 +345,7 @@ struct Search {
         several(e != nullptr),  // Given for a search of several nodes only.
         base(fs::path(*o.auto_tuner_json).parent_path()) {}
   const LaunchOptions& options;
-  const std::function<int(const LaunchOptions&)>& run_job;
+  const JobRunner& run_job;
   const TunerExchange& exchange;
   const std::function<void()>& announce;
   bool several = false;  // A search of several nodes: outcomes are exchanged.
@@ -442,10 +442,12 @@ TrialRun RunTrial(Search& search, const TunerConfig& config, const TrialConfig& 
   // A per-trial copy of a run_cmd file is named after the trial's directory (its last part).
   ApplyEdits(edits, fs::path(dir_name).filename().string(), trial.training_script_args,
              search.warned);
-  trial.trial_deadline = deadline;
-  trial.deadline_hit = std::make_shared<bool>(false);
-  trial.job_of_a_sequence = search.several;
-  trial.etcd_key_job = TrialKeyJob(search.options, job_name);
+  JobDeadline trial_deadline(deadline, "auto tuner: the trial reached its deadline",
+                             " (max_time_per_task)");
+  JobControls controls;
+  controls.deadline = &trial_deadline;
+  controls.one_of_a_sequence = search.several;
+  controls.etcd_key_job = TrialKeyJob(search.options, job_name);
   if (cfg.trial_gpus) OneReplicaDevices(search, cfg, trial);
   // dp_estimation across nodes: a replica of k nodes is a job of the first k (AgreeOnPlan's
   // order, the same on every node); the others wait for its outcome.
@@ -473,7 +475,7 @@ TrialRun RunTrial(Search& search, const TunerConfig& config, const TrialConfig& 
     bypass.emplace("FLAGS_shard_bypass_dygraph_optimizer",
                    config.estimated_num_gpus && cfg.sharding_degree == 1 ? "1" : "0");
   }
-  int code = 0;
+  RunResult result;
   if (takes_part) {
     // A trial's own console (its ranks' output; the launcher's lines about it, an expected
     // out-of-memory trial's ABORT!!! among them) goes to its directory, the search's console
@@ -486,7 +488,7 @@ TrialRun RunTrial(Search& search, const TunerConfig& config, const TrialConfig& 
       fs::create_directories(trial.log_dir, ec);
       to_file.emplace((fs::path(trial.log_dir) / kTrialConsoleLog).string());
     }
-    code = search.run_job(trial);
+    result = search.run_job(trial, controls);
     // A trial's failure is its outcome (the history, the trial's line), not the search's root
     // cause: --report's root_cause is the best run's, or null.
     TheRunReport().root_cause.reset();
@@ -498,9 +500,9 @@ TrialRun RunTrial(Search& search, const TunerConfig& config, const TrialConfig& 
   run.outcome.cfg = cfg;
   run.outcome.job_id = job_id;
   NodeOutcome here;
-  here.exit_code = code;
+  here.exit_code = result.exit_code;
   here.exec_time = std::chrono::duration<double>(Clock::now() - t0).count();
-  here.timed_out = *trial.deadline_hit;
+  here.timed_out = result.deadline_hit;
   here.search_seconds = std::chrono::duration<double>(Clock::now() - search.search_start).count();
   here.skipped = !takes_part;
   if (takes_part) ReadTrialLogs(trial.log_dir, config, here);
@@ -513,7 +515,7 @@ TrialRun RunTrial(Search& search, const TunerConfig& config, const TrialConfig& 
     ClassifyOutcome(here, run.outcome);
     ConvertOutcome(run.outcome, config, here.step_time);
     run.end = TrialRun::End::kInterrupted;
-    run.code = code;
+    run.code = result.exit_code;
     return run;
   }
   if (search.several && TheRunReport().stopped_node) {
@@ -525,7 +527,7 @@ TrialRun RunTrial(Search& search, const TunerConfig& config, const TrialConfig& 
     ClassifyOutcome(here, run.outcome);
     ConvertOutcome(run.outcome, config, here.step_time);
     run.end = TrialRun::End::kInterrupted;
-    run.code = code != 0 ? code : 1;
+    run.code = result.exit_code != 0 ? result.exit_code : 1;
     return run;
   }
   if (search.several) {
@@ -730,8 +732,7 @@ std::optional<long> SearchGlobalBatchSize(Search& search, const TunerConfig& tun
 
 }  // namespace
 
-int RunAutoTuner(const LaunchOptions& options,
-                 const std::function<int(const LaunchOptions&)>& run_job,
+int RunAutoTuner(const LaunchOptions& options, const JobRunner& run_job,
                  const TunerExchange& exchange, const std::function<void()>& announce) {
   const std::string json_path = *options.auto_tuner_json;
   Search search(options, run_job, exchange, announce);
@@ -955,14 +956,15 @@ int RunAutoTuner(const LaunchOptions& options,
   run.auto_tuner_json.reset();
   run.job_id = "best_cfg";
   run.log_dir = config.best_cfg_dir;
-  run.job_of_a_sequence = several;
-  run.etcd_key_job = TrialKeyJob(options, "best_cfg");
+  JobControls controls;
+  controls.one_of_a_sequence = several;
+  controls.etcd_key_job = TrialKeyJob(options, "best_cfg");
   std::vector<FileEdit> edits;
   run.training_script_args =
       TrialArguments(options.training_script_args, winner.cfg, config, true, edits);
   ApplyEdits(edits, "best_cfg", run.training_script_args, search.warned);
   const size_t processes_before = TheRunReport().processes.size();
-  const int code = run_job(run);
+  const int code = run_job(run, controls).exit_code;
   MarkProcessesOfJob(processes_before, *run.job_id);
   if (several) exchange("", "", false, "", 0);  // The best was a job of every node: all are past.
   return code;

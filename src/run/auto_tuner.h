@@ -7,6 +7,7 @@
 #include <string>
 
 #include "pdlaunch/cli/options.h"
+#include "run/job_controls.h"
 #include "run/launch_support.h"
 
 namespace pdlaunch::internal {
@@ -27,19 +28,19 @@ using TunerExchange =
                                  const std::string& trial, double wait)>;
 
 /// The etcd key name of the search's job `job_name` (auto_tuner_<n>, gbs_tuner_<n>, best_cfg):
-/// `<--job_id, else default>:<job_name>` (LaunchOptions::etcd_key_job). No job id holds a ':'
+/// `<--job_id, else default>:<job_name>` (JobControls::etcd_key_job). No job id holds a ':'
 /// (--job_id takes letters, digits, '-', '_' and '.'): a user's job is never a trial's.
 std::string TrialKeyJob(const LaunchOptions& options, const std::string& job_name);
 
 /// Runs the search of options.auto_tuner_json; `run_job` runs one job (a trial, or the best) as
-/// `launch` would with those options and returns its exit code; `exchange` is given for a job of
+/// `launch` would with those options, under the search's controls (a trial's deadline, its etcd
+/// keys, one job of a sequence), and says how it ended; `exchange` is given for a job of
 /// several nodes (--nnodes > 1 through an HTTP master or etcd), null otherwise. Returns the
 /// launcher's exit code: the best run's, 0 when run_best is false and a best was found, 1 when no
 /// trial gave a metric, 130/143 when interrupted (the history is written; the same command
 /// resumes). `announce` writes the configuration dump and the lines held until then (once;
 /// idempotent): called before a trial's console goes to its directory.
-int RunAutoTuner(const LaunchOptions& options,
-                 const std::function<int(const LaunchOptions&)>& run_job,
+int RunAutoTuner(const LaunchOptions& options, const JobRunner& run_job,
                  const TunerExchange& exchange, const std::function<void()>& announce);
 
 /// --dry_run with --auto_tuner_json: the ordered layouts as JSON on stdout, each with the static

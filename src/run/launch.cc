@@ -38,8 +38,8 @@
 #include "pdlaunch/plan/trainer_env.h"
 #include "pdlaunch/plan/training_command.h"
 #include "pdlaunch/process/device_probe.h"
-#include "pdlaunch/process/pod_console.h"
 #include "pdlaunch/process/launcher_signals.h"
+#include "pdlaunch/process/pod_console.h"
 #include "pdlaunch/process/process.h"
 #include "pdlaunch/process/run_recorder.h"
 #include "pdlaunch/process/supervisor.h"
@@ -47,8 +47,8 @@
 #include "run/auto_parallel.h"
 #include "run/auto_tuner.h"
 #include "run/collective_plan.h"
-#include "run/launch_support.h"
 #include "run/job_status.h"
+#include "run/launch_support.h"
 
 namespace pdlaunch {
 namespace fs = std::filesystem;
@@ -497,7 +497,8 @@ int RunDryRun(JobDecision decision) {
 // `announce` prints the configuration dump: called once the job's usage checks have passed
 // (the cluster, the PS plan, the start port, PaddleCloud's variables), before anything starts,
 // so that a usage error stays one line on stderr and nothing on stdout (docs/cli.md).
-int RunDecided(JobDecision decision, const EnvMap& env, const std::function<void()>& announce) {
+int RunDecided(JobDecision decision, const EnvMap& env, const std::function<void()>& announce,
+               const internal::JobControls& controls = {}) {
   if (decision.slurm) ApplySlurmStep(decision.options, *decision.slurm);
   const LaunchOptions& options = decision.options;
   const LaunchPath& path = decision.path;
@@ -528,13 +529,13 @@ int RunDecided(JobDecision decision, const EnvMap& env, const std::function<void
     MasterSettings settings = *path.master;
     if (!settings.ips.empty()) PlaceThisNode(options, settings, /*say=*/true);
     announce();
-    return internal::RunMaster(options, settings, command, ps_counts, rpc);
+    return internal::RunMaster(options, settings, command, ps_counts, rpc, controls);
   }
   if (decision.meeting && mode == JobMode::kCollective) {
     MasterSettings settings = *decision.meeting;
     PlaceThisNode(options, settings, /*say=*/false);
     announce();
-    return internal::RunMaster(options, settings, command, false, false);
+    return internal::RunMaster(options, settings, command, false, false, controls);
   }
   if (mode != JobMode::kCollective) return internal::RunPs(options, mode, command, announce);
   const ElasticDecision& elastic = decision.elastic;
@@ -542,7 +543,7 @@ int RunDecided(JobDecision decision, const EnvMap& env, const std::function<void
   LogElasticDecision(decision);  // Held until the dump is out.
   if (elastic.config) {
     announce();
-    return internal::RunElastic(options, *elastic.config, command);
+    return internal::RunElastic(options, *elastic.config, command, controls);
   }
   CollectivePlan plan = PlanCollective(options, env);
   announce();
@@ -590,9 +591,22 @@ int RunDecided(JobDecision decision, const EnvMap& env, const std::function<void
   supervisor.remove_if_killed = {gloo_dir.path()};
   supervisor.device_log = internal::DeviceLogOf(options, cluster, options.log_dir);
   internal::ApplyNumaBinding(options, cluster, processes);
-  const std::unique_ptr<ExternalEvents> deadline = internal::MakeTrialDeadline(options);
-  supervisor.external = deadline.get();
+  if (controls.deadline) {
+    controls.deadline->Arm();
+    supervisor.external = controls.deadline;
+  }
   return RunSupervised(std::move(processes), supervisor);
+}
+
+// One job as a caller that runs several sees it (the auto tuner): run as `launch` would, under
+// `controls`, and told how it ended.
+internal::RunResult RunJob(JobDecision decision, const EnvMap& env,
+                           const std::function<void()>& announce,
+                           const internal::JobControls& controls) {
+  internal::RunResult result;
+  result.exit_code = RunDecided(std::move(decision), env, announce, controls);
+  result.deadline_hit = controls.deadline != nullptr && controls.deadline->hit();
+  return result;
 }
 
 int Run(const LaunchOptions& options) {
@@ -871,10 +885,10 @@ int Main(int argc, char** argv) {
     const int code = options.auto_tuner_json
                          ? internal::RunAutoTuner(
                                options,
-                               [&](LaunchOptions trial) {
+                               [&](LaunchOptions trial, const internal::JobControls& controls) {
                                  // With --ips, the --master is the tuner's, not the trial's.
                                  if (tuner.ips_search) trial.master.reset();
-                                 return RunDecided(Decide(trial, env), env, announce);
+                                 return RunJob(Decide(trial, env), env, announce, controls);
                                },
                                tuner.exchange, announce)
                          : RunDecided(std::move(decision), env, announce);

@@ -27,8 +27,8 @@
 #include "pdlaunch/process/process.h"
 #include "pdlaunch/process/run_recorder.h"
 #include "pdlaunch/process/supervisor.h"
-#include "run/launch_support.h"
 #include "run/job_status.h"
+#include "run/launch_support.h"
 
 namespace pdlaunch::internal {
 namespace {
@@ -69,14 +69,15 @@ std::string ThisHost(const LaunchOptions& options) {
 class ElasticNodeAgent : public ExternalEvents {
  public:
   ElasticNodeAgent(const LaunchOptions& options, const ElasticConfig& config,
-                   const TrainingCommand& command)
+                   const TrainingCommand& command, const JobControls& controls)
       : options_(options),
         config_(config),
         command_(command),
-        keys_(options.etcd_key_job.value_or(config.job_id)),
+        keys_(controls.etcd_key_job.value_or(config.job_id)),
         pod_(NewPodName()),
         id_(NewNodeId(pod_)),
-        store_(MakeEtcdStore(config.server, kRequestTimeout)) {}
+        store_(MakeEtcdStore(config.server, kRequestTimeout)),
+        deadline_(controls.deadline) {}
 
   int Run();
   int RunGenerations();
@@ -140,8 +141,9 @@ class ElasticNodeAgent : public ExternalEvents {
   std::optional<WorldRecord> running_;
   std::optional<std::string> stop_reason_;
   std::optional<ElasticStep> next_;
-  // The auto tuner's trial deadline (max_time_per_task), while the ranks run; fired once.
-  std::unique_ptr<ExternalEvents> deadline_;
+  // JobControls::deadline (the tuner's max_time_per_task): null, or armed as each generation's
+  // ranks start; it fires once.
+  JobDeadline* deadline_;
   bool deadline_fired_ = false;
   fs::path log_dir_;
   bool first_launch_ = true;
@@ -470,9 +472,8 @@ int ElasticNodeAgent::RunWorld(const WorldRecord& world) {
       PublishFailure(p, s);
     };
   }
-  deadline_ = MakeTrialDeadline(options_);
+  if (deadline_) deadline_->Arm();
   const SupervisorResult result = Supervise(std::move(processes), loop);
-  deadline_.reset();
   running_.reset();
   ran_generation_ = world.generation;
   if (result.signal) return result.exit_code;
@@ -583,8 +584,8 @@ int ElasticNodeAgent::RunGenerations() {
 }  // namespace
 
 int RunElastic(const LaunchOptions& options, const ElasticConfig& config,
-               const TrainingCommand& command) {
-  ElasticNodeAgent agent(options, config, command);
+               const TrainingCommand& command, const JobControls& controls) {
+  ElasticNodeAgent agent(options, config, command, controls);
   try {
     return agent.Run();
   } catch (...) {

@@ -35,8 +35,8 @@
 #include "pdlaunch/plan/trainer_env.h"
 #include "pdlaunch/process/run_recorder.h"
 #include "pdlaunch/process/supervisor.h"
-#include "run/launch_support.h"
 #include "run/job_status.h"
+#include "run/launch_support.h"
 #include "run/master_jobs.h"
 
 namespace pdlaunch::internal {
@@ -117,8 +117,9 @@ std::string PeerName(const std::string& key, const std::string& value) {
 class MasterNode {
  public:
   MasterNode(const LaunchOptions& options, const MasterSettings& settings,
-             std::unique_ptr<MasterJob> job, std::string mode)
+             std::unique_ptr<MasterJob> job, std::string mode, JobDeadline* deadline = nullptr)
       : options_(options),
+        deadline_(deadline),
         settings_(settings),
         job_(std::move(job)),
         keys_(settings.job_id),
@@ -190,6 +191,7 @@ class MasterNode {
   std::string MasterText() const { return Endpoint{settings_.master_host, port_}.ToString(); }
 
   const LaunchOptions& options_;
+  JobDeadline* deadline_;  // JobControls::deadline: null, or armed as the processes start.
   MasterSettings settings_;
   std::unique_ptr<MasterJob> job_;
   MasterKeys keys_;
@@ -1364,8 +1366,10 @@ int MasterNode::RunRanks() {
   supervisor.io = &loop_.get();
   supervisor.stop_hook = &stop_;
   supervisor.grace_seconds = options_.grace;
-  const std::unique_ptr<ExternalEvents> deadline = MakeTrialDeadline(options_);
-  supervisor.external = deadline.get();
+  if (deadline_) {
+    deadline_->Arm();
+    supervisor.external = deadline_;
+  }
   supervisor.on_first_failure = [this](const SupervisedProcess& p, const ExitStatus& status) {
     if (failure_) return;  // Stopping for another node's failure: ours are consequences.
     failure_ = JobFailure{
@@ -1504,19 +1508,21 @@ int MasterNode::Finish(int code) {
 }  // namespace
 
 int RunMaster(const LaunchOptions& options, MasterSettings settings, const TrainingCommand& command,
-              bool ps, bool rpc) {
+              bool ps, bool rpc, const JobControls& controls) {
   const MasterJobKind kind = ps    ? MasterJobKind::kPs
                              : rpc ? MasterJobKind::kRpc
                                    : MasterJobKind::kCollective;
-  settings.sequential = settings.sequential || options.job_of_a_sequence;
+  settings.sequential = settings.sequential || controls.one_of_a_sequence;
   if (settings.legacy_ips) {
-    MasterNode node(options, settings, MakeLegacyIpsJob(options, command), "legacy-collective");
+    MasterNode node(options, settings, MakeLegacyIpsJob(options, command), "legacy-collective",
+                    controls.deadline);
     return node.Run();
   }
   MasterNode node(options, settings, MakeMasterJob(kind, options, command),
                   ps    ? "ps"
                   : rpc ? "rpc"
-                        : "collective");
+                        : "collective",
+                  controls.deadline);
   return node.Run();
 }
 

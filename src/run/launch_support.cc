@@ -37,53 +37,6 @@ extern char** environ;
 
 namespace pdlaunch::internal {
 
-namespace {
-
-/// The auto tuner's per-trial deadline (max_time_per_task): stops the job when it passes, as a
-/// SIGTERM to every group with the usual grace, and says so.
-class TrialDeadline : public ExternalEvents {
- public:
-  TrialDeadline(double seconds, std::shared_ptr<bool> hit, std::string what, std::string note)
-      : what_(std::move(what)),
-        note_(std::move(note)),
-        seconds_(seconds),
-        end_(std::chrono::steady_clock::now() +
-             std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                 std::chrono::duration<double>(seconds))),
-        hit_(std::move(hit)) {}
-  int fd() override { return -1; }
-  bool OnReadable() override { return false; }
-  double tick_seconds() const override { return std::min(1.0, std::max(0.05, seconds_ / 10)); }
-  bool OnTick() override {
-    if (std::chrono::steady_clock::now() < end_ || fired_) return false;
-    fired_ = true;
-    if (hit_) *hit_ = true;
-    PDLOG_WARN("{} of {} s{}; stopping it", what_, seconds_, note_);
-    return true;
-  }
-
- private:
-  std::string what_;
-  std::string note_;
-  double seconds_;
-  std::chrono::steady_clock::time_point end_;
-  std::shared_ptr<bool> hit_;
-  bool fired_ = false;
-};
-
-}  // namespace
-
-std::unique_ptr<ExternalEvents> MakeTrialDeadline(const LaunchOptions& options) {
-  if (!options.trial_deadline) return nullptr;
-  return MakeDeadline(*options.trial_deadline, options.deadline_hit,
-                      "auto tuner: the trial reached its deadline", " (max_time_per_task)");
-}
-
-std::unique_ptr<ExternalEvents> MakeDeadline(double seconds, std::shared_ptr<bool> hit,
-                                             std::string what, std::string note) {
-  return std::make_unique<TrialDeadline>(seconds, std::move(hit), std::move(what), std::move(note));
-}
-
 namespace fs = std::filesystem;
 
 EnvMap EnvironmentMap() {

@@ -28,6 +28,7 @@
 #include "pdlaunch/process/console_status.h"
 #include "pdlaunch/process/device_log.h"
 #include "pdlaunch/process/supervisor.h"
+#include "run/job_controls.h"
 
 namespace pdlaunch::internal {
 
@@ -195,20 +196,10 @@ void WritePodLog(const std::filesystem::path& path, const std::string& topology,
 void WriteEndpointsFile(const std::filesystem::path& log_dir, const std::string& job_id,
                         const std::string& pod, const std::vector<Endpoint>& world, bool truncate);
 
-/// The auto tuner's per-trial deadline (options.trial_deadline, max_time_per_task) as the
-/// supervisor's external events: when it passes, the job is stopped as by a stop request and
-/// *options.deadline_hit says so. Null without a deadline.
-std::unique_ptr<ExternalEvents> MakeTrialDeadline(const LaunchOptions& options);
-
-/// A deadline as the supervisor's external events: `seconds` after now the run is stopped as by
-/// a stop request, *hit says so, and "<what> of <seconds> s<note>; stopping it" is logged.
-std::unique_ptr<ExternalEvents> MakeDeadline(double seconds, std::shared_ptr<bool> hit,
-                                             std::string what, std::string note = "");
-
 /// Runs this node of a master-rendezvous job (launch_master.cc, docs/master.md); returns the
 /// launcher's exit code.
 int RunMaster(const LaunchOptions& options, MasterSettings settings, const TrainingCommand& command,
-              bool ps, bool rpc);
+              bool ps, bool rpc, const JobControls& controls = {});
 
 /// What every node of a master-rendezvous job published: its exit code (0, or a failed
 /// rendezvous's, 128 + n for a signal) and, on 0, every node's value in the world's order.
@@ -264,6 +255,6 @@ void CheckFixedPortsFree(const PsPlan& plan);
 /// Runs this node of an elastic collective job (launch_elastic.cc, docs/elastic.md); returns the
 /// launcher's exit code: 0 completed, 101 or 3 failed for good, 128+signal.
 int RunElastic(const LaunchOptions& options, const ElasticConfig& config,
-               const TrainingCommand& command);
+               const TrainingCommand& command, const JobControls& controls = {});
 
 }  // namespace pdlaunch::internal

@@ -1,7 +1,6 @@
 #pragma once
 
 #include <map>
-#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -66,18 +65,6 @@ struct LaunchOptions {
   /// --auto_parallel_config: the static auto-parallel engine's file (run/auto_parallel.h).
   std::optional<std::string> auto_parallel_config;
   std::optional<std::string> auto_tuner_json;  ///< The auto tuner's file (docs/auto-tuner.md).
-  /// Set by the auto tuner for its trials (no flag): the job is stopped after this many seconds
-  /// (max_time_per_task), and *deadline_hit says so afterwards.
-  std::optional<double> trial_deadline;
-  std::shared_ptr<bool> deadline_hit;
-  /// Set by the auto tuner for its jobs across nodes (no flag): one of a sequence of jobs on one
-  /// master address, so that a master still serving the previous one is waited for, not an error.
-  bool job_of_a_sequence = false;
-  /// Set by the auto tuner for its jobs (no flag): the name under which a job through etcd keeps
-  /// its keys (/paddle/<name>/) in place of its job id: `<--job_id>:auto_tuner_<n>`, so that two
-  /// searches on one etcd never share a trial's keys, and no job of a user's is a trial (a job id
-  /// holds no ':').
-  std::optional<std::string> etcd_key_job;
 
   // pdlaunch's own additions.
   std::optional<int> start_port;  ///< First fixed port; beats FLAGS_START_PORT, PADDLE_START_PORT.
