@@ -1,6 +1,7 @@
 # The layers of src/ and the one direction of their includes (docs/design.md, "Where things are").
 # Each folder of src/ (with its headers in include/pdlaunch/<folder>/) may include only the folders
-# listed for it: process, coord and tuner are siblings, none sees the others.
+# listed for it: process and coord are siblings, neither sees the other; tuner sits above both
+# (its driver runs jobs through the JobRunner run/ gives it) and below run.
 #
 # Run by every build (the check_layers target, which the first library depends on) and by hand:
 #   cmake -P cmake/CheckLayers.cmake
@@ -19,7 +20,7 @@ set(PDLAUNCH_LAYER_cli_MAY base cli)
 set(PDLAUNCH_LAYER_plan_MAY base cli plan)
 set(PDLAUNCH_LAYER_process_MAY base cli plan process)
 set(PDLAUNCH_LAYER_coord_MAY base cli plan coord)
-set(PDLAUNCH_LAYER_tuner_MAY base cli plan tuner)
+set(PDLAUNCH_LAYER_tuner_MAY base cli plan process coord tuner)
 set(PDLAUNCH_LAYER_run_MAY base cli plan process coord tuner run)
 
 function(pdlaunch_check_layers root)

@@ -13,8 +13,8 @@
 #include "pdlaunch/base/logging.h"
 #include "pdlaunch/plan/ports.h"
 #include "pdlaunch/plan/trainer_env.h"
+#include "pdlaunch/process/job_controls.h"
 #include "pdlaunch/process/supervisor.h"
-#include "run/job_controls.h"
 #include "run/job_status.h"
 #include "run/launch_support.h"
 

@@ -44,8 +44,8 @@
 #include "pdlaunch/process/run_recorder.h"
 #include "pdlaunch/process/supervisor.h"
 #include "pdlaunch/process/watchdog.h"
+#include "pdlaunch/tuner/driver.h"
 #include "run/auto_parallel.h"
-#include "run/auto_tuner.h"
 #include "run/collective_plan.h"
 #include "run/job_status.h"
 #include "run/launch_support.h"
@@ -62,7 +62,6 @@ using internal::CollectivePlan;
 using internal::DecidePs;
 using internal::EnvironmentMap;
 using internal::GatherNodeEnv;
-using internal::GetEnv;
 using internal::GivenStartPort;
 using internal::LocalPorts;
 using internal::LogDevicePlan;
@@ -498,7 +497,7 @@ int RunDryRun(JobDecision decision) {
 // (the cluster, the PS plan, the start port, PaddleCloud's variables), before anything starts,
 // so that a usage error stays one line on stderr and nothing on stdout (docs/cli.md).
 int RunDecided(JobDecision decision, const EnvMap& env, const std::function<void()>& announce,
-               const internal::JobControls& controls = {}) {
+               const JobControls& controls = {}) {
   if (decision.slurm) ApplySlurmStep(decision.options, *decision.slurm);
   const LaunchOptions& options = decision.options;
   const LaunchPath& path = decision.path;
@@ -600,10 +599,9 @@ int RunDecided(JobDecision decision, const EnvMap& env, const std::function<void
 
 // One job as a caller that runs several sees it (the auto tuner): run as `launch` would, under
 // `controls`, and told how it ended.
-internal::RunResult RunJob(JobDecision decision, const EnvMap& env,
-                           const std::function<void()>& announce,
-                           const internal::JobControls& controls) {
-  internal::RunResult result;
+RunResult RunJob(JobDecision decision, const EnvMap& env, const std::function<void()>& announce,
+                 const JobControls& controls) {
+  RunResult result;
   result.exit_code = RunDecided(std::move(decision), env, announce, controls);
   result.deadline_hit = controls.deadline != nullptr && controls.deadline->hit();
   return result;
@@ -682,7 +680,7 @@ std::string HostName() {
 // multi-node --ips, each trial is an --ips job of the list and the --master is the search's
 // own (`ips_search`).
 struct TunerWiring {
-  internal::TunerExchange exchange;
+  TunerExchange exchange;
   bool ips_search = false;
 };
 
@@ -717,7 +715,7 @@ TunerWiring WireTuner(const LaunchOptions& options, const JobDecision& decision,
     wiring.exchange = [&options, settings = *agreement](const std::string& job_id,
                                                         const std::string& value, bool first,
                                                         const std::string& /*trial*/, double wait) {
-      if (job_id.empty()) return internal::ExchangeResult{};  // Jobs of a master hold nothing.
+      if (job_id.empty()) return ExchangeResult{};  // Jobs of a master hold nothing.
       LaunchOptions at = options;
       at.auto_tuner_json.reset();
       at.report.reset();
@@ -764,12 +762,11 @@ TunerWiring WireTuner(const LaunchOptions& options, const JobDecision& decision,
       // The plan waits for the nodes to start, as a rendezvous does; an outcome, for nodes
       // that ended the same trial: a node's departure ends it on the others within its TTL.
       if (job_id.empty()) return call("", "", 0);
-      internal::ExchangeResult result =
-          call(job_id, value, std::max(first ? rendezvous : outcome, wait));
+      ExchangeResult result = call(job_id, value, std::max(first ? rendezvous : outcome, wait));
       if (result.code == 0 && !trial_job.empty()) {
         // Every node is past the trial's job: its keys go (a failed etcd job keeps its
         // failure record for nodes that come late; none of a trial's does).
-        const ElasticKeys trial(internal::TrialKeyJob(options, trial_job));
+        const ElasticKeys trial(TrialKeyJob(options, trial_job));
         try {
           store->DeletePrefix(trial.prefix());
           store->Delete(trial.status());
@@ -781,7 +778,7 @@ TunerWiring WireTuner(const LaunchOptions& options, const JobDecision& decision,
     };
   }
   if (!wiring.exchange && several_nodes) {
-    throw UsageError(internal::kTunerNeedsAMaster);
+    throw UsageError(kTunerNeedsAMaster);
   }
   return wiring;
 }
@@ -837,7 +834,9 @@ int Main(int argc, char** argv) {
     options.program = argv[0];
     options.command_line.assign(argv + 1, argv + argc);
     JobDecision decision = Decide(options, env);  // Usage errors: one line, nothing else.
-    if (options.auto_tuner_json && options.dry_run) return internal::PrintAutoTunerPlan(options);
+    if (options.auto_tuner_json && options.dry_run)
+      return PrintAutoTunerPlan(options,
+                                [&options] { return internal::ResolveCollectiveDevices(options); });
     if (options.dry_run) return RunDryRun(decision);  // No dump, no log dir, no report.
     if (options.report) {
       // A report that cannot be written is said now, before anything starts: set-up error.
@@ -882,16 +881,17 @@ int Main(int argc, char** argv) {
     }
     const TunerWiring tuner =
         options.auto_tuner_json ? WireTuner(options, decision, env) : TunerWiring{};
-    const int code = options.auto_tuner_json
-                         ? internal::RunAutoTuner(
-                               options,
-                               [&](LaunchOptions trial, const internal::JobControls& controls) {
-                                 // With --ips, the --master is the tuner's, not the trial's.
-                                 if (tuner.ips_search) trial.master.reset();
-                                 return RunJob(Decide(trial, env), env, announce, controls);
-                               },
-                               tuner.exchange, announce)
-                         : RunDecided(std::move(decision), env, announce);
+    const int code =
+        options.auto_tuner_json
+            ? RunAutoTuner(
+                  options, [&options] { return internal::ResolveCollectiveDevices(options); },
+                  [&](LaunchOptions trial, const JobControls& controls) {
+                    // With --ips, the --master is the tuner's, not the trial's.
+                    if (tuner.ips_search) trial.master.reset();
+                    return RunJob(Decide(trial, env), env, announce, controls);
+                  },
+                  tuner.exchange, announce)
+            : RunDecided(std::move(decision), env, announce);
     ReleaseHeldLines();
     // Paddle's finalize line, once a pod was deployed (not after a failed rendezvous).
     // A run ended by a signal ends with "Exit with signal N" instead, as Paddle's.

@@ -51,12 +51,6 @@ EnvMap EnvironmentMap() {
   return env;
 }
 
-std::optional<std::string> GetEnv(const char* name) {
-  const char* value = ::getenv(name);
-  if (value == nullptr || *value == '\0') return std::nullopt;
-  return std::string(value);
-}
-
 std::string NewPodName() {
   std::mt19937 random(static_cast<std::mt19937::result_type>(RandomSeed()));
   std::uniform_int_distribution<int> letter('a', 'z');

@@ -12,11 +12,13 @@
 #include <string_view>
 #include <vector>
 
+#include "pdlaunch/base/environment.h"
 #include "pdlaunch/cli/master_config.h"
 #include "pdlaunch/cli/options.h"
 #include "pdlaunch/coord/elastic.h"
 #include "pdlaunch/coord/job_token.h"
 #include "pdlaunch/coord/kv_store.h"
+#include "pdlaunch/coord/node_exchange.h"
 #include "pdlaunch/plan/cloud.h"
 #include "pdlaunch/plan/devices.h"
 #include "pdlaunch/plan/node.h"
@@ -27,13 +29,10 @@
 #include "pdlaunch/plan/training_command.h"
 #include "pdlaunch/process/console_status.h"
 #include "pdlaunch/process/device_log.h"
+#include "pdlaunch/process/job_controls.h"
 #include "pdlaunch/process/supervisor.h"
-#include "run/job_controls.h"
 
 namespace pdlaunch::internal {
-
-/// The value of environment variable `name`; nullopt when unset or empty.
-std::optional<std::string> GetEnv(const char* name);
 
 /// The job token (docs/master.md, "Exposure"): read from PDLAUNCH_JOB_TOKEN at the first call
 /// and removed from this process's environment, so that no child (a rank, a probe, a hook)
@@ -200,13 +199,6 @@ void WriteEndpointsFile(const std::filesystem::path& log_dir, const std::string&
 /// launcher's exit code.
 int RunMaster(const LaunchOptions& options, MasterSettings settings, const TrainingCommand& command,
               bool ps, bool rpc, const JobControls& controls = {});
-
-/// What every node of a master-rendezvous job published: its exit code (0, or a failed
-/// rendezvous's, 128 + n for a signal) and, on 0, every node's value in the world's order.
-struct ExchangeResult {
-  int code = 0;
-  std::vector<std::string> values;
-};
 
 /// A job without processes through the master of `settings` (job id `job_id`): this node
 /// publishes `value` and gets every node's, within `timeout` seconds (the auto tuner's

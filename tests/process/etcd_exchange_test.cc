@@ -89,7 +89,7 @@ TEST_F(EtcdExchangeTest, AllNodesThereGivesTheirValuesInKeyOrderAndASessionAfter
   const std::string plan = ExchangePrefix("job", "", "auto_tuner_plan");
   std::thread peer = Peer(plan, "zzzz", "peer's plan", 2);  // The other node.
   auto exchange = Node(2);
-  internal::ExchangeResult result = exchange("auto_tuner_plan", "my plan", 5);
+  ExchangeResult result = exchange("auto_tuner_plan", "my plan", 5);
   peer.join();
   ASSERT_EQ(result.code, 0);
   // This node's id is 16 hex digits: before "zzzz".
@@ -110,7 +110,7 @@ TEST_F(EtcdExchangeTest, AllNodesThereGivesTheirValuesInKeyOrderAndASessionAfter
 TEST_F(EtcdExchangeTest, ANodeThatNeverComesEndsTheWaitAtItsDeadlineAndItsKeyGoes) {
   auto exchange = Node(2);
   const auto start = std::chrono::steady_clock::now();
-  const internal::ExchangeResult result = exchange("auto_tuner_plan", "my plan", 0.6);
+  const ExchangeResult result = exchange("auto_tuner_plan", "my plan", 0.6);
   const double took =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_EQ(result.code, 1);
@@ -137,7 +137,7 @@ TEST_F(EtcdExchangeTest, AKeyOfAnEarlierSearchIsWaitedOutNotTakenForANode) {
     Peer(plan, "zzzz", "peer's plan", 2).join();
   });
   auto exchange = Node(2);
-  const internal::ExchangeResult result = exchange("auto_tuner_plan", "my plan", 10);
+  const ExchangeResult result = exchange("auto_tuner_plan", "my plan", 10);
   later.join();
   peer.join();
   ASSERT_EQ(result.code, 0);
@@ -169,7 +169,7 @@ TEST_F(EtcdExchangeTest, AnExchangesKeyGoesWhenTheNextIsOver) {
 TEST_F(EtcdExchangeTest, ATerminationSignalEndsTheWait) {
   auto exchange = Node(2);
   ::raise(SIGTERM);  // Pending (blocked, as Main blocks it): the wait's loop takes it.
-  const internal::ExchangeResult result = exchange("auto_tuner_plan", "my plan", 30);
+  const ExchangeResult result = exchange("auto_tuner_plan", "my plan", 30);
   EXPECT_EQ(result.code, 143);
   EXPECT_TRUE(Keys("/pdlaunch/").empty());
 }
@@ -177,7 +177,7 @@ TEST_F(EtcdExchangeTest, ATerminationSignalEndsTheWait) {
 TEST_F(EtcdExchangeTest, AnUnavailableStoreIsTriedAgainUntilTheDeadline) {
   store_.SetAvailable(false);
   auto exchange = Node(1);
-  const internal::ExchangeResult result = exchange("auto_tuner_plan", "my plan", 0.6);
+  const ExchangeResult result = exchange("auto_tuner_plan", "my plan", 0.6);
   EXPECT_EQ(result.code, 1);
   // Unreachable past its own limit: the wait ends then, whatever the exchange's deadline.
   auto patient = MakeStoreExchange(std::make_unique<Client>(&store_), "job", 1,
@@ -187,7 +187,7 @@ TEST_F(EtcdExchangeTest, AnUnavailableStoreIsTriedAgainUntilTheDeadline) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
   store_.SetAvailable(true);
   // Once it is back, the same search's next exchange goes through (one node: no wait).
-  const internal::ExchangeResult again = exchange("auto_tuner_plan", "my plan", 5);
+  const ExchangeResult again = exchange("auto_tuner_plan", "my plan", 5);
   EXPECT_EQ(again.code, 0);
   EXPECT_EQ(again.values, (std::vector<std::string>{"my plan"}));
 }
@@ -226,7 +226,7 @@ TEST_F(EtcdExchangeTest, ARecordAStrangerChangedIsPutBackAndTheTrueValuesWin) {
   });
   auto exchange = Node(2);
   ::testing::internal::CaptureStderr();
-  const internal::ExchangeResult result = exchange("auto_tuner_plan", "a", 10);
+  const ExchangeResult result = exchange("auto_tuner_plan", "a", 10);
   const std::string log = ::testing::internal::GetCapturedStderr();
   over = true;
   stranger.join();
@@ -245,7 +245,7 @@ TEST_F(EtcdExchangeTest, AJunkKeyUnderThePrefixIsNamedAndIgnored) {
   std::thread peer = Peer(plan, "zzzz", "peer's plan", 2);  // Three keys, two records.
   auto exchange = Node(2);
   ::testing::internal::CaptureStderr();
-  const internal::ExchangeResult result = exchange("auto_tuner_plan", "my plan", 10);
+  const ExchangeResult result = exchange("auto_tuner_plan", "my plan", 10);
   const std::string log = ::testing::internal::GetCapturedStderr();
   peer.join();
   ASSERT_EQ(result.code, 0);

@@ -8,7 +8,7 @@
 #include "pdlaunch/cli/options.h"
 #include "pdlaunch/process/supervisor.h"
 
-namespace pdlaunch::internal {
+namespace pdlaunch {
 
 /// A deadline as the supervisor's external events: once armed, `seconds` later the run is
 /// stopped as by a stop request (SIGTERM to every group, the usual grace) and "<what> of
@@ -59,4 +59,4 @@ struct RunResult {
 /// Runs one job as `launch` would with these options, under these controls.
 using JobRunner = std::function<RunResult(LaunchOptions, const JobControls&)>;
 
-}  // namespace pdlaunch::internal
+}  // namespace pdlaunch

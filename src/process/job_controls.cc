@@ -1,5 +1,5 @@
 // The controls of a job run as one of a sequence: its deadline.
-#include "run/job_controls.h"
+#include "pdlaunch/process/job_controls.h"
 
 #include <algorithm>
 #include <utility>
@@ -7,7 +7,7 @@
 #include "pdlaunch/base/logging.h"
 #include "pdlaunch/base/seconds.h"
 
-namespace pdlaunch::internal {
+namespace pdlaunch {
 
 JobDeadline::JobDeadline(double seconds, std::string what, std::string note)
     : what_(std::move(what)), note_(std::move(note)), seconds_(seconds) {
@@ -28,4 +28,4 @@ bool JobDeadline::OnTick() {
   return true;
 }
 
-}  // namespace pdlaunch::internal
+}  // namespace pdlaunch

@@ -1,16 +1,19 @@
 #pragma once
 
-// The auto tuner's driver (issue #28; docs/auto-tuner.md): trials as ordinary jobs of this
-// launcher, one after another, then the best. Internal to src/run.
+// The auto tuner's driver (docs/auto-tuner.md): trials as ordinary jobs of this launcher, one
+// after another, then the best. It runs them through the JobRunner it is given (run/launch.cc's
+// RunJob) and agrees with the other nodes through the TunerExchange it is given (the job's
+// master or etcd): it knows no launch path.
 
 #include <functional>
 #include <string>
 
 #include "pdlaunch/cli/options.h"
-#include "run/job_controls.h"
-#include "run/launch_support.h"
+#include "pdlaunch/coord/node_exchange.h"
+#include "pdlaunch/plan/devices.h"
+#include "pdlaunch/process/job_controls.h"
 
-namespace pdlaunch::internal {
+namespace pdlaunch {
 
 /// The usage error of a search across several nodes without an HTTP master.
 extern const char* const kTunerNeedsAMaster;
@@ -32,19 +35,24 @@ using TunerExchange =
 /// (--job_id takes letters, digits, '-', '_' and '.'): a user's job is never a trial's.
 std::string TrialKeyJob(const LaunchOptions& options, const std::string& job_name);
 
-/// Runs the search of options.auto_tuner_json; `run_job` runs one job (a trial, or the best) as
-/// `launch` would with those options, under the search's controls (a trial's deadline, its etcd
-/// keys, one job of a sequence), and says how it ended; `exchange` is given for a job of
-/// several nodes (--nnodes > 1 through an HTTP master or etcd), null otherwise. Returns the
-/// launcher's exit code: the best run's, 0 when run_best is false and a best was found, 1 when no
-/// trial gave a metric, 130/143 when interrupted (the history is written; the same command
-/// resumes). `announce` writes the configuration dump and the lines held until then (once;
+/// This node's devices as the job would use them (Paddle: len(--devices), else 8): asked once,
+/// after the tuner file's own checks.
+using DeviceResolver = std::function<DevicePlan()>;
+
+/// Runs the search of options.auto_tuner_json on this node's devices (`devices`); `run_job` runs
+/// one job (a trial, or the best) as `launch` would with those options, under the search's controls
+/// (a trial's deadline, its etcd keys, one job of a sequence), and says how it ended; `exchange` is
+/// given for a job of several nodes (--nnodes > 1 through an HTTP master or etcd), null otherwise.
+/// Returns the launcher's exit code: the best run's, 0 when run_best is false and a best was found,
+/// 1 when no trial gave a metric, 130/143 when interrupted (the history is written; the same
+/// command resumes). `announce` writes the configuration dump and the lines held until then (once;
 /// idempotent): called before a trial's console goes to its directory.
-int RunAutoTuner(const LaunchOptions& options, const JobRunner& run_job,
-                 const TunerExchange& exchange, const std::function<void()>& announce);
+int RunAutoTuner(const LaunchOptions& options, const DeviceResolver& devices,
+                 const JobRunner& run_job, const TunerExchange& exchange,
+                 const std::function<void()>& announce);
 
 /// --dry_run with --auto_tuner_json: the ordered layouts as JSON on stdout, each with the static
 /// prune that removed it (or null), and nothing started. Returns 0.
-int PrintAutoTunerPlan(const LaunchOptions& options);
+int PrintAutoTunerPlan(const LaunchOptions& options, const DeviceResolver& devices);
 
-}  // namespace pdlaunch::internal
+}  // namespace pdlaunch
