@@ -2,7 +2,8 @@
 # The whole check, as CI runs it, on a fresh Debian 12 (as root) or an already prepared machine:
 #   1. install the Debian packages that are missing (nothing is downloaded otherwise), then
 #      scripts/lint.sh (clang-format, shellcheck, pyflakes, codespell: seconds);
-#   2. build/      RelWithDebInfo, warnings as errors; every CTest test (unit, process, e2e, torch,
+#   2. build/      RelWithDebInfo, warnings as errors; clang-tidy over src/ (scripts/tidy.sh);
+#                  every CTest test (unit, process, e2e, torch,
 #                  package: builds, installs and removes the Debian package),
 #                  then the process and reliability labels again with PDLAUNCH_NO_CGROUP=1 (the
 #                  subreaper path);
@@ -19,7 +20,7 @@ readonly PACKAGES=(build-essential cmake ninja-build libcli11-dev libspdlog-dev 
                    python3-torch python3-yaml iproute2 procps clang libclang-rt-14-dev
                    etcd-server slurmctld slurmd slurm-client munge python3-jsonschema
                    help2man zsh bash-completion man-db lintian
-                   clang-format shellcheck pyflakes3 codespell
+                   clang-format clang-tidy shellcheck pyflakes3 codespell
                    python3-build python3-wheel python3-setuptools python3-venv)
 readonly TEST_TIMEOUT=600  # seconds, for a test without its own TIMEOUT property
 readonly FUZZ_SECONDS=60
@@ -74,6 +75,8 @@ if bash scripts/lint.sh; then summary+=("lint ok"); else failed+=("lint"); fi
 
 if build_tree build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPDLAUNCH_WARNINGS_AS_ERRORS=ON \
   -DPDLAUNCH_SANITIZE=; then
+  log "clang-tidy over src/ (.clang-tidy)"
+  if bash scripts/tidy.sh build; then summary+=("tidy ok"); else failed+=("tidy"); fi
   if run_tests build; then summary+=("build/ ok"); else failed+=("build/ tests"); fi
   # The process and reliability suites again on the other containment path: no cgroup, the
   # launcher as the subreaper of its descendants (docs/design.md, Containment).

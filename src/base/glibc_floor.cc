@@ -44,11 +44,14 @@ int FindObject(dl_phdr_info* info, size_t /*size*/, void* data) {
   if (!contains) return 0;
   dl_find_object& result = *search->result;
   result.dlfo_flags = 0;
+  // The loader's addresses are integers (dl_phdr_info): the casts are the interface.
+  // NOLINTBEGIN(performance-no-int-to-ptr)
   result.dlfo_map_start = reinterpret_cast<void*>(low);
   result.dlfo_map_end = reinterpret_cast<void*>(high);
   result.dlfo_link_map = nullptr;
   result.dlfo_eh_frame =
       eh_frame != nullptr ? reinterpret_cast<void*>(info->dlpi_addr + eh_frame->p_vaddr) : nullptr;
+  // NOLINTEND(performance-no-int-to-ptr)
   search->found = true;
   return 1;
 }

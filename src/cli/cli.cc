@@ -81,7 +81,7 @@ std::string Metavar(const FlagSpec& flag) { return AsciiUpper(flag.dest); }
 
 // "--log_dir LOG_DIR", "-h, --help", "--force [FORCE]": what CLI11 was told of the option.
 std::string Invocation(const CLI::Option& option) {
-  const std::string name = option.get_name();
+  std::string name = option.get_name();
   if (option.get_snames().size() == 1) return fmt::format("-{}, {}", option.get_snames()[0], name);
   if (option.get_items_expected_max() == 0) return name;
   if (option.get_items_expected_min() == 0) {

@@ -94,11 +94,12 @@ error_code Resolve(asio::io_context& io, const Target& target, Clock::time_point
   return RunUntil(
       io, deadline,
       [&](auto done) {
-        resolver.async_resolve(target.host, target.port,
-                               [&endpoints, done](error_code e, tcp::resolver::results_type r) {
-                                 endpoints.assign(r.begin(), r.end());
-                                 done(e);
-                               });
+        resolver.async_resolve(
+            target.host, target.port,
+            [&endpoints, done](error_code e, const tcp::resolver::results_type& r) {
+              endpoints.assign(r.begin(), r.end());
+              done(e);
+            });
       },
       [&resolver] { resolver.cancel(); });
 }

@@ -15,6 +15,7 @@
 #include <random>
 #include <string_view>
 
+#include "coord/cancel_quietly.h"
 #include "pdlaunch/base/logging.h"
 #include "pdlaunch/base/random_seed.h"
 #include "pdlaunch/base/seconds.h"
@@ -145,7 +146,7 @@ HandshakeClient::HandshakeClient(asio::io_context& io, const std::string& addres
 HandshakeClient::~HandshakeClient() {
   state_->stopped = true;
   error_code ignored;
-  state_->timer.cancel();
+  CancelQuietly(state_->timer);
   state_->socket.close(ignored);
 }
 

@@ -18,6 +18,7 @@
 #include <optional>
 #include <system_error>
 
+#include "coord/cancel_quietly.h"
 #include "coord/http_feed.h"
 #include "pdlaunch/base/errors.h"
 #include "pdlaunch/base/logging.h"
@@ -149,11 +150,14 @@ class Session : public std::enable_shared_from_this<Session> {
     Close();
   }
 
-  void Close() {
+  void Close() noexcept {
     beast::error_code ignored;
-    wait_timer_.cancel();
+    CancelQuietly(wait_timer_);
     stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
-    stream_.close();
+    try {
+      stream_.close();  // Its own timer too; it throws only if the reactor refuses.
+    } catch (...) {
+    }
   }
 
  private:
@@ -553,8 +557,8 @@ KvHttpServer::~KvHttpServer() {
   state_->stopped = true;
   beast::error_code ignored;
   state_->acceptor.close(ignored);
-  state_->expiry.cancel();
-  state_->accept_pause.cancel();
+  CancelQuietly(state_->expiry);
+  CancelQuietly(state_->accept_pause);
   for (const std::weak_ptr<Session>& weak : state_->sessions) {
     if (auto session = weak.lock()) session->Close();
   }
@@ -767,7 +771,7 @@ LoopTimer::LoopTimer(asio::io_context& io, double seconds, std::function<void()>
 
 LoopTimer::~LoopTimer() {
   state_->cancelled = true;
-  state_->timer.cancel();
+  CancelQuietly(state_->timer);
 }
 
 }  // namespace pdlaunch

@@ -176,10 +176,10 @@ DeviceFamily DetectFamily(const std::string& backend, const DeviceEnv& env, Devi
   if (env.xccl_backend && !env.xccl_backend->empty()) return CustomFamily(*env.xccl_backend);
   if (Decides(env.cuda_visible_devices)) return GpuFamily();
   if (Decides(env.xpu_visible_devices)) return XpuFamily();
-  const DeviceFamily gpu = GpuFamily();
+  DeviceFamily gpu = GpuFamily();
   probed = probe.Count(gpu);
   if (*probed > 0) return gpu;
-  const DeviceFamily xpu = XpuFamily();
+  DeviceFamily xpu = XpuFamily();
   const int xpus = probe.Count(xpu);
   if (xpus > 0) {
     probed = xpus;

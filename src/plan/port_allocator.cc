@@ -219,10 +219,10 @@ std::string PrivateDirectory() {
            (st.st_mode & (S_IWGRP | S_IWOTH)) == 0;
   };
   if (uid != 0) {
-    const std::string runtime = fmt::format("/run/user/{}", uid);
+    std::string runtime = fmt::format("/run/user/{}", uid);
     if (usable(runtime)) return runtime;
   }
-  const std::string dir = uid == 0 ? "/run/pdlaunch" : fmt::format("/tmp/pdlaunch-{}", uid);
+  std::string dir = uid == 0 ? "/run/pdlaunch" : fmt::format("/tmp/pdlaunch-{}", uid);
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
     const int error = errno;
     ThrowSystemError(error, fmt::format("cannot make the port lock directory {}", dir));

@@ -406,7 +406,7 @@ Process::Process(Process&& other) noexcept
       area_(std::move(other.area_)),
       executable_(std::move(other.executable_)),
       output_path_(std::move(other.output_path_)),
-      status_(std::move(other.status_)) {}
+      status_(other.status_) {}
 
 Process& Process::operator=(Process&& other) noexcept {
   if (this != &other) {
@@ -417,7 +417,7 @@ Process& Process::operator=(Process&& other) noexcept {
     area_ = std::move(other.area_);
     executable_ = std::move(other.executable_);
     output_path_ = std::move(other.output_path_);
-    status_ = std::move(other.status_);
+    status_ = other.status_;
   }
   return *this;
 }

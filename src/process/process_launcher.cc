@@ -21,7 +21,7 @@ ProcessLauncher::Child ProcessLauncher::operator()(Executor executor,
 }
 
 std::vector<ProcessLauncher::Child> ProcessLauncher::operator()(
-    Executor executor, const std::vector<const ProcessSpec*>& specs,
+    const Executor& executor, const std::vector<const ProcessSpec*>& specs,
     const OnCreated& on_created) const {
   std::vector<Process> started;
   std::vector<Child> children;

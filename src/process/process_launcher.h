@@ -47,7 +47,8 @@ class ProcessLauncher {
 
   /// A batch: creates every child, then confirms every exec. `specs` must stay alive and
   /// unchanged until it returns (the children read them until their exec).
-  std::vector<Child> operator()(Executor executor, const std::vector<const ProcessSpec*>& specs,
+  std::vector<Child> operator()(const Executor& executor,
+                                const std::vector<const ProcessSpec*>& specs,
                                 const OnCreated& on_created = {}) const;
 };
 

@@ -148,7 +148,8 @@ bool ProcPath(long pid, const char* file, char (&out)[64]) {
   char digits[24];
   size_t count = 0;
   if (pid == 0) {
-    std::memcpy(digits, "fles", 4);  // "self", reversed below.
+    // Digits, not a C string: `count` says how many (bugprone-not-null-terminated-result).
+    std::memcpy(digits, "fles", 4);  // NOLINT: "self", reversed below.
     count = 4;
   }
   for (; pid > 0 && count < sizeof digits; pid /= 10)

@@ -106,7 +106,7 @@ std::string TunerRunMode(const std::string& path) {
   const auto mode = json.find("tuner_run_mode");
   if (mode == json.end()) return "tuner_and_run";
   if (mode->is_string()) {
-    const std::string value = mode->get<std::string>();
+    std::string value = mode->get<std::string>();
     if (value == "tuner_and_run" || value == "tuner_only" || value == "run_only") return value;
   }
   throw LaunchError(fmt::format(

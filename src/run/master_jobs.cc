@@ -136,7 +136,8 @@ class PsJob : public MasterJob {
     }
     for (int i = 0; i < trainers; ++i) {
       info_.trainers.push_back(
-          Endpoint{node_ip, ports[static_cast<size_t>(servers + i)]}.ToString());
+          Endpoint{node_ip, ports[static_cast<size_t>(servers) + static_cast<size_t>(i)]}
+              .ToString());
     }
     info_.gloo_port = ports.back();
     node_ip_ = node_ip;
