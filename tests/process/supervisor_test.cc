@@ -224,9 +224,13 @@ TEST_F(SupervisorTest, AllSucceedGivesZero) {
 }
 
 TEST_F(SupervisorTest, FailureStopsSiblingsAndPassesTheCodeThrough) {
-  AddRank("sleep 60");
+  // `exec`: the siblings are the sleeps themselves. Without it, dash forks the sleep, and a
+  // group SIGTERM sent while it forks (rank 1 fails at once) can miss the new sleep: seen 2 times
+  // in 2000 runs under load, the sleep then going only at the grace's SIGKILL (docs/design.md,
+  // "Known limits"); this test is about processes that honour SIGTERM.
+  AddRank("exec sleep 60");
   AddRank("exit 7");
-  AddRank("sleep 60");
+  AddRank("exec sleep 60");
   EXPECT_EQ(Run(), 7);
   EXPECT_LT(elapsed_seconds(), 4.0);  // Siblings honour SIGTERM: no grace wait (bound generous).
   for (pid_t pid : pids_) EXPECT_FALSE(ProcessAlive(pid));
