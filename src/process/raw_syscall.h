@@ -16,9 +16,18 @@
 #include <cstdlib>
 #include <cstring>
 
+// AddressSanitizer, as GCC says it (__SANITIZE_ADDRESS__) and as Clang 14 does (__has_feature).
+#if defined(__SANITIZE_ADDRESS__)
+#define PDLAUNCH_ADDRESS_SANITIZER 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define PDLAUNCH_ADDRESS_SANITIZER 1
+#endif
+#endif
+
 // The clone-VM children exist on x86-64 (Clone3OnStack's trampoline); under AddressSanitizer,
 // whose interceptors expect their own stacks, the launcher forks instead.
-#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
+#if defined(__x86_64__) && !defined(PDLAUNCH_ADDRESS_SANITIZER)
 #define PDLAUNCH_HAVE_CLONE_VM 1
 #endif
 
