@@ -36,7 +36,7 @@ install_packages "${PACKAGES[@]}"
 
 log "Building build/launch"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPDLAUNCH_WARNINGS_AS_ERRORS=ON \
-  >/dev/null
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="${RELEASE_FLAGS}" >/dev/null
 cmake --build build --target launch -j "$(nproc)"
 mkdir -p "${DEMO}"
 

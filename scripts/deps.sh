@@ -1,8 +1,15 @@
 # shellcheck shell=bash
-# Sourced by scripts/demo.sh and scripts/test.sh: installs the Debian packages that are missing.
+# Sourced by scripts/demo.sh and scripts/test.sh: installs the Debian packages that are missing,
+# and says how build/ is compiled.
 # Nothing is downloaded when everything is present, so reruns are fast.
 
 log() { printf '\n==> %s\n' "$*"; }
+
+# build/'s compiler flags, the same in both scripts so that neither rebuilds the other's tree.
+# -g1: line tables and function names, enough for a backtrace; full -g made the build a third
+# longer (the templates' debug info), and the package strips it anyway.
+# shellcheck disable=SC2034  # Read by the scripts that source this one.
+readonly RELEASE_FLAGS='-O2 -g1 -DNDEBUG'
 
 # missing_packages <pkg...>: prints the packages dpkg does not have installed.
 missing_packages() {
