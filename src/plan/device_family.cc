@@ -12,7 +12,7 @@ namespace pdlaunch {
 
 namespace {
 
-// One row a family (paddle-new-launch.md §5; Paddle's launch/context/device.py and
+// One row a family (docs/cli.md, "Devices"; Paddle's launch/context/device.py and
 // utils/nvsmi.py). A custom type without a row gets <TYPE>_VISIBLE_DEVICES and no probe.
 struct FamilyRow {
   std::string_view type;

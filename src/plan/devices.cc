@@ -168,7 +168,7 @@ std::optional<DeviceFamily> FamilyOfBackend(const std::string& backend, const De
   return std::nullopt;
 }
 
-// Paddle's detection order (paddle-new-launch.md §5). Sets `probed` when the probe was asked.
+// Paddle's detection order (docs/cli.md, "Devices"). Sets `probed` when the probe was asked.
 DeviceFamily DetectFamily(const std::string& backend, const DeviceEnv& env, DeviceProbe& probe,
                           std::optional<int>& probed) {
   if (auto forced = FamilyOfBackend(backend, env)) return *forced;

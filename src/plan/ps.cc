@@ -561,8 +561,8 @@ EnvList RoleEnv(const Shared& s, const PsProcess& p) {
 
 // --- Local processes (docs/ps.md) ------------------------------------------------------
 
-// Physical ids (what CUDA_VISIBLE_DEVICES or XPU_VISIBLE_DEVICES takes) of the device list of §3.2,
-// in order.
+// Physical ids (what CUDA_VISIBLE_DEVICES or XPU_VISIBLE_DEVICES takes) of the node's device list
+// (docs/ps.md, "Environment per role"), in order.
 std::vector<std::string> PhysicalGpus(const DevicePlan& devices,
                                       const std::optional<std::string>& cuda_visible_devices) {
   if (devices.mode == DeviceMode::kCpu) return {};

@@ -108,7 +108,7 @@ PsDecision DecidePs(const LaunchOptions& options, JobMode mode, const std::strin
   inputs.job = JobEnv{gloo_dir, GetEnv("PADDLE_WITH_GLOO").value_or("0"), log_dir};
   decision.plan = PlanPs(inputs);
   if (UsesNewInterface(options)) {
-    // Today's launcher also names the role in PADDLE_ROLE (§7.2.1).
+    // Today's launcher also names the role in PADDLE_ROLE (docs/ps.md, "Environment per role").
     for (PsProcess& p : decision.plan.processes) {
       p.env.emplace_back("PADDLE_ROLE", p.role == PsRole::kServer   ? "PSERVER"
                                         : p.role == PsRole::kWorker ? "TRAINER"

@@ -184,9 +184,10 @@ void MarkRunInLogs(std::vector<SupervisedProcess>& processes, std::string_view j
 void SetPsSupervision(const std::vector<SupervisedProcess>& processes,
                       SupervisorOptions& supervisor, ConsoleSettings& console);
 
-/// Writes today's launcher's pod log `path` (<job_id>.<pod>.log, paddle-new-launch.md §9): when
-/// the file is empty (or `truncate`), the launcher's environment as a Python dict first; then
-/// `topology` (the peers or the endpoints) and a newline.
+/// Writes today's launcher's pod log `path` (<job_id>.<pod>.log; docs/cli.md, "Today's launcher
+/// (paddle.distributed.launch since Paddle 2.3)"): when the file is empty (or `truncate`), the
+/// launcher's environment as a Python dict first; then `topology` (the peers or the endpoints)
+/// and a newline.
 void WritePodLog(const std::filesystem::path& path, const std::string& topology, bool truncate);
 
 /// A collective job's endpoint file, by the one rule of docs/cli.md ("Files"): with a `pod`

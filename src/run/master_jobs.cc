@@ -22,7 +22,8 @@ std::string Describe(const std::string& host, const std::string& pod) {
   return fmt::format("{} ({})", host, pod);
 }
 
-/// Collective (§7.1.1) and RPC (§7.3): the same peer JSON, different variables and log names.
+/// Collective and RPC (docs/master.md, "Rendezvous (Paddle's protocol)"): the same peer JSON,
+/// different variables and log names.
 class CollectiveJob : public MasterJob {
  public:
   CollectiveJob(const LaunchOptions& options, const TrainingCommand& command, bool rpc)
@@ -114,7 +115,8 @@ class CollectiveJob : public MasterJob {
   Cluster cluster_;
 };
 
-/// Parameter server through the master (§7.2.2).
+/// Parameter server through the master (docs/ps.md, "Today's interface: counts instead of lists,
+/// through the master").
 class PsJob : public MasterJob {
  public:
   PsJob(const LaunchOptions& options, const TrainingCommand& command)

@@ -1,7 +1,8 @@
 #pragma once
 
 // What one node of a master-rendezvous job publishes, and what it runs once the world is formed:
-// collective (paddle-new-launch §7.1.1), parameter server (§7.2.2) and RPC (§7.3). The
+// collective and RPC (docs/master.md, "Rendezvous (Paddle's protocol)") and parameter server
+// (docs/ps.md, "Today's interface: counts instead of lists, through the master"). The
 // controller (launch_master.cc) does the rest, the same for all three. Internal to src/.
 
 #include <filesystem>

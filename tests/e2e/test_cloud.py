@@ -1,7 +1,8 @@
 """Issue #3: PaddleCloud / Kubernetes variables (docs/multi-node.md), on loopback.
 
 Paddle's own shell tests run against the binary with their exact variables and strings:
-test_fleet_launch_cloud.sh (paddle-launch-tests.md §D) and test_fleet_launch_async.sh (§C).
+test_fleet_launch_cloud.sh and test_fleet_launch_async.sh (docs/design.md, "Paddle's own launcher
+tests").
 Only node 0 of the two-node cloud job is started, as in Paddle's tests: 127.0.0.2 never runs.
 
 The cloud ports are fixed (35789, 6170, 6070, ...), and 35789 lies in the kernel's ephemeral
@@ -18,7 +19,7 @@ from harness import LaunchTestCase
 MULTI_PROCESS_PY = harness.HELPERS / "multi_process.py"
 ENDPOINTS_D = "127.0.0.1:35789,127.0.0.1:35790,127.0.0.2:35789,127.0.0.2:35790"
 ENDPOINTS_C = "127.0.0.1:6170,127.0.0.1:6171,127.0.0.2:6170,127.0.0.2:6171"
-SLEEPER_BOUND = 10  # seconds: rank 1 of §C sleeps 30 s and must be gone long before
+SLEEPER_BOUND = 10  # seconds: rank 1 of test_fleet_launch_async.sh sleeps 30 s; gone long before
 
 
 PRIVATE_LOOPBACK = ["unshare", "--net", "sh", "-c", 'ip link set lo up && exec "$0" "$@"']

@@ -224,7 +224,7 @@ esac
 
 
 class PaddleNprocTest(DeviceTestCase):
-    """Paddle's test/legacy_test/test_fleet_launch_nproc.sh (paddle-launch-tests.md §B),
+    """Paddle's test_fleet_launch_nproc.sh (docs/design.md, "Paddle's own launcher tests"),
     re-expressed: the same command lines (`--log_dir=testlog --nproc_per_node=N --ips=127.0.0.1
     nproc_process.py PREFIX`, PADDLE_START_PORT exported), the same helper
     (tests/helpers/nproc_process.py, Paddle's without Paddle) and the same expected strings,
@@ -287,7 +287,7 @@ class PaddleNprocTest(DeviceTestCase):
 
 
 class GpuLogTest(LaunchTestCase):
-    """<job_id>.gpu.log (paddle-new-launch.md §12) with a fake nvidia-smi on PATH."""
+    """<job_id>.gpu.log (docs/cli.md, "GPU log") with a fake nvidia-smi on PATH."""
 
     def setUp(self):
         super().setUp()

@@ -339,7 +339,7 @@ class ElasticUsageTest(LaunchTestCase):
 
 
 class ElasticLevelTest(ElasticTestCase):
-    """Paddle's --elastic_level (paddle-new-launch.md §11.3; issue #29 item 9): -1 a failure
+    """Paddle's --elastic_level (docs/elastic.md, "Elastic levels"; issue #29 item 9): -1 a failure
     anywhere ends the job on every node, 0 the failed node leaves and the others hold and form
     the next world without it, 1 (the legacy flags' default) every node restarts in place."""
 

@@ -242,8 +242,9 @@ class LateServiceNameTest(NetnsTestCase):
 
 class KubeflowPsTest(NetnsTestCase):
     """A PaddleJob in PS form: a Master replica (PADDLE_SERVER_NUM=1) and a Worker replica
-    (PADDLE_TRAINER_NUM=1); Paddle gives each node 1 server and 1 trainer (§7.2.2). The real PS
-    demo trains across the two namespaces."""
+    (PADDLE_TRAINER_NUM=1); Paddle gives each node 1 server and 1 trainer (docs/ps.md, "Today's
+    interface: counts instead of lists, through the master"). The real PS demo trains across the
+    two namespaces."""
 
     HOSTS = {"pdps-master-0": 0}
     DOCKER_IN = None
@@ -289,7 +290,8 @@ assert 'PADDLE_LOCAL_SIZE' in os.environ
 
 
 class PaddleTestRunTest(LaunchTestCase):
-    """Paddle's test_run.py collective cases (paddle-launch-tests.md §A), with their file counts."""
+    """Paddle's test_run.py collective cases (docs/design.md, "Paddle's own launcher tests"), with
+    their file counts."""
 
     def setUp(self):
         super().setUp()
@@ -762,8 +764,9 @@ class MismatchTest(LaunchTestCase):
 
 
 class PaddleInteropTest(LaunchTestCase):
-    """pdlaunch with Paddle's side of the protocol, as paddle-new-launch.md §6.1 describes it
-    (tests/helpers/paddle_kv.py: Paddle's KV server and Paddle's sync_peers)."""
+    """pdlaunch with Paddle's side of the protocol, as docs/master.md describes it ("Rendezvous
+    (Paddle's protocol)", "The wire protocol"; tests/helpers/paddle_kv.py: Paddle's KV server and
+    Paddle's sync_peers)."""
 
     def test_pdlaunch_nodes_rendezvous_through_paddles_master(self):
         port = free_port(self)
@@ -804,7 +807,7 @@ class PaddleInteropTest(LaunchTestCase):
 
 
 class WireTest(LaunchTestCase):
-    """Our master against a client written from paddle-new-launch.md §6.1 alone."""
+    """Our master against a client written from docs/master.md, "The wire protocol", alone."""
 
     def setUp(self):
         super().setUp()

@@ -194,9 +194,9 @@ class PsTest(PsTestCase):
         self.assert_all_gone(self.ps_pids())
 
     def test_paddlecloud_runs_the_script_once_as_it_is(self):
-        """Contract §4.1: under PaddleCloud the platform starts each role; the launcher runs the
-        script once with the environment unchanged and no log redirection. Paddle exits 0
-        whatever the script returned; pdlaunch passes the code through."""
+        """Under PaddleCloud (docs/ps.md, "PaddleCloud") the platform starts each role; the
+        launcher runs the script once with the environment unchanged and no log redirection.
+        Paddle exits 0 whatever the script returned; pdlaunch passes the code through."""
         cloud = {"PADDLE_TRAINERS": "10.0.0.1", "POD_IP": "10.0.0.1", "PADDLE_TRAINER_ID": "0",
                  "TRAINER_PORTS_NUM": "1", "TRAINING_ROLE": "PSERVER", "PADDLE_PORT": "6170"}
         r = self.run_launch(["--server_num", "2", "--worker_num", "2",

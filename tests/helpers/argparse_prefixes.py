@@ -6,7 +6,7 @@ every prefix that two or more of the launcher's long options share, as
 Today's parser is built with the option strings of Paddle's
 python/paddle/distributed/launch/context/args_envs.py (parse_args), in its order; an option it
 does not know sends the command line to the legacy parser
-(python/paddle/distributed/fleet/launch.py, _parse_args; paddle-legacy-launch.md §1.2), built
+(python/paddle/distributed/fleet/launch.py, _parse_args; docs/cli.md, "Flags"), built
 the same way with the legacy options the launcher takes; what neither knows is pdlaunch's own
 (resolved by the same rule). Prints one C++ table row per prefix:
   {"--ma", "ambiguous option: --ma could match --master, --max_restart"},

@@ -1,4 +1,4 @@
-"""The trainer of Paddle's launcher shell tests (paddle-launch-tests.md §C, §D, §H5).
+"""The trainer of Paddle's launcher shell tests (docs/design.md, "Paddle's own launcher tests").
 
     multi_process.py PREFIX          print the line below and write it to
                                      multi_process_PREFIX.check_ID.log (in the working directory)

@@ -1,5 +1,6 @@
-"""Paddle's HTTP master and Paddle's rendezvous, written from paddle-new-launch.md §6.1 alone (not
-from pdlaunch's code), to show that pdlaunch interoperates with Paddle's own launcher.
+"""Paddle's HTTP master and Paddle's rendezvous, written from the protocol as docs/master.md
+describes it ("Rendezvous (Paddle's protocol)", "The wire protocol") alone (not from pdlaunch's
+code), to show that pdlaunch interoperates with Paddle's own launcher.
 
     paddle_kv.py serve PORT          a KV server as Paddle's kv_server.py: HTTP/1.0, one thread,
                                      GET prefix / PUT / POST / DELETE, /healthy = ok; prints

@@ -22,7 +22,7 @@ bool LogEnabled(LogLevel level);
 
 /// Whose console the lines follow (docs/cli.md, "Console"): the legacy launcher's
 /// `LEVEL YYYY-MM-DD HH:MM:SS,mmm file.cc:line] message` (docs/cli.md), or today's launcher's
-/// logger named LAUNCH, `LAUNCH LEVEL YYYY-MM-DD HH:MM:SS,mmm message` (Paddle 2.3+, §10.1).
+/// logger named LAUNCH, `LAUNCH LEVEL YYYY-MM-DD HH:MM:SS,mmm message` (Paddle 2.3+).
 enum class LogStyle { kLegacy, kLaunch };
 
 /// Chooses the shape of every line written from now on (held lines included); Main does, once

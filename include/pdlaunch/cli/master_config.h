@@ -1,7 +1,8 @@
 #pragma once
 
 // Which launch path today's launcher's flags select, and the settings of the master rendezvous
-// (docs/master.md, paddle-new-launch.md §2.3–2.5, §6). Pure: options and environment in.
+// (docs/master.md, "Which path a command takes"; docs/multi-node.md, "The nodes meet"). Pure:
+// options and environment in.
 
 #include <optional>
 #include <string>

@@ -48,9 +48,9 @@ struct LaunchOptions {
   std::optional<std::string> elastic_pre_hook;
   std::optional<int> max_restart;
 
-  // Today's launcher (`python -m paddle.distributed.launch` since Paddle 2.3,
-  // paddle-new-launch.md §2.1). --devices/--npus share `gpus`, --trainer_num `worker_num`,
-  // --trainers `workers`, --gloo_port `http_port`.
+  // Today's launcher (docs/cli.md, "Today's launcher (paddle.distributed.launch since Paddle
+  // 2.3)"). --devices/--npus share `gpus`, --trainer_num `worker_num`, --trainers `workers`,
+  // --gloo_port `http_port`.
   std::optional<std::string> master;  ///< "ip:port", "host:port" or "etcd://host:port".
   std::optional<std::string> nnodes;  ///< "N" or "MIN:MAX".
   int rank = -1;                      ///< Node rank; -1: assigned by the master.
@@ -96,7 +96,8 @@ struct LaunchOptions {
   /// Destination names of the options that appeared on the command line (e.g. "gpus" for
   /// --selected_gpus). Mode selection looks here, never at argv as a string.
   std::set<std::string> given;
-  /// Of `given`, the destinations whose value came from an environment twin (§2.2).
+  /// Of `given`, the destinations whose value came from an environment twin (docs/cli.md,
+  /// "Syntax").
   std::set<std::string> from_env;
   /// Flags typed that only today's launcher has (--devices, --master, --nnodes, ...): with any
   /// of them, or PADDLE_MASTER/PADDLE_NNODES, the command is a "new interface" one (docs/cli.md).

@@ -23,7 +23,7 @@ inline constexpr int kExitElasticRestart = 101;
 inline constexpr int kExitElasticError = 3;
 
 /// Elastic settings after flags and their environment twins are merged (docs/elastic.md,
-/// §10.4; docs/elastic.md). Pure data.
+/// "Options and environment"). Pure data.
 struct ElasticConfig {
   std::string server;  ///< etcd "host:port".
   std::string job_id;
@@ -179,7 +179,7 @@ JobState ParseJobState(const ElasticKeys& keys, const std::vector<KeyValue>& kvs
 /// * otherwise the world has min(live, np_max) members: members of `previous` that are still
 ///   live keep their position while it is < the new size; free positions are filled by live
 ///   nodes not in `previous`, in join order; if members remain beyond the new size, the last of
-///   them move into the free positions (Paddle's scale-in, paddle-launch-tests.md §J2), lowest
+///   them move into the free positions (Paddle's scale-in: docs/elastic.md, "Protocol"), lowest
 ///   free position first. Those displaced members take free positions before newcomers do (a
 ///   member keeps its seat in preference to a node that was never in the world). No live node
 ///   at all → nullopt.

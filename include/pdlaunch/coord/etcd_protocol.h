@@ -29,7 +29,7 @@ class EtcdError : public KvUnavailable {
 /// gRPC status code of "not found" (an unknown lease).
 inline constexpr int kCodeNotFound = 5;
 
-/// Standard base64 (RFC 4648 §4) with '=' padding.
+/// Standard base64 (RFC 4648, section 4) with '=' padding.
 std::string Base64Encode(std::string_view bytes);
 /// Inverse of Base64Encode; the padding may be omitted. Throws KvUnavailable "invalid base64
 /// '<text>'" on any other character or length.

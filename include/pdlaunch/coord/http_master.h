@@ -1,8 +1,8 @@
 #pragma once
 
-// The HTTP KV master on the wire (docs/master.md): a server wire-compatible with Paddle's
-// (paddle-new-launch.md §6.1) and an asynchronous client, both running on the launcher's one
-// event loop. Boost.Asio and Beast stay inside http_master.cc; callers see only this.
+// The HTTP KV master on the wire (docs/master.md, "The wire protocol"): a server wire-compatible
+// with Paddle's and an asynchronous client, both running on the launcher's one event loop.
+// Boost.Asio and Beast stay inside http_master.cc; callers see only this.
 
 #include <functional>
 #include <memory>

@@ -1,6 +1,6 @@
 #pragma once
 
-// Paddle's HTTP KV master (paddle-new-launch.md §6.1, field-notes §4) as pure data and functions:
+// Paddle's HTTP KV master (docs/master.md, "The wire protocol") as pure data and functions:
 // the store, the handling of one request, the JSON the wire carries. No I/O and no clock: the
 // server (http_master.cc) passes the time in. docs/master.md describes the protocol.
 

@@ -1,8 +1,9 @@
 #pragma once
 
-// The master rendezvous of today's launcher (paddle-new-launch.md §6.1, §7.1.1) and pdlaunch's
-// failure detection on top of it (docs/master.md), as pure functions: keys, the peer JSON, rank
-// order, the Cluster the peers describe, and what a node does next given the job's keys.
+// The master rendezvous of today's launcher (docs/master.md, "Rendezvous (Paddle's protocol)")
+// and pdlaunch's failure detection on top of it (docs/master.md), as pure functions: keys, the
+// peer JSON, rank order, the Cluster the peers describe, and what a node does next given the
+// job's keys.
 
 #include <map>
 #include <optional>
@@ -119,7 +120,8 @@ struct KeyOrder {
   int own_index = 0;
 };
 
-/// Orders the keys under the info prefix as Paddle does (§6.1 step 5), whatever their values:
+/// Orders the keys under the info prefix as Paddle does (docs/master.md, "Rendezvous (Paddle's
+/// protocol)"), whatever their values:
 /// * `candidates` given (--sort_ip): by the numeric IPv4 of each key's candidate (ties: key order);
 /// * else, if the keys carry explicit ranks (last segment >= 0): at those ranks, which must be
 ///   exactly 0..n-1 (else LaunchError naming the duplicate, missing or mixed ranks; `names` maps a

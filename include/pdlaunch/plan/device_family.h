@@ -1,6 +1,6 @@
 #pragma once
 
-// The device families Paddle trains on, in one table (paddle-new-launch.md §5, §7.1; issue #27):
+// The device families Paddle trains on, in one table (docs/cli.md, "Devices"; issue #27):
 // what each family's visible-devices variable, selected-device key, collective backend and probe
 // are. Adding a family is one entry of kFamilies in device_family.cc. Pure: no I/O.
 
@@ -33,7 +33,7 @@ struct DeviceFamily {
   std::vector<std::string> probe_programs;
   std::string device_files;  ///< "/dev/davinci": counts /dev/davinci<N>; may be empty.
   /// Variables every process of the family gets besides its selected key: custom devices'
-  /// PADDLE_DISTRI_BACKEND=xccl and PADDLE_XCCL_BACKEND=<type> (§7.1).
+  /// PADDLE_DISTRI_BACKEND=xccl and PADDLE_XCCL_BACKEND=<type> (docs/cli.md, "Devices").
   std::vector<std::pair<std::string, std::string>> env;
 
   bool accelerated() const { return mode != DeviceMode::kCpu; }

@@ -76,8 +76,8 @@ std::vector<std::string> PhysicalLabels(const std::vector<int>& ids,
 DeviceEnv DeviceEnvFrom(const VisibleDevices& visible, std::string nproc_per_node_name,
                         std::string gpus_name, bool xpus);
 
-/// Decides the device family and per-process device lists (paddle-new-launch.md §5, §7.1;
-/// legacy §2.2, §3.2; issue #27; docs/cli.md, "Devices"):
+/// Decides the device family and per-process device lists (docs/cli.md, "Devices"; docs/env.md,
+/// "Device mode"; issue #27):
 /// * The family: `backend` nccl → GPU, bkcl (or the list given as --xpus) → XPU, xccl → the
 ///   custom device of PADDLE_XCCL_BACKEND (a UsageError without it). With auto, Paddle's order:
 ///   PADDLE_XCCL_BACKEND set → that custom device; CUDA_VISIBLE_DEVICES decides → GPU;

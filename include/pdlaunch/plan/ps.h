@@ -30,14 +30,15 @@ enum class JobMode { kCollective, kPs, kPsHeter };
 /// UsageError "--heter_workers needs --run_mode=ps-heter, not --run_mode=ps".
 JobMode SelectMode(const LaunchOptions& options);
 
-/// The PS flags that were given, as "--name", in Paddle's order (the list of §2.1 item 3).
+/// The PS flags that were given, as "--name", in Paddle's order (docs/ps.md, "Mode").
 std::vector<std::string> GivenPsFlags(const LaunchOptions& options);
 
 /// Paddle's INFO line for a PS job: "Run parameter-sever mode. pserver arguments:['--worker_num',
 /// '--server_num'], accelerators count:0" (sic "sever").
 std::string FormatPsModeLine(const LaunchOptions& options, int accelerators);
 
-/// Paddle's port of port-less `--workers` items: worker i gets 6170 + server count + i (§4.2).
+/// Paddle's port of port-less `--workers` items: worker i gets 6170 + server count + i
+/// (docs/ps.md, "Endpoints").
 /// Also the start port pdlaunch recommends for generated ports of a job spanning several hosts
 /// when neither --start_port nor FLAGS_START_PORT is given (free ports differ between hosts).
 inline constexpr int kPsDefaultStartPort = 6170;
@@ -61,13 +62,14 @@ struct PsInputs {
   /// POD_IP, local interface addresses and resolved host names, as for collective mode.
   NodeEnv node;
   /// Fixed ports: the generated port at Paddle's offset k is start_port + k (servers from 0,
-  /// workers from server count, heter stages after the workers, the HTTP port last; §4.2).
+  /// workers from server count, heter stages after the workers, the HTTP port last; docs/ps.md,
+  /// "Endpoints").
   std::optional<int> start_port;
   /// Without `start_port`: PsPortsNeeded ports the caller reserved, consumed in order (servers,
   /// workers, heter stages, HTTP port). Extra ports are unused.
   std::vector<int> free_ports;
-  /// The device list of §3.2 (ResolveDevices with --gpus or --xpus, no --nproc_per_node,
-  /// backend "auto"): GPUs or XPUs, else CPU.
+  /// The node's device list (docs/ps.md, "Environment per role"; ResolveDevices with --gpus or
+  /// --xpus, no --nproc_per_node, backend "auto"): GPUs or XPUs, else CPU.
   DevicePlan devices;
   /// The family's visible list (CUDA_VISIBLE_DEVICES or XPU_VISIBLE_DEVICES): turns logical ids
   /// back into physical ones.
@@ -88,8 +90,9 @@ struct PsProcess {
   Endpoint endpoint;
   std::string device;    ///< CUDA_VISIBLE_DEVICES of workers and heter workers; "" for servers.
   std::string log_name;  ///< "serverlog.N", "workerlog.N" or "heterlog.N" with N = local_index.
-  /// The role's variables in Paddle's order (§4.5): what the child gets on top of the launcher's
-  /// environment (ComposeEnvironment) and what the "Distributed Envs" table shows.
+  /// The role's variables in Paddle's order (docs/ps.md, "Environment per role"): what the child
+  /// gets on top of the launcher's environment (ComposeEnvironment) and what the "Distributed
+  /// Envs" table shows.
   EnvList env;
 };
 
@@ -119,8 +122,9 @@ struct PsPlan {
 /// lists (PS_HETER included) are errors.
 PsPlan PlanPs(const PsInputs& inputs);
 
-/// What one node publishes at the master in a parameter-server job (paddle-new-launch §6.1,
-/// §7.2.2): {"name", "rank", "servers": [ip:port...], "trainers": [...], "dtype", "gloo_port"}.
+/// What one node publishes at the master in a parameter-server job (docs/ps.md, "Today's
+/// interface: counts instead of lists, through the master"): {"name", "rank", "servers":
+/// [ip:port...], "trainers": [...], "dtype", "gloo_port"}.
 struct PsPeerInfo {
   std::string name;
   int rank = -1;
@@ -137,16 +141,18 @@ std::string EncodePsPeer(const PsPeerInfo& peer);
 /// Parses a PS peer value; throws LaunchError naming `key` when it is malformed.
 PsPeerInfo DecodePsPeer(const std::string& key, const std::string& value);
 
-/// Today's launcher's defaults of a PS job through the master or on one node (§7.2.2): servers
-/// and trainers per node = --server_num / --trainer_num, 1 when absent or 0.
+/// Today's launcher's defaults of a PS job through the master or on one node (docs/ps.md,
+/// "Today's interface: counts instead of lists, through the master"): servers and trainers per
+/// node = --server_num / --trainer_num, 1 when absent or 0.
 std::pair<int, int> PsMasterCounts(const LaunchOptions& options);
 
-/// This node's processes of a PS job formed through the master (§7.2.2): the full server and
-/// trainer lists are the peers' lists concatenated in node order; servers first, then trainers
-/// (logs serverlog.i, workerlog.i); a trainer's PADDLE_TRAINER_ID is its index in the full list;
-/// gloo's HTTP endpoint is the first server's host with peer 0's gloo port. Every process also
-/// gets PADDLE_NNODES, POD_IP = `node_ip`, POD_NAME = `pod` and PADDLE_LOG_DIR; no
-/// FLAGS_selected_*, no PADDLE_MASTER (as Paddle).
+/// This node's processes of a PS job formed through the master (docs/ps.md, "Today's interface:
+/// counts instead of lists, through the master"): the full server and trainer lists are the
+/// peers' lists concatenated in node order; servers first, then trainers (logs serverlog.i,
+/// workerlog.i); a trainer's PADDLE_TRAINER_ID is its index in the full list; gloo's HTTP
+/// endpoint is the first server's host with peer 0's gloo port. Every process also gets
+/// PADDLE_NNODES, POD_IP = `node_ip`, POD_NAME = `pod` and PADDLE_LOG_DIR; no FLAGS_selected_*,
+/// no PADDLE_MASTER (as Paddle).
 std::vector<PsProcess> PlanPsFromPeers(const std::vector<PsPeerInfo>& peers, int own_index,
                                        const std::string& node_ip, const std::string& pod,
                                        const JobEnv& job);

@@ -28,7 +28,7 @@ struct Pod {
 struct Cluster {
   std::vector<Pod> pods;               ///< In node order.
   int local_index = 0;                 ///< Index of this node's pod.
-  DeviceFamily family;                 ///< Its selected-device key and variables (§7.1).
+  DeviceFamily family;                 ///< Selected key and variables (docs/cli.md, "Devices").
   DeviceMode mode = DeviceMode::kCpu;  ///< family.mode.
   std::string backend;                 ///< family.backend: nccl, bkcl, xccl, or gloo.
   Endpoint master;  ///< MASTER_ADDR:MASTER_PORT for torch env:// (node 0's host).

@@ -59,23 +59,23 @@ struct MasterJobEnv {
   std::optional<std::string> auto_cluster;  ///< PADDLE_AUTO_CLUSTER when --auto_cluster_config.
 };
 
-/// The environment of today's launcher for a collective process (paddle-new-launch.md §7.1.1),
-/// exactly: PADDLE_MASTER (peer 0's candidate), PADDLE_GLOBAL_SIZE, PADDLE_LOCAL_SIZE,
-/// PADDLE_GLOBAL_RANK, PADDLE_LOCAL_RANK, PADDLE_NNODES, PADDLE_CURRENT_ENDPOINT,
-/// PADDLE_TRAINER_ID, PADDLE_TRAINERS_NUM, PADDLE_RANK_IN_NODE, PADDLE_AUTO_CLUSTER (if set),
-/// PADDLE_TRAINER_ENDPOINTS, a custom device's PADDLE_DISTRI_BACKEND=xccl and
-/// PADDLE_XCCL_BACKEND, the family's selected key (FLAGS_selected_gpus, _xpus, _npus, ...: the
-/// ids, all of them for one process) or PADDLE_DISTRI_BACKEND=gloo (CPU), POD_NAME, PADDLE_LOG_DIR;
-/// then PyTorch's RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT (the
-/// same master).
+/// The environment of today's launcher for a collective process (docs/master.md, "Rendezvous
+/// (Paddle's protocol)"), exactly: PADDLE_MASTER (peer 0's candidate), PADDLE_GLOBAL_SIZE,
+/// PADDLE_LOCAL_SIZE, PADDLE_GLOBAL_RANK, PADDLE_LOCAL_RANK, PADDLE_NNODES,
+/// PADDLE_CURRENT_ENDPOINT, PADDLE_TRAINER_ID, PADDLE_TRAINERS_NUM, PADDLE_RANK_IN_NODE,
+/// PADDLE_AUTO_CLUSTER (if set), PADDLE_TRAINER_ENDPOINTS, a custom device's
+/// PADDLE_DISTRI_BACKEND=xccl and PADDLE_XCCL_BACKEND, the family's selected key
+/// (FLAGS_selected_gpus, _xpus, _npus, ...: the ids, all of them for one process) or
+/// PADDLE_DISTRI_BACKEND=gloo (CPU), POD_NAME, PADDLE_LOG_DIR; then PyTorch's RANK, WORLD_SIZE,
+/// LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT (the same master).
 EnvList MasterTrainerVariables(const Cluster& cluster, const Trainer& trainer,
                                const MasterJobEnv& job);
 EnvList MasterTrainerVariables(const Cluster& cluster, const Trainer& trainer,
                                const MasterJobEnv& job, const WorldValues& world);
 
-/// The environment of today's launcher for an RPC process (paddle-new-launch §7.3):
-/// PADDLE_MASTER_ENDPOINT (peer 0's candidate), PADDLE_SERVER_ENDPOINT (its own endpoint),
-/// PADDLE_TRAINER_ID, PADDLE_TRAINERS_NUM, POD_NAME, PADDLE_LOG_DIR.
+/// The environment of today's launcher for an RPC process (docs/master.md, "Rendezvous (Paddle's
+/// protocol)"): PADDLE_MASTER_ENDPOINT (peer 0's candidate), PADDLE_SERVER_ENDPOINT (its own
+/// endpoint), PADDLE_TRAINER_ID, PADDLE_TRAINERS_NUM, POD_NAME, PADDLE_LOG_DIR.
 EnvList RpcVariables(const Cluster& cluster, const Trainer& trainer, const MasterJobEnv& job);
 
 /// The child's environment as "NAME=value" strings: `parent` ("NAME=value" entries, as environ)

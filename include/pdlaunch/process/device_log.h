@@ -1,6 +1,6 @@
 #pragma once
 
-// `<log_dir>/<job_id>.gpu.log` (paddle-new-launch.md §12; issue #27 item 4): the devices'
+// `<log_dir>/<job_id>.gpu.log` (docs/cli.md, "GPU log"; issue #27 item 4): the devices'
 // identity, the compute processes, then one utilisation row per device every period, written
 // from the supervisor's event loop: each sample is a child with a deadline, no thread, no sleep.
 

@@ -9,8 +9,8 @@
 namespace pdlaunch {
 
 // The lines of today's launcher's console (`python -m paddle.distributed.launch` since Paddle
-// 2.3; contract paddle-new-launch.md §10), shown for a command that uses its interface
-// (UsesNewInterface): its Job, Pod and Container strings, verbatim. docs/cli.md, "Console".
+// 2.3), shown for a command that uses its interface (UsesNewInterface): its Job, Pod and
+// Container strings, verbatim. docs/cli.md, "Console".
 
 /// `Job: <id>, mode <mode>, replicas <r>[<min>:<max>], elastic <True|False>` for --nnodes
 /// `nnodes` ("N", "MIN:MAX", or empty for 1): a range has replicas MAX and is elastic, even 5:5.

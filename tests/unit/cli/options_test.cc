@@ -30,7 +30,8 @@ std::string GraceLine(double grace) {
 }
 
 TEST(OptionsTest, ConfigurationDumpMatchesContractExample) {
-  // Contract §6.3: `--gpus=0,1 train.py --lr=0.1`, plus pdlaunch's own lines in sorted position.
+  // Paddle's example (docs/cli.md, "Configuration dump"): `--gpus=0,1 train.py --lr=0.1`, plus
+  // pdlaunch's own lines in sorted position.
   LaunchOptions options;
   options.gpus = "0,1";
   options.training_script = "train.py";

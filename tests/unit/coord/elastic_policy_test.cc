@@ -143,7 +143,7 @@ TEST(ElasticPolicyTest, FailureWithBudgetSpentFailsWithTheLevelsCode) {
   EXPECT_EQ(elastic.exit_code, 3);
 }
 
-// Paddle's elastic levels (paddle-new-launch.md §11.3; issue #29 item 9).
+// Paddle's elastic levels (docs/elastic.md, "Elastic levels"; issue #29 item 9).
 TEST(ElasticLevelTest, MinusOneEndsTheJobOnAFailureWhateverTheBudget) {
   JobState state = WithWorld(Live({"a", "b"}), World(1, {"a", "b"}));
   state.failures[1] = Failure(1, "b", 1, 7);

@@ -54,7 +54,8 @@ TEST(ElasticWorldTest, ScaleOutAppendsNewcomers) {
   EXPECT_EQ(FormWorld({"a", "b"}, {"c", "a", "b"}, 2, 4, true), World(Ids{"a", "b", "c"}));
 }
 
-// paddle-launch-tests.md §J2: hosts 10.10.10.0..3, 10.10.10.0 leaves → 3, 1, 2.
+// Paddle's test_fleet_elastic_manager.py (docs/design.md, "Paddle's own launcher tests"):
+// hosts 10.10.10.0..3, 10.10.10.0 leaves → 3, 1, 2.
 TEST(ElasticWorldTest, ScaleInMovesLastMemberIntoGap) {
   EXPECT_EQ(FormWorld({"h0", "h1", "h2", "h3"}, {"h1", "h2", "h3"}, 2, 4, true),
             World(Ids{"h3", "h1", "h2"}));

@@ -13,7 +13,8 @@ using testutil::GpuPlan;
 
 using Strings = std::vector<std::string>;
 
-// The cloud variables of Paddle's test_fleet_launch_cloud.sh (paddle-launch-tests.md §D).
+// The cloud variables of Paddle's test_fleet_launch_cloud.sh (docs/design.md, "Paddle's own
+// launcher tests").
 EnvMap CloudTestEnv() {
   return {{"PADDLE_TRAINERS_NUM", "2"},
           {"POD_IP", "127.0.0.1"},
@@ -23,7 +24,8 @@ EnvMap CloudTestEnv() {
           {"TRAINER_PORTS_NUM", "2"}};
 }
 
-// The cloud variables of Paddle's test_fleet_launch_async.sh (paddle-launch-tests.md §C).
+// The cloud variables of Paddle's test_fleet_launch_async.sh (docs/design.md, "Paddle's own
+// launcher tests").
 EnvMap AbortTestEnv() {
   return {{"DISTRIBUTED_TRAINER_ENDPOINTS",
            "127.0.0.1:6170,127.0.0.1:6171,127.0.0.2:6170,127.0.0.2:6171"},

@@ -192,9 +192,9 @@ TEST(DeviceFamilyTest, ACustomDeviceWithNoDeviceFoundIsAnError) {
                                      "running as asked"});
 }
 
-// Paddle's unit tests of its Device module (paddle-launch-tests.md, "Device"; device.py), each
-// bullet re-expressed on the launcher's device plan: labels are the visible list's entries and
-// a process's selected ids are positions in it (get_selected_devices).
+// Paddle's unit tests of its Device module (docs/design.md, "Paddle's own launcher tests";
+// device.py), each bullet re-expressed on the launcher's device plan: labels are the visible
+// list's entries and a process's selected ids are positions in it (get_selected_devices).
 TEST(PaddleDeviceModuleTest, LabelsComeFromTheFamilysVariable) {
   // CUDA_VISIBLE_DEVICES=0,1,2 -> gpu, labels 0,1,2 (one process: all three; count 3).
   const DevicePlan gpu = Resolve({{"CUDA_VISIBLE_DEVICES", "0,1,2"}}, std::nullopt, "auto", {}, 1);

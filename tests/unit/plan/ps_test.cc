@@ -434,7 +434,7 @@ TEST(PsEnvTest, PlainPsHasNoHeterVariables) {
 // --- Heter stages -------------------------------------------------------------------------------
 
 // Paddle's test_fleet_launch_ps.sh heter run: servers base+4, base+5, workers base+6, base+7,
-// heter workers base+8, base+9 (paddle-launch-tests §G), base = 36000.
+// heter workers base+8, base+9 (docs/design.md, "Paddle's own launcher tests"), base = 36000.
 LaunchOptions PaddleHeterTest() {
   return Args()
       .Servers("127.0.0.1:36004,127.0.0.1:36005")
