@@ -53,79 +53,67 @@ DryRunPlan::PsJob PsJobOf(const PsPlan& plan) {
   return job;
 }
 
-/// --dry_run: the decisions and the plan of a real run as JSON; nothing is started or written.
-int PlanDryRun(JobDecision decision) {
-  if (decision.slurm) ApplySlurmStep(decision.options, *decision.slurm);
-  const LaunchOptions& options = decision.options;
-  const EnvMap env = EnvironmentMap();
-  DryRunPlan plan;
-  // What the planning logs, the run's own code, becomes the JSON's warnings and notes.
-  HoldLines();
-  if (!decision.elastic.config) WarnModeBoundFlags(options);
-  size_t local_processes = 0;
-  plan.mode = decision.rpc ? "rpc" : decision.mode == JobMode::kCollective ? "collective" : "ps";
-  plan.launch_path = PathName(decision);
-  const TrainingCommand command = CommandOf(options);  // A missing script: the run's error.
-  plan.command = command.argv;
-  if (const std::optional<std::string> note = UnusedMasterNote(decision)) PDLOG_WARN("{}", *note);
-  for (const std::string& warning : decision.path.warnings) PDLOG_WARN("{}", warning);
-  if (decision.meeting) plan.notes.push_back(MeetingNote(*decision.meeting));
-  if (decision.path.kind == LaunchPath::Kind::kMaster || decision.rpc || decision.ps_counts) {
-    const MasterSettings& master = *decision.path.master;
-    plan.notes.push_back(fmt::format(
-        "the cluster is decided at the rendezvous: {} nodes through the master {}", master.nnodes,
-        !master.ips.empty()   ? MeetingNote(master)
-        : master.master_given ? fmt::format("{}:{}", master.master_host, master.master_port)
-                              : std::string("this node would host (its address and a free port)")));
-  } else if (decision.elastic.config) {
-    LogElasticDecision(decision);
-    const ElasticConfig& elastic = *decision.elastic.config;
-    plan.notes.push_back(fmt::format(
-        "the cluster is decided in etcd at {} when the nodes of job {} register (elastic: {} "
-        "nodes)",
-        elastic.server, elastic.job_id,
-        elastic.np_min == elastic.np_max
-            ? fmt::format("{}", elastic.np_min)
-            : fmt::format("{} to {}", elastic.np_min, elastic.np_max)));
-  } else if (decision.mode != JobMode::kCollective) {
-    if (DetectCloud(env)) {
-      plan.notes.push_back(
-          "PaddleCloud starts each role itself: the script would run once, as it is, with the "
-          "launcher's environment and console");
-    } else {
-      const PsDecision ps = DecidePs(options, decision.mode, "(a new temporary directory)",
-                                     fs::absolute(options.log_dir).string());
-      if (!ps.reservation) CheckFixedPortsFree(ps.plan);
-      plan.device_mode = ps.accelerators > 0 ? "gpu" : "cpu";
-      plan.ps = PsJobOf(ps.plan);
-      for (const PsProcess& p : ps.plan.processes) {
-        plan.processes.push_back(
-            {PsRoleName(p.role), p.global_id, p.local_index, p.log_name, p.env});
-      }
-      local_processes = ps.plan.processes.size();
-    }
-  } else {
-    LogElasticDecision(decision);
-    const CollectivePlan collective = PlanCollective(options, env);
-    LogDevicePlan(collective.devices, UsesNewInterface(options), /*print_mode_line=*/false);
-    local_processes = collective.cluster.local_pod().trainers.size();
-    plan.device_mode = collective.devices.family.type;
-    plan.cluster = collective.cluster;
-    const JobEnv job{"(a new temporary directory)", GetEnv("PADDLE_WITH_GLOO").value_or("0"),
-                     fs::absolute(options.log_dir).string()};
-    const WorldValues world(collective.cluster);
-    for (const Trainer& trainer : collective.cluster.local_pod().trainers) {
-      plan.processes.push_back({"trainer", trainer.global_rank, trainer.local_rank,
-                                fmt::format("workerlog.{}", trainer.local_rank),
-                                TrainerVariables(collective.cluster, trainer, job, world)});
-    }
+/// Where the nodes of a master job would meet.
+std::string MasterNote(const MasterSettings& master) {
+  return fmt::format(
+      "the cluster is decided at the rendezvous: {} nodes through the master {}", master.nnodes,
+      !master.ips.empty()   ? MeetingNote(master)
+      : master.master_given ? fmt::format("{}:{}", master.master_host, master.master_port)
+                            : std::string("this node would host (its address and a free port)"));
+}
+
+std::string ElasticNote(const ElasticConfig& elastic) {
+  return fmt::format(
+      "the cluster is decided in etcd at {} when the nodes of job {} register (elastic: {} nodes)",
+      elastic.server, elastic.job_id,
+      elastic.np_min == elastic.np_max ? fmt::format("{}", elastic.np_min)
+                                       : fmt::format("{} to {}", elastic.np_min, elastic.np_max));
+}
+
+/// A parameter-server job's plan into `plan`; returns how many processes this node runs.
+size_t PlanPs(const LaunchOptions& options, JobMode mode, const EnvMap& env, DryRunPlan& plan) {
+  if (DetectCloud(env)) {
+    plan.notes.push_back(
+        "PaddleCloud starts each role itself: the script would run once, as it is, with the "
+        "launcher's environment and console");
+    return 0;
   }
+  const PsDecision ps = DecidePs(options, mode, "(a new temporary directory)",
+                                 fs::absolute(options.log_dir).string());
+  if (!ps.reservation) CheckFixedPortsFree(ps.plan);
+  plan.device_mode = ps.accelerators > 0 ? "gpu" : "cpu";
+  plan.ps = PsJobOf(ps.plan);
+  for (const PsProcess& p : ps.plan.processes) {
+    plan.processes.push_back({PsRoleName(p.role), p.global_id, p.local_index, p.log_name, p.env});
+  }
+  return ps.plan.processes.size();
+}
+
+/// The collective job of this node alone into `plan`; returns how many processes it runs.
+size_t PlanLocalCollective(const LaunchOptions& options, const EnvMap& env, DryRunPlan& plan) {
+  const CollectivePlan collective = PlanCollective(options, env);
+  LogDevicePlan(collective.devices, UsesNewInterface(options), /*print_mode_line=*/false);
+  plan.device_mode = collective.devices.family.type;
+  plan.cluster = collective.cluster;
+  const JobEnv job{"(a new temporary directory)", GetEnv("PADDLE_WITH_GLOO").value_or("0"),
+                   fs::absolute(options.log_dir).string()};
+  const WorldValues world(collective.cluster);
+  for (const Trainer& trainer : collective.cluster.local_pod().trainers) {
+    plan.processes.push_back({"trainer", trainer.global_rank, trainer.local_rank,
+                              fmt::format("workerlog.{}", trainer.local_rank),
+                              TrainerVariables(collective.cluster, trainer, job, world)});
+  }
+  return collective.cluster.local_pod().trainers.size();
+}
+
+/// The run's last checks before it starts anything (the echo's ranks, each variable within the
+/// kernel's bound), then what the planning logged as the plan's warnings and notes.
+void FinishPlan(const LaunchOptions& options, size_t local_processes, DryRunPlan& plan) {
   if (options.echo && local_processes > 0) {
     if (auto absent = EchoAbsentWarning(ParseEchoChoice(*options.echo), local_processes)) {
       PDLOG_WARN("{}", *absent);
     }
   }
-  // The run refuses a variable past the kernel's bound before it starts anything: so does this.
   for (const DryRunPlan::Process& process : plan.processes) {
     std::vector<std::string> entries;
     entries.reserve(process.env.size());
@@ -139,6 +127,37 @@ int PlanDryRun(JobDecision decision) {
       plan.notes.push_back(std::move(line));
     }
   }
+}
+
+/// --dry_run: the decisions and the plan of a real run as JSON; nothing is started or written.
+int PlanDryRun(JobDecision decision) {
+  if (decision.slurm) ApplySlurmStep(decision.options, *decision.slurm);
+  const LaunchOptions& options = decision.options;
+  const EnvMap env = EnvironmentMap();
+  DryRunPlan plan;
+  // What the planning logs, the run's own code, becomes the JSON's warnings and notes.
+  HoldLines();
+  if (!decision.elastic.config) WarnModeBoundFlags(options);
+  plan.mode = decision.rpc ? "rpc" : decision.mode == JobMode::kCollective ? "collective" : "ps";
+  plan.launch_path = PathName(decision);
+  const TrainingCommand command = CommandOf(options);  // A missing script: the run's error.
+  plan.command = command.argv;
+  if (const std::optional<std::string> note = UnusedMasterNote(decision)) PDLOG_WARN("{}", *note);
+  for (const std::string& warning : decision.path.warnings) PDLOG_WARN("{}", warning);
+  if (decision.meeting) plan.notes.push_back(MeetingNote(*decision.meeting));
+  size_t local_processes = 0;
+  if (decision.path.kind == LaunchPath::Kind::kMaster || decision.rpc || decision.ps_counts) {
+    plan.notes.push_back(MasterNote(*decision.path.master));
+  } else if (decision.elastic.config) {
+    LogElasticDecision(decision);
+    plan.notes.push_back(ElasticNote(*decision.elastic.config));
+  } else if (decision.mode != JobMode::kCollective) {
+    local_processes = PlanPs(options, decision.mode, env, plan);
+  } else {
+    LogElasticDecision(decision);
+    local_processes = PlanLocalCollective(options, env, plan);
+  }
+  FinishPlan(options, local_processes, plan);
   fmt::print("{}", FormatDryRun(plan));
   return 0;
 }
