@@ -1,0 +1,360 @@
+// A participant of a master rendezvous (master_node.h): the HTTP exchange with the master
+// (contact, register, long-poll the news, read the world, heartbeats, confirmed writes).
+#include "run/master_node.h"
+
+namespace pdlaunch::internal::master {
+
+// The job token on both sides or on neither (docs/master.md, "Exposure"): a node without it is
+// refused by the master (401), and a node with it refuses a master that does not check it.
+std::optional<std::string> MasterNode::TokenError(const HttpReply& reply) const {
+  const bool has_token = TheJobToken() != nullptr;
+  if (reply.status == 401 && reply.token_required) {
+    return fmt::format(
+        "the master at {} takes a job token, and this node {}: give every node the same {} "
+        "(docs/master.md, \"Exposure\")",
+        MasterText(), has_token ? "presents another one" : "has none in its environment",
+        kJobTokenVariable);
+  }
+  if (reply.status != 0 && has_token && !reply.token_required) {
+    return fmt::format(
+        "this node has a job token ({}), and the master at {} does not check one ({}): give "
+        "every node the same token, or none (a master of Paddle's cannot check one; "
+        "docs/master.md, \"Exposure\")",
+        kJobTokenVariable, MasterText(),
+        reply.server.starts_with("pdlaunch/") ? "its node has none" : reply.server);
+  }
+  return std::nullopt;
+}
+
+void MasterNode::Contact() {
+  client_->Request("GET", "/healthy", "", 5.0, [this](const HttpReply& reply) {
+    if (reply.status != 0) {
+      unanswered_since_.reset();
+    } else if (!unanswered_since_) {
+      unanswered_since_ = Clock::now();
+    }
+    const bool may_host =
+        !hosting_deferred_ ||
+        (unanswered_since_ && SecondsSince(*unanswered_since_) >= kDeferredHostingSeconds);
+    if (reply.status == 0 && master_is_local_ && may_host && TryToServe()) {
+      // Nobody listens at the master's port on this host, and now this launcher does: the
+      // launcher that had it is gone, or both lost the race described at TryToServe().
+      PDLOG_INFO(
+          "nobody answered at the master {} ({}); this node ({}) hosts it now for job {} "
+          "({} nodes)",
+          MasterText(), reply.error, node_ip_, settings_.job_id, settings_.nnodes);
+      client_.reset();
+      SetOwnKey();
+      return StartServing();
+    }
+    if (auto error = TokenError(reply)) {
+      rendezvous_error_ = std::move(*error);
+      return Stop();
+    }
+    if (reply.status != 200) {
+      return Retry([this] { Contact(); },
+                   reply.status == 0 ? reply.error : fmt::format("HTTP {}", reply.status));
+    }
+    foreign_ = !reply.server.starts_with("pdlaunch/");
+    // One master serves one job: a node of another job would wait on a host that leaves when
+    // its own job is done (docs/master.md, "Several jobs on one master").
+    if (auto error = ForeignJobError(MasterText(), reply.server, reply.job, settings_.job_id)) {
+      // In a sequence of jobs (the auto tuner's), the master of the previous one may still be
+      // answering its last reports: asked again until it is gone and the next is served.
+      if (settings_.sequential) return Retry([this] { Contact(); }, *error);
+      rendezvous_error_ = std::move(*error);
+      return Stop();
+    }
+    if (foreign_) {
+      PDLOG_WARN("the master at {} is not pdlaunch's ({}): no failure detection between nodes",
+                 MasterText(), reply.server);
+    }
+    backoff_ = 0.1;
+    last_contact_ = Clock::now();
+    answered_ = true;
+    Register();
+  });
+}
+
+void MasterNode::Register() {
+  const std::string ttl = fmt::format("?ttl={}", settings_.heartbeat_timeout);
+  const auto put_info = [this](bool ok) {
+    if (!ok) return Retry([this] { Register(); }, last_error_);
+    Put(own_key_, value_, "", [this](bool ok2) {
+      if (!ok2) return Retry([this] { Register(); }, last_error_);
+      registered_ = true;
+      last_heartbeat_ = Clock::now();
+      Poll();
+    });
+  };
+  if (foreign_) return put_info(true);
+  // The terms before the info key: the host never counts a node whose terms it has not seen.
+  Put(keys_.alive(pod_), "1", ttl, [this, put_info](bool ok) {
+    if (!ok) return put_info(false);
+    JobTerms mine = terms_;
+    mine.node = node_ip_;
+    Put(keys_.node_terms(pod_), EncodeJobTerms(mine), "", put_info);
+  });
+}
+
+void MasterNode::Put(const std::string& key, const std::string& value, const std::string& query,
+                     std::function<void(bool)> done) {
+  ++pending_puts_;
+  client_->Request(
+      "PUT", key + query, value, 5.0, [this, done = std::move(done)](const HttpReply& reply) {
+        --pending_puts_;
+        last_put_status_ = reply.status;
+        // A master that serves another job now is not this job's: its host left
+        // (its job was over) and a job of a sequence, or another, took the port.
+        // What is sent there is not delivered, nor does it count as contact.
+        last_put_elsewhere_ = !foreign_ && !reply.job.empty() && reply.job != settings_.job_id;
+        const bool ok = !last_put_elsewhere_ && (reply.status == 200 || reply.status == 412);
+        if (ok) {
+          last_contact_ = Clock::now();
+        } else if (last_put_elsewhere_) {
+          last_error_ = fmt::format("the master now serves job {}", reply.job);
+        } else {
+          last_error_ = reply.status == 0 ? reply.error : fmt::format("HTTP {}", reply.status);
+        }
+        if (done) done(ok);
+      });
+}
+
+void MasterNode::PutConfirmed(const std::string& key, const std::string& value,
+                              const std::string& query, const std::string& what,
+                              Clock::time_point first) {
+  ++confirming_;
+  Put(key, value, query, [=, this](bool ok) {
+    if (ok) {
+      --confirming_;
+      return;
+    }
+    if (last_put_elsewhere_) {
+      // The job's master is gone and another job serves its port: the job is over there.
+      --confirming_;
+      PDLOG_DEBUG("not delivering this node's {}: {}", what, last_error_);
+      return;
+    }
+    // A master that answers and refuses (413: its store is full) is given --heartbeat_timeout;
+    // one that does not answer (gone: its job ended or failed, or the network) the flush time.
+    const double limit = last_put_status_ != 0 ? settings_.heartbeat_timeout : kFlushSeconds;
+    if (SecondsSince(first) >= limit) {
+      --confirming_;
+      if (!unconfirmed_) {
+        unconfirmed_ = fmt::format("the master at {} did not take this node's {} in {:.0f} s ({})",
+                                   MasterText(), what, SecondsSince(first), UnansweredWhy());
+      }
+      return;
+    }
+    const auto it = write_retries_.insert(write_retries_.end(), nullptr);
+    // In a sequence of jobs the next one takes the port within milliseconds: asked again soon.
+    const double pause = settings_.sequential ? 0.02 : kConfirmRetrySeconds;
+    *it = std::make_unique<LoopTimer>(loop_.get(), pause, [=, this] {
+      const std::unique_ptr<LoopTimer> keep = std::move(*it);  // Destroyed after: no re-arm.
+      write_retries_.erase(it);
+      --confirming_;
+      PutConfirmed(key, value, query, what, first);
+    });
+  });
+}
+
+// A participant long-polls the news (small: terms, refusals, the world formed, a failure), which
+// no join, heartbeat or report touches; a node of Paddle's master polls the peers.
+void MasterNode::Poll() {
+  if (polling_ || phase_ == Phase::kDone) return;
+  polling_ = true;
+  const std::string target =
+      foreign_ ? keys_.info_prefix()
+               : fmt::format("{}?wait={}&timeout={}", keys_.news_prefix(), revision_, kPollSeconds);
+  client_->Request("GET", target, "", kPollSeconds + 5.0, [this](const HttpReply& reply) {
+    polling_ = false;
+    if (reply.status != 200 && reply.status != 404) {
+      return Retry([this] { Poll(); },
+                   reply.status == 0 ? reply.error : fmt::format("HTTP {}", reply.status));
+    }
+    last_contact_ = Clock::now();
+    backoff_ = 0.1;
+    if (reply.revision >= 0) revision_ = reply.revision;
+    std::map<std::string, std::string> kvs;
+    if (reply.status == 200) {
+      try {
+        kvs = DecodeJsonObject(reply.body);
+      } catch (const LaunchError& e) {
+        return Retry([this] { Poll(); }, e.what());
+      }
+    }
+    if (foreign_) {
+      OnForeignPeers(kvs);
+      retry_ = std::make_unique<LoopTimer>(loop_.get(), kForeignPollSeconds, [this] {
+        retry_.reset();
+        Poll();
+      });
+      return;
+    }
+    OnNews(kvs);
+    Poll();
+  });
+}
+
+// The world the host formed, read once (one shared answer at the master for every node).
+void MasterNode::ReadWorld() {
+  if (phase_ != Phase::kRendezvous || rendezvous_error_) return;
+  reading_world_ = true;
+  client_->Request("GET", keys_.world(), "", 30.0, [this](const HttpReply& reply) {
+    if (phase_ != Phase::kRendezvous || rendezvous_error_) return;
+    if (reply.status != 200) {
+      return Retry([this] { ReadWorld(); },
+                   reply.status == 0 ? reply.error : fmt::format("HTTP {}", reply.status));
+    }
+    last_contact_ = Clock::now();
+    try {
+      const std::map<std::string, std::string> kvs = DecodeJsonObject(reply.body);
+      const auto it = kvs.find(keys_.world());
+      if (it == kvs.end()) throw LaunchError("no world record in the master's answer");
+      world_ = DecodeWorld(it->second, static_cast<size_t>(settings_.nnodes));
+      if (static_cast<int>(world_.size()) != settings_.nnodes) {
+        throw LaunchError(fmt::format("the master's world has {} nodes, --nnodes is {}",
+                                      world_.size(), settings_.nnodes));
+      }
+    } catch (const LaunchError& e) {
+      // A record that will not change: waiting would only hide it.
+      rendezvous_error_ = fmt::format("cannot read the world of job {} from the master at {}: {}",
+                                      settings_.job_id, MasterText(), OneLine(e.what()));
+      return Stop();
+    }
+    const bool member = std::any_of(world_.begin(), world_.end(),
+                                    [&](const auto& entry) { return entry.first == own_key_; });
+    if (!member) {
+      // One node too many, or a node late from an earlier run: named by address, as are the
+      // members (not by store key).
+      std::vector<std::string> members;
+      for (const auto& [key, value] : world_) members.push_back(PeerName(key, value));
+      rendezvous_error_ = fmt::format(
+          "the world of job {} formed at master {} with its {} nodes [{}] without this node ({} "
+          "({})): is this node one too many (--nnodes {}), or late from an earlier run?",
+          settings_.job_id, MasterText(), world_.size(), fmt::join(members, ", "), node_ip_, pod_,
+          settings_.nnodes);
+      return Stop();
+    }
+    const auto own = std::find_if(world_.begin(), world_.end(),
+                                  [&](const auto& entry) { return entry.first == own_key_; });
+    if (own->second != value_) {
+      // Not what this node published: someone else wrote its record, or the world.
+      rendezvous_error_ = fmt::format(
+          "the world of job {} at master {} holds another record for this node ({}) than the "
+          "one it published: it was written by someone else; not starting",
+          settings_.job_id, MasterText(), node_ip_);
+      return Stop();
+    }
+    Adopt([&] { return job_->Take(world_, own_key_); });
+  });
+}
+
+void MasterNode::Retry(std::function<void()> call, const std::string& error) {
+  last_error_ = error;
+  // Before the world forms, a thousand nodes may be knocking at once: a short pause with jitter
+  // (50 to 100 ms) spreads them without leaving a node idle for seconds; afterwards, back-off
+  // doubling from 0.1 s to 1 s.
+  // In a sequence of jobs (the auto tuner's), the master is away only between two jobs, for
+  // milliseconds: 10 to 20 ms, so that the gap between trials stays that short.
+  const double pause = settings_.sequential ? 0.01 : 0.05;
+  const double delay = phase_ == Phase::kRendezvous
+                           ? pause + pause * std::uniform_real_distribution<double>()(jitter_)
+                           : backoff_;
+  backoff_ = std::min(kMaxBackoff, backoff_ * 2);
+  retry_ = std::make_unique<LoopTimer>(loop_.get(), delay, [this, call = std::move(call)] {
+    auto keep = std::move(retry_);  // Destroyed after the call: no re-arm.
+    call();
+  });
+}
+
+void MasterNode::Heartbeat() {
+  if (!registered_ || foreign_ || !client_ || phase_ == Phase::kDone) return;
+  if (SecondsSince(last_heartbeat_) < settings_.heartbeat_timeout / 4) return;
+  last_heartbeat_ = Clock::now();
+  // Once its world formed, the heartbeat says so: the host fails a member that never does.
+  const std::string_view value = phase_ == Phase::kRendezvous ? "1" : kRunningHeartbeat;
+  Put(keys_.alive(pod_), std::string(value), fmt::format("?ttl={}", settings_.heartbeat_timeout),
+      nullptr);
+}
+
+// The rendezvous deadline passed: the error names the nodes that registered. The host knows
+// them and publishes its error for every node; a participant that did not hear it asks the
+// master once (for at most 2 s).
+void MasterNode::TimeOut() {
+  if (timing_out_) return;
+  timing_out_ = true;
+  if (ledger_) {
+    rendezvous_error_ =
+        TimeoutError(ledger_->counted().size(), RegisteredNames(ledger_->counted()));
+    server_->store().Put(keys_.formed(), EncodeFormed({0, *rendezvous_error_}), std::nullopt,
+                         /*within_limits=*/false);
+    server_->Changed();
+    return Stop();
+  }
+  if (!client_ || !answered_) {
+    rendezvous_error_ = TimeoutError(0, {});
+    return Stop();
+  }
+  client_->Request("GET", keys_.info_prefix(), "", 2.0, [this](const HttpReply& reply) {
+    std::map<std::string, std::string> info;
+    if (reply.status == 200) {
+      try {
+        info = DecodeJsonObject(reply.body);
+      } catch (const LaunchError&) {
+      }
+    }
+    const std::vector<std::string> names = RegisteredNames(info);
+    rendezvous_error_ = TimeoutError(names.size(), names);
+    Stop();
+  });
+}
+
+void MasterNode::OnNews(const std::map<std::string, std::string>& kvs) {
+  if (!registered_ || phase_ == Phase::kDone) return;
+  if (const auto it = kvs.find(keys_.waiting()); it != kvs.end()) {
+    waiting_for_ = OneLine(std::string_view(it->second).substr(0, 1024));
+  }
+  const JobNews news = ParseNews(keys_, pod_, kvs);
+  const NodeStep step = DecideNodeStep(news, terms_, phase_ != Phase::kRendezvous);
+  switch (step.kind) {
+    case NodeStep::Kind::kWait:
+      return;
+    case NodeStep::Kind::kRefused:
+      Put(keys_.heard(pod_), "1", "", nullptr);  // The host may leave once all have read it.
+      rendezvous_error_ =
+          fmt::format("the master at {} refused this node for job {}: {}; {}", MasterText(),
+                      settings_.job_id, step.reason,
+                      settings_.ips.empty() ? "give every node the same --nnodes and run mode"
+                                            : kIpsRefusalHint);
+      return Stop();
+    case NodeStep::Kind::kCannotForm:
+      rendezvous_error_ = step.reason;
+      Put(keys_.heard(pod_), "1", "", nullptr);  // The host may leave once all have read it.
+      return Stop();
+    case NodeStep::Kind::kReadWorld:
+      if (!reading_world_) ReadWorld();
+      return;
+    case NodeStep::Kind::kJobFailed:
+      return OnJobFailed(step.failure);
+    case NodeStep::Kind::kComplete:
+      if (!complete_seen_ && !settings_.ips.empty()) Put(keys_.heard(pod_), "1", "", nullptr);
+      complete_seen_ = true;
+      if (phase_ == Phase::kCompleting) Stop();
+      return;
+  }
+}
+
+// A node of Paddle's master: the world forms when --nnodes peers are there, each node ordering
+// them itself (as Paddle's do); no failure detection between nodes.
+void MasterNode::OnForeignPeers(const std::map<std::string, std::string>& info) {
+  if (!registered_ || phase_ != Phase::kRendezvous) return;
+  if (static_cast<int>(info.size()) < settings_.nnodes) return;
+  if (static_cast<int>(info.size()) > settings_.nnodes) {
+    rendezvous_error_ = TooManyNodes(info);
+    return Stop();
+  }
+  AdoptPeers(info);
+}
+
+}  // namespace pdlaunch::internal::master
