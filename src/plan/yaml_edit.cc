@@ -266,18 +266,21 @@ std::string YamlValue(std::string_view value_json) {
   return text;
 }
 
-std::string SetYamlValue(std::string_view text, std::string_view dotted_key,
-                         std::string_view value_json) {
-  std::vector<Line> lines = SplitLines(text);
-  MarkBlockScalars(text, lines);
+namespace {
+
+std::vector<std::string> SplitDottedKey(std::string_view dotted_key) {
   std::vector<std::string> keys;
   for (size_t at = 0;;) {
     const size_t dot = dotted_key.find('.', at);
     keys.emplace_back(dotted_key.substr(at, dot == std::string_view::npos ? dot : dot - at));
-    if (dot == std::string_view::npos) break;
+    if (dot == std::string_view::npos) return keys;
     at = dot + 1;
   }
-  // The document: past a leading "---"; a second one is not read.
+}
+
+/// The first line of the document: past a leading "---"; a second document is not read.
+size_t DocumentStart(std::string_view text, const std::vector<Line>& lines,
+                     std::string_view dotted_key) {
   size_t from = 0;
   bool first_content = true;
   for (size_t i = 0; i < lines.size(); ++i) {
@@ -295,117 +298,157 @@ std::string SetYamlValue(std::string_view text, std::string_view dotted_key,
     }
     first_content = false;
   }
-  size_t scope_begin = from;
-  size_t scope_end = lines.size();
+  return from;
+}
+
+/// One mapping's lines, [begin, end), and where its parent key is.
+struct Scope {
+  size_t begin = 0;
+  size_t end = 0;
   int parent_indent = -1;
   std::optional<size_t> parent_line;
+};
+
+/// What a look for `key` among a scope's entries found.
+struct KeySearch {
+  std::optional<size_t> found;         ///< The key's line.
+  std::optional<int> child_indent;     ///< The indent of the scope's entries.
+  std::optional<size_t> last_content;  ///< The scope's last content line.
+};
+
+KeySearch FindKey(std::string_view text, const std::vector<Line>& lines, const Scope& scope,
+                  const std::string& key, const std::string& path, bool top_level) {
+  KeySearch search;
+  for (size_t i = scope.begin; i < scope.end; ++i) {
+    const Line& line = lines[i];
+    if (!line.content) continue;
+    if (line.tab) Fail(path, i, "a tab in the indentation is not read");
+    if (line.scalar) {  // A block scalar's text: deeper than its key, never a key itself.
+      search.last_content = i;
+      continue;
+    }
+    const bool first_line = !search.child_indent;
+    if (!search.child_indent) search.child_indent = line.indent;
+    search.last_content = i;
+    if (line.indent != *search.child_indent) continue;  // Deeper: a value's own lines.
+    const std::optional<KeyLine> entry = ParseKeyLine(text, line);
+    if (!entry) {
+      if (first_line && top_level) Fail(path, i, "the file's top level is not a mapping");
+      if (first_line) Fail(path, i, "what is on the way is not a block mapping");
+      continue;
+    }
+    if (entry->key == key) {
+      // YAML keeps the last of a repeated key: editing the first would change nothing.
+      if (search.found) Fail(path, i, "the key is twice in its mapping (YAML keeps the last)");
+      search.found = i;
+    }
+  }
+  return search;
+}
+
+/// A missing leaf key added at the end of its mapping, as Paddle sets a missing key.
+std::string AddKey(std::string_view text, const std::vector<Line>& lines, const Scope& scope,
+                   const KeySearch& search, const std::string& key, std::string_view value_json) {
+  const int indent = search.child_indent.value_or(scope.parent_line ? scope.parent_indent + 2 : 0);
+  const std::string line = fmt::format("{}{}: {}", std::string(static_cast<size_t>(indent), ' '),
+                                       key, YamlValue(value_json));
+  std::string out(text);
+  if (!search.last_content && !scope.parent_line) {  // No mapping at all yet: the first key.
+    if (!out.empty() && out.back() != '\n') out += '\n';
+    return out + line + "\n";
+  }
+  const Line& at = lines[search.last_content ? *search.last_content : *scope.parent_line];
+  if (at.next == at.end) {  // The file's last line, without a newline.
+    out.insert(at.next, "\n" + line);
+  } else {
+    const bool crlf = text.substr(at.end, at.next - at.end) == "\r\n";
+    out.insert(at.next, line + (crlf ? "\r\n" : "\n"));
+  }
+  return out;
+}
+
+/// Where the block of the key on line `found` ends: the next content line not deeper than it.
+/// `has_block`: the key has lines of its own below it (a list at its indent included).
+size_t KeyBlockEnd(std::string_view text, const std::vector<Line>& lines, size_t found,
+                   size_t scope_end, bool& has_block) {
+  size_t block_end = found + 1;
+  while (block_end < scope_end &&
+         (!lines[block_end].content || lines[block_end].indent > lines[found].indent)) {
+    ++block_end;
+  }
+  has_block = false;
+  for (size_t i = found + 1; i < block_end; ++i) has_block = has_block || lines[i].content;
+  if (block_end < scope_end && lines[block_end].indent == lines[found].indent &&
+      text[lines[block_end].begin + static_cast<size_t>(lines[block_end].indent)] == '-') {
+    has_block = true;  // A list at the key's own indent is its value.
+  }
+  return block_end;
+}
+
+/// The leaf's value rewritten, between its spacing and its comment; the rest as it is.
+std::string ReplaceValue(std::string_view text, const KeyLine& entry, const std::string& path,
+                         size_t found, bool has_block, std::string_view value_json) {
+  const std::string& v = entry.value;
+  const char first = v.empty() ? '\0' : v[0];
+  if (v.empty() && has_block) {
+    Fail(path, found, "a mapping or list, not a value: give the key of a value in it");
+  }
+  if ((first == '[' || first == '{') && !FlowCloses(v)) {
+    Fail(path, found, "a flow collection over several lines is not rewritten");
+  }
+  // A plain scalar folded over the lines below it, or a quoted one not closed on its line.
+  if ((has_block && !v.empty()) ||
+      ((first == '"' || first == '\'') && QuotedEnd(v, 0) == std::string_view::npos)) {
+    Fail(path, found, "a value over several lines is not rewritten");
+  }
+  std::string out(text);
+  size_t start = entry.value_begin;
+  while (start < entry.value_end && (text[start] == ' ' || text[start] == '\t')) ++start;
+  const std::string value = YamlValue(value_json);
+  if (start == entry.value_begin) {
+    out.replace(start, entry.value_end - start, " " + value);
+  } else {
+    out.replace(start, entry.value_end - start, value);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string SetYamlValue(std::string_view text, std::string_view dotted_key,
+                         std::string_view value_json) {
+  std::vector<Line> lines = SplitLines(text);
+  MarkBlockScalars(text, lines);
+  const std::vector<std::string> keys = SplitDottedKey(dotted_key);
+  Scope scope{DocumentStart(text, lines, dotted_key), lines.size(), -1, std::nullopt};
   for (size_t depth = 0; depth < keys.size(); ++depth) {
     const std::string& key = keys[depth];
     const std::string path = fmt::format(
         "{}", fmt::join(keys.begin(), keys.begin() + static_cast<long>(depth) + 1, "."));
-    std::optional<int> child_indent;
-    std::optional<size_t> found;
-    std::optional<size_t> last_content;
-    for (size_t i = scope_begin; i < scope_end; ++i) {
-      const Line& line = lines[i];
-      if (!line.content) continue;
-      if (line.tab) Fail(path, i, "a tab in the indentation is not read");
-      if (line.scalar) {  // A block scalar's text: deeper than its key, never a key itself.
-        last_content = i;
-        continue;
-      }
-      const bool first_line = !child_indent;
-      if (!child_indent) child_indent = line.indent;
-      last_content = i;
-      if (line.indent != *child_indent) continue;  // Deeper: a value's own lines.
-      const std::optional<KeyLine> entry = ParseKeyLine(text, line);
-      if (!entry) {
-        if (first_line && depth == 0) Fail(path, i, "the file's top level is not a mapping");
-        if (first_line) Fail(path, i, "what is on the way is not a block mapping");
-        continue;
-      }
-      if (entry->key == key) {
-        // YAML keeps the last of a repeated key: editing the first would change nothing.
-        if (found) Fail(path, i, "the key is twice in its mapping (YAML keeps the last)");
-        found = i;
-      }
-    }
+    const KeySearch search = FindKey(text, lines, scope, key, path, depth == 0);
     const bool leaf = depth + 1 == keys.size();
-    if (!found) {
+    if (!search.found) {
       if (!leaf) {
         throw LaunchError(fmt::format("{}: no such key in the file ({} is not there)",
                                       OneLine(dotted_key), OneLine(path)));
       }
-      // Added at the end of its mapping, as Paddle sets a missing key.
-      const int indent = child_indent.value_or(parent_line ? parent_indent + 2 : 0);
-      const std::string line = fmt::format(
-          "{}{}: {}", std::string(static_cast<size_t>(indent), ' '), key, YamlValue(value_json));
-      std::string out(text);
-      if (!last_content && !parent_line) {  // No mapping at all yet: the file's first key.
-        if (!out.empty() && out.back() != '\n') out += '\n';
-        return out + line + "\n";
-      }
-      const Line& at = lines[last_content ? *last_content : *parent_line];
-      if (at.next == at.end) {  // The file's last line, without a newline.
-        out.insert(at.next, "\n" + line);
-      } else {
-        const bool crlf = text.substr(at.end, at.next - at.end) == "\r\n";
-        out.insert(at.next, line + (crlf ? "\r\n" : "\n"));
-      }
-      return out;
+      return AddKey(text, lines, scope, search, key, value_json);
     }
-    const KeyLine entry = *ParseKeyLine(text, lines[*found]);
-    const std::string& v = entry.value;
-    const char first = v.empty() ? '\0' : v[0];
-    // Where the key's own block ends: the next content line not deeper than it.
-    size_t block_end = *found + 1;
-    while (block_end < scope_end &&
-           (!lines[block_end].content || lines[block_end].indent > lines[*found].indent)) {
-      ++block_end;
-    }
+    const size_t found = *search.found;
+    const KeyLine entry = *ParseKeyLine(text, lines[found]);
+    const char first = entry.value.empty() ? '\0' : entry.value[0];
     bool has_block = false;
-    for (size_t i = *found + 1; i < block_end; ++i) has_block = has_block || lines[i].content;
-    if (block_end < scope_end && lines[block_end].indent == lines[*found].indent &&
-        text[lines[block_end].begin + static_cast<size_t>(lines[block_end].indent)] == '-') {
-      has_block = true;  // A list at the key's own indent is its value.
-    }
+    const size_t block_end = KeyBlockEnd(text, lines, found, scope.end, has_block);
     if (first == '&' || first == '*' || first == '!') {
-      Fail(path, *found,
-           "an anchor, alias or tag is not rewritten (the file would change meaning)");
+      Fail(path, found, "an anchor, alias or tag is not rewritten (the file would change meaning)");
     }
-    if (first == '|' || first == '>') Fail(path, *found, "a block scalar is not rewritten");
-    if (leaf) {
-      if (v.empty() && has_block) {
-        Fail(path, *found, "a mapping or list, not a value: give the key of a value in it");
-      }
-      if ((first == '[' || first == '{') && !FlowCloses(v)) {
-        Fail(path, *found, "a flow collection over several lines is not rewritten");
-      }
-      // A plain scalar folded over the lines below it, or a quoted one not closed on its line.
-      if ((has_block && !v.empty()) ||
-          ((first == '"' || first == '\'') && QuotedEnd(v, 0) == std::string_view::npos)) {
-        Fail(path, *found, "a value over several lines is not rewritten");
-      }
-      std::string out(text);
-      // The value between its spacing and its comment, whatever it was; the rest as it is.
-      size_t start = entry.value_begin;
-      while (start < entry.value_end && (text[start] == ' ' || text[start] == '\t')) ++start;
-      const std::string value = YamlValue(value_json);
-      if (start == entry.value_begin) {
-        out.replace(start, entry.value_end - start, " " + value);
-      } else {
-        out.replace(start, entry.value_end - start, value);
-      }
-      return out;
-    }
+    if (first == '|' || first == '>') Fail(path, found, "a block scalar is not rewritten");
+    if (leaf) return ReplaceValue(text, entry, path, found, has_block, value_json);
     if (first == '[' || first == '{') {
-      Fail(path, *found, "a flow collection on the way to a key is not rewritten");
+      Fail(path, found, "a flow collection on the way to a key is not rewritten");
     }
-    if (!v.empty()) Fail(path, *found, "a value, not a mapping: no key under it");
-    parent_indent = lines[*found].indent;
-    parent_line = *found;
-    scope_begin = *found + 1;
-    scope_end = block_end;
+    if (!entry.value.empty()) Fail(path, found, "a value, not a mapping: no key under it");
+    scope = Scope{found + 1, block_end, lines[found].indent, found};
   }
   return std::string(text);  // Unreachable: the leaf returns.
 }
