@@ -203,6 +203,118 @@ double FiniteNumber(const std::string& text) {
   return value;
 }
 
+/// The columns a history of `config` has beyond Paddle's fixed ones: the custom dimensions'
+/// and refined_recompute's after recompute_granularity, dp_estimation's after
+/// global_batch_size, the conversion's after the metric.
+struct HistoryColumns {
+  explicit HistoryColumns(const TunerConfig& config)
+      : custom(config.custom_dims.size()),
+        n(custom + config.refined_recompute.size()),
+        estimation(EstimationColumns(config)),
+        conversion(ConversionColumns(config)),
+        est(estimation.size()),
+        conv(conversion.size()) {}
+  size_t custom;
+  size_t n;
+  std::vector<std::string> estimation;
+  std::vector<std::string> conversion;
+  size_t est;
+  size_t conv;
+};
+
+/// The header a history of `config` writes, column for column.
+bool HeaderMatches(const std::vector<std::string>& header, const TunerConfig& config,
+                   const HistoryColumns& c) {
+  if (header.size() != 16 + c.n + c.est + c.conv ||
+      header[13 + c.n + c.est] != config.metric_name) {
+    return false;
+  }
+  for (size_t k = 0; k < c.conv; ++k) {
+    if (header[14 + c.n + c.est + k] != c.conversion[k]) return false;
+  }
+  for (size_t k = 0; k < c.est; ++k) {
+    if (header[12 + c.n + k] != c.estimation[k]) return false;
+  }
+  for (size_t k = 0; k < c.n; ++k) {
+    const std::string& name =
+        k < c.custom ? config.custom_dims[k].key : config.refined_recompute[k - c.custom];
+    if (header[10 + k] != name) return false;
+  }
+  return true;
+}
+
+/// A row's layout from its fields; false for a value no longer in the file's list of a custom
+/// dimension (a row of another search). Throws on a number that does not parse.
+bool ParseLayout(const std::vector<std::string>& f, const TunerConfig& config,
+                 const HistoryColumns& cols, TrialConfig& c) {
+  c.mp = std::stol(f[1]);
+  c.sharding_degree = std::stol(f[2]);
+  c.pp = std::stol(f[3]);
+  c.dp = std::stol(f[4]);
+  c.sharding_stage = std::stol(f[5]);
+  c.mbs = std::stol(f[6]);
+  c.vpp = std::stol(f[7]);
+  if (!f[8].empty()) c.use_recompute = f[8] == "True";
+  if (!f[9].empty()) c.recompute_granularity = f[9];
+  const size_t n = cols.n;
+  for (size_t k = cols.custom; k < n; ++k) {
+    c.refined.emplace_back(config.refined_recompute[k - cols.custom], std::stol(f[10 + k]));
+  }
+  for (size_t k = 0; k < cols.custom; ++k) {
+    const TunerConfig::CustomDim& dim = config.custom_dims[k];
+    const auto it = std::find_if(dim.values.begin(), dim.values.end(),
+                                 [&](const std::string& v) { return PyStr(v) == f[10 + k]; });
+    if (it == dim.values.end()) return false;
+    c.custom.emplace_back(dim.key, *it);
+  }
+  c.acc_steps = std::stol(f[10 + n]);
+  c.global_batch_size = std::stol(f[11 + n]);
+  if (cols.est) {
+    c.estimated_dp = f[12 + n].empty() ? 0 : std::stol(f[12 + n]);
+    c.trial_gpus = std::stol(f[13 + n]);
+    c.trial_nodes = std::stol(f[14 + n]);
+    if (cols.est == 4 && !f[15 + n].empty()) c.sharding_overlap = f[15 + n] == "True";
+  }
+  return true;
+}
+
+/// One row of the history; nullopt for a row that is not (a short one, another search's, a
+/// number that does not parse or is not finite).
+std::optional<TrialOutcome> ParseRow(const std::string& line, const TunerConfig& config,
+                                     const HistoryColumns& cols) {
+  const size_t n = cols.n, est = cols.est, conv = cols.conv;
+  // error_info is the last column and may hold commas: split the others only.
+  std::vector<std::string> f;
+  size_t at = 0;
+  for (size_t i = 0; i < 15 + n + est + conv && at != std::string::npos; ++i) {
+    const size_t comma = line.find(',', at);
+    f.push_back(line.substr(at, comma == std::string::npos ? comma : comma - at));
+    at = comma == std::string::npos ? comma : comma + 1;
+  }
+  if (f.size() != 15 + n + est + conv || at == std::string::npos) return std::nullopt;
+  try {
+    TrialOutcome o;
+    o.job_id = std::stoi(f[0]);
+    if (!ParseLayout(f, config, cols, o.cfg)) return std::nullopt;
+    o.exec_time = FiniteNumber(f[12 + n + est]);
+    if (!f[13 + n + est].empty()) o.metric = FiniteNumber(f[13 + n + est]);
+    for (size_t k = 0; k < conv; ++k) {
+      const std::string& v = f[14 + n + est + k];
+      o.converted.emplace_back(cols.conversion[k],
+                               v.empty() ? std::nullopt : std::optional<double>(FiniteNumber(v)));
+    }
+    const std::string& memory = f[14 + n + est + conv];
+    o.oom = memory == "OOM";
+    if (!o.oom && !memory.empty()) o.memory_mib = FiniteNumber(memory);
+    std::string error = line.substr(at);
+    if (error.starts_with("['") && error.ends_with("']")) error = error.substr(2, error.size() - 4);
+    o.error = error;
+    return o;
+  } catch (...) {
+    return std::nullopt;
+  }
+}
+
 }  // namespace
 
 std::vector<TrialOutcome> ParseHistoryCsv(const std::string& text, const TunerConfig& config) {
@@ -210,91 +322,11 @@ std::vector<TrialOutcome> ParseHistoryCsv(const std::string& text, const TunerCo
   std::istringstream in(text);
   std::string line;
   if (!std::getline(in, line)) return out;
-  const std::vector<std::string> header = SplitAndStrip(line, ',');
-  // The custom dimensions' columns, then refined_recompute's, follow recompute_granularity.
-  const size_t custom = config.custom_dims.size();
-  const size_t n = custom + config.refined_recompute.size();
-  // dp_estimation's columns after global_batch_size, the conversion's after the metric.
-  const std::vector<std::string> estimation = EstimationColumns(config);
-  const size_t est = estimation.size();
-  const std::vector<std::string> conversion = ConversionColumns(config);
-  const size_t conv = conversion.size();
-  if (header.size() != 16 + n + est + conv || header[13 + n + est] != config.metric_name) {
-    return out;
-  }
-  for (size_t k = 0; k < conv; ++k) {
-    if (header[14 + n + est + k] != conversion[k]) return out;
-  }
-  for (size_t k = 0; k < est; ++k) {
-    if (header[12 + n + k] != estimation[k]) return out;
-  }
-  for (size_t k = 0; k < n; ++k) {
-    const std::string& name =
-        k < custom ? config.custom_dims[k].key : config.refined_recompute[k - custom];
-    if (header[10 + k] != name) return out;
-  }
+  const HistoryColumns cols(config);
+  if (!HeaderMatches(SplitAndStrip(line, ','), config, cols)) return out;
   while (std::getline(in, line)) {
-    // error_info is the last column and may hold commas: split the others only.
-    std::vector<std::string> f;
-    size_t at = 0;
-    for (size_t i = 0; i < 15 + n + est + conv && at != std::string::npos; ++i) {
-      const size_t comma = line.find(',', at);
-      f.push_back(line.substr(at, comma == std::string::npos ? comma : comma - at));
-      at = comma == std::string::npos ? comma : comma + 1;
-    }
-    if (f.size() != 15 + n + est + conv || at == std::string::npos) continue;
-    try {
-      TrialOutcome o;
-      o.job_id = std::stoi(f[0]);
-      TrialConfig& c = o.cfg;
-      c.mp = std::stol(f[1]);
-      c.sharding_degree = std::stol(f[2]);
-      c.pp = std::stol(f[3]);
-      c.dp = std::stol(f[4]);
-      c.sharding_stage = std::stol(f[5]);
-      c.mbs = std::stol(f[6]);
-      c.vpp = std::stol(f[7]);
-      if (!f[8].empty()) c.use_recompute = f[8] == "True";
-      if (!f[9].empty()) c.recompute_granularity = f[9];
-      bool known = true;  // A value no longer in the file's list: a row of another search.
-      for (size_t k = custom; k < n; ++k) {
-        c.refined.emplace_back(config.refined_recompute[k - custom], std::stol(f[10 + k]));
-      }
-      for (size_t k = 0; k < custom; ++k) {
-        const TunerConfig::CustomDim& dim = config.custom_dims[k];
-        const auto it = std::find_if(dim.values.begin(), dim.values.end(),
-                                     [&](const std::string& v) { return PyStr(v) == f[10 + k]; });
-        if (it == dim.values.end()) {
-          known = false;
-          break;
-        }
-        c.custom.emplace_back(dim.key, *it);
-      }
-      if (!known) continue;
-      c.acc_steps = std::stol(f[10 + n]);
-      c.global_batch_size = std::stol(f[11 + n]);
-      if (est) {
-        c.estimated_dp = f[12 + n].empty() ? 0 : std::stol(f[12 + n]);
-        c.trial_gpus = std::stol(f[13 + n]);
-        c.trial_nodes = std::stol(f[14 + n]);
-        if (est == 4 && !f[15 + n].empty()) c.sharding_overlap = f[15 + n] == "True";
-      }
-      o.exec_time = FiniteNumber(f[12 + n + est]);
-      if (!f[13 + n + est].empty()) o.metric = FiniteNumber(f[13 + n + est]);
-      for (size_t k = 0; k < conv; ++k) {
-        const std::string& v = f[14 + n + est + k];
-        o.converted.emplace_back(conversion[k],
-                                 v.empty() ? std::nullopt : std::optional<double>(FiniteNumber(v)));
-      }
-      const std::string& memory = f[14 + n + est + conv];
-      o.oom = memory == "OOM";
-      if (!o.oom && !memory.empty()) o.memory_mib = FiniteNumber(memory);
-      std::string error = line.substr(at);
-      if (error.starts_with("['") && error.ends_with("']"))
-        error = error.substr(2, error.size() - 4);
-      o.error = error;
-      out.push_back(std::move(o));
-    } catch (...) {
+    if (std::optional<TrialOutcome> row = ParseRow(line, config, cols)) {
+      out.push_back(std::move(*row));
     }
   }
   return out;
