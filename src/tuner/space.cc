@@ -295,18 +295,10 @@ std::vector<std::pair<TrialConfig, std::optional<std::string>>> SingleReplicaLay
 
 }  // namespace
 
-std::vector<std::pair<TrialConfig, std::optional<std::string>>> SearchSpace(
-    const TunerConfig& cfg, const MemoryEstimate& estimate) {
-  if (cfg.estimated_num_gpus) {
-    TunerConfig grid = cfg;
-    grid.estimated_num_gpus.reset();
-    return SingleReplicaLayouts(SearchSpace(grid, estimate), cfg);
-  }
-  if (!cfg.global_batch_size) {
-    throw LaunchError("auto tuner: the layouts need the global batch size (the GBS pre-search's)");
-  }
-  const long gbs = *cfg.global_batch_size;
-  // utils.py search_all: the degrees nested mp → sharding → pp → dp, their product the devices.
+namespace {
+
+/// utils.py search_all: the degrees nested mp → sharding → pp → dp, their product the devices.
+std::vector<std::array<long, 4>> DegreeTuples(const TunerConfig& cfg) {
   std::vector<std::array<long, 4>> degrees;
   for (long mp : cfg.mp) {
     if (cfg.num_gpus % mp) continue;
@@ -321,8 +313,13 @@ std::vector<std::pair<TrialConfig, std::optional<std::string>>> SearchSpace(
       }
     }
   }
-  // custom_search_dim: itertools.product of the values, the last dimension varying fastest,
-  // innermost of all (after the recompute granularity).
+  return degrees;
+}
+
+/// custom_search_dim: itertools.product of the values, the last dimension varying fastest,
+/// innermost of all (after the recompute granularity).
+std::vector<std::vector<std::pair<std::string, std::string>>> CustomProducts(
+    const TunerConfig& cfg) {
   std::vector<std::vector<std::pair<std::string, std::string>>> customs{{}};
   for (const TunerConfig::CustomDim& dim : cfg.custom_dims) {
     std::vector<std::vector<std::pair<std::string, std::string>>> next;
@@ -334,6 +331,45 @@ std::vector<std::pair<TrialConfig, std::optional<std::string>>> SearchSpace(
     }
     customs = std::move(next);
   }
+  return customs;
+}
+
+/// need_baseline: memory-first (utils.py memory_sort), so the first trial most likely fits;
+/// schedule_prior: the matching candidates first, the first strategy's first.
+void OrderCandidates(const TunerConfig& cfg,
+                     std::vector<std::pair<TrialConfig, std::optional<std::string>>>& all) {
+  if (cfg.need_baseline) {
+    std::stable_sort(all.begin(), all.end(), [](const auto& x, const auto& y) {
+      const TrialConfig& a = x.first;
+      const TrialConfig& b = y.first;
+      return std::make_tuple(-a.mp, -a.pp, -a.vpp, -a.sharding_degree, -a.sharding_stage, a.mbs,
+                             -static_cast<int>(a.use_recompute.value_or(false))) <
+             std::make_tuple(-b.mp, -b.pp, -b.vpp, -b.sharding_degree, -b.sharding_stage, b.mbs,
+                             -static_cast<int>(b.use_recompute.value_or(false)));
+    });
+  }
+  // schedule_prior: the matching candidates first, the first strategy's first.
+  for (auto it = cfg.schedule_prior.rbegin(); it != cfg.schedule_prior.rend(); ++it) {
+    std::stable_partition(all.begin(), all.end(),
+                          [&](const auto& x) { return MatchesStrategy(x.first, *it); });
+  }
+}
+
+}  // namespace
+
+std::vector<std::pair<TrialConfig, std::optional<std::string>>> SearchSpace(
+    const TunerConfig& cfg, const MemoryEstimate& estimate) {
+  if (cfg.estimated_num_gpus) {
+    TunerConfig grid = cfg;
+    grid.estimated_num_gpus.reset();
+    return SingleReplicaLayouts(SearchSpace(grid, estimate), cfg);
+  }
+  if (!cfg.global_batch_size) {
+    throw LaunchError("auto tuner: the layouts need the global batch size (the GBS pre-search's)");
+  }
+  const long gbs = *cfg.global_batch_size;
+  const std::vector<std::array<long, 4>> degrees = DegreeTuples(cfg);
+  const std::vector<std::vector<std::pair<std::string, std::string>>> customs = CustomProducts(cfg);
   std::vector<std::pair<TrialConfig, std::optional<std::string>>> all;
   std::vector<TrialConfig> kept;
   for (const auto& [mp, sd, pp, dp] : degrees) {
@@ -373,22 +409,7 @@ std::vector<std::pair<TrialConfig, std::optional<std::string>>> SearchSpace(
       }
     }
   }
-  // need_baseline: memory-first (utils.py memory_sort), so the first trial most likely fits.
-  if (cfg.need_baseline) {
-    std::stable_sort(all.begin(), all.end(), [](const auto& x, const auto& y) {
-      const TrialConfig& a = x.first;
-      const TrialConfig& b = y.first;
-      return std::make_tuple(-a.mp, -a.pp, -a.vpp, -a.sharding_degree, -a.sharding_stage, a.mbs,
-                             -static_cast<int>(a.use_recompute.value_or(false))) <
-             std::make_tuple(-b.mp, -b.pp, -b.vpp, -b.sharding_degree, -b.sharding_stage, b.mbs,
-                             -static_cast<int>(b.use_recompute.value_or(false)));
-    });
-  }
-  // schedule_prior: the matching candidates first, the first strategy's first.
-  for (auto it = cfg.schedule_prior.rbegin(); it != cfg.schedule_prior.rend(); ++it) {
-    std::stable_partition(all.begin(), all.end(),
-                          [&](const auto& x) { return MatchesStrategy(x.first, *it); });
-  }
+  OrderCandidates(cfg, all);
   return all;
 }
 
