@@ -11,6 +11,7 @@
 #include "pdlaunch/plan/messages.h"
 #include "pdlaunch/plan/ports.h"
 #include "pdlaunch/plan/ps.h"
+#include "pdlaunch/plan/ps_master.h"
 #include "pdlaunch/plan/trainer_env.h"
 
 namespace pdlaunch::internal {

@@ -5,6 +5,9 @@
 
 #include "pdlaunch/base/errors.h"
 #include "pdlaunch/cli/master_config.h"
+#include "pdlaunch/plan/ps.h"
+#include "pdlaunch/plan/ps_master.h"
+#include "pdlaunch/plan/trainer_env.h"
 
 namespace pdlaunch {
 namespace {
@@ -569,15 +572,6 @@ TEST(UsesNewInterfaceTest, FlagsOfTodaysLauncherOrItsEnvironment) {
   job_env.from_env = {"job_id"};
   EXPECT_FALSE(UsesNewInterface(job_env));
 }
-
-}  // namespace
-}  // namespace pdlaunch
-
-#include "pdlaunch/plan/ps.h"
-#include "pdlaunch/plan/trainer_env.h"
-
-namespace pdlaunch {
-namespace {
 
 std::string EnvOf(const EnvList& env, const std::string& name) {
   for (const auto& [key, value] : env) {
