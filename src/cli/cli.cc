@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <unistd.h>
 
 // CLI11 reads the launcher's options (docs/design.md, "The command line"); its header stays in
 // this file. It includes <iostream> only for std::cout and std::cerr, which it names in functions
@@ -39,6 +38,7 @@ extern ostream clog;
 #include "cli/flag_table.h"
 #include "pdlaunch/base/endpoint.h"
 #include "pdlaunch/base/errors.h"
+#include "pdlaunch/base/nested_launch.h"
 #include "pdlaunch/base/version.h"
 
 namespace pdlaunch {
@@ -447,16 +447,6 @@ std::vector<std::string> ApplyEnvironmentTwins(LaunchOptions& options, const Env
         "--rank to set this node's rank)");
   }
   return notes;
-}
-
-std::string NestedMarkerEntry() {
-  return std::string(kNestedMarker) + "=" + std::to_string(::getpid());
-}
-
-bool IsSetForRanks(std::string_view name) {
-  return name == "PADDLE_MASTER" || name == "PADDLE_NNODES" || name == "PADDLE_LOG_DIR" ||
-         name == "PADDLE_RANK" || name == "PADDLE_TRAINER_ID" || name == "PADDLE_JOB_ID" ||
-         name == "PADDLE_AUTO_PARALLEL_CONFIG";
 }
 
 std::string UsageText() {

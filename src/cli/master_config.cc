@@ -7,6 +7,7 @@
 
 #include "pdlaunch/base/endpoint.h"
 #include "pdlaunch/base/errors.h"
+#include "pdlaunch/base/nested_launch.h"
 #include "pdlaunch/cli/cli.h"
 
 namespace pdlaunch {

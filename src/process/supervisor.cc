@@ -27,8 +27,8 @@
 
 #include "base/unique_fd.h"
 #include "pdlaunch/base/errors.h"
+#include "pdlaunch/base/nested_launch.h"
 #include "pdlaunch/base/seconds.h"
-#include "pdlaunch/cli/cli.h"
 #include "pdlaunch/plan/trainer_env.h"
 #include "pdlaunch/process/job_cgroup.h"
 #include "pdlaunch/process/launcher_signals.h"
@@ -119,7 +119,7 @@ class EventLoop {
     if (!processes.empty()) {
       // Without a cgroup, the processes that left the groups are found by their environment.
       watchdog_.emplace(options.remove_if_killed, cgroup_ ? cgroup_->dir() : std::string(),
-                        processes.size(), cgroup_ ? std::string() : NestedMarkerEntry());
+                        processes.size(), cgroup_ ? std::string() : NestedMarkerEntry(::getpid()));
     }
     pending_ = std::move(processes);
     idle_ = pending_.empty() && (options_.external != nullptr || options_.stop_hook != nullptr);

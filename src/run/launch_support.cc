@@ -20,6 +20,7 @@
 #include "base/unique_fd.h"
 #include "pdlaunch/base/errors.h"
 #include "pdlaunch/base/logging.h"
+#include "pdlaunch/base/nested_launch.h"
 #include "pdlaunch/base/random_seed.h"
 #include "pdlaunch/base/seconds.h"
 #include "pdlaunch/cli/cli.h"
@@ -79,7 +80,7 @@ std::vector<std::string> ParentEnvironment() {
     if (!std::string_view(*entry).starts_with(marker)) env.emplace_back(*entry);
   }
   env = WithProxyBackups(std::move(env));
-  env.push_back(NestedMarkerEntry());
+  env.push_back(NestedMarkerEntry(::getpid()));
   return env;
 }
 

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "pdlaunch/cli/cli.h"
+#include "pdlaunch/base/nested_launch.h"
 #include "support/test_util.h"
 
 namespace pdlaunch {
@@ -36,7 +36,7 @@ pid_t FakeLauncher(const std::string& script, const std::string& pid_file, bool 
   if (launcher != 0) return launcher;
   if (mark_job) ::setenv("PDLAUNCH_PARENT", std::to_string(::getpid()).c_str(), 1);
   Watchdog watchdog(std::move(remove_if_killed), {}, 4096,
-                    mark_job ? NestedMarkerEntry() : std::string());
+                    mark_job ? NestedMarkerEntry(::getpid()) : std::string());
   const pid_t child = ::fork();
   if (child == 0) {
     ::setpgid(0, 0);
@@ -168,7 +168,7 @@ TEST(WatchdogTest, FindsTheJobMarkerWhereverTheScansReadsCutTheEnvironment) {
   const std::string file = dir.File("pids");
   const pid_t launcher = ::fork();
   if (launcher == 0) {
-    std::string marker = NestedMarkerEntry();
+    std::string marker = NestedMarkerEntry(::getpid());
     Watchdog watchdog({}, {}, 16, marker);
     std::string lines;
     for (size_t offset : {size_t{4085}, 4096 - marker.size(), size_t{4095}, size_t{4096}}) {

@@ -57,22 +57,10 @@ std::vector<std::string> WithoutOptions(const std::vector<std::string>& args,
 inline constexpr std::string_view kMissingScript =
     "the following arguments are required: training_script (see launch --help)";
 
-/// Every process the launcher starts has this variable (the launcher's pid); a launcher that finds
-/// it in its own environment runs inside another job's process (a nested launch).
-inline constexpr std::string_view kNestedMarker = "PDLAUNCH_PARENT";
-
 /// The training script that runs Paddle's own distributed check (Paddle 3's test plugin): the
 /// command line is today's interface with --nnodes at least 2, the program Paddle's
 /// paddle/distributed/launch/plugins/test.py (docs/cli.md, "run_check").
 inline constexpr std::string_view kRunCheck = "run_check";
-
-/// The entry "PDLAUNCH_PARENT=<this process's pid>" the launcher gives the processes it starts.
-std::string NestedMarkerEntry();
-
-/// Whether the launcher sets `name` for the processes it starts (PADDLE_MASTER, PADDLE_NNODES,
-/// PADDLE_LOG_DIR, PADDLE_TRAINER_ID, ...): a nested launcher does not read those as its own
-/// configuration.
-bool IsSetForRanks(std::string_view name);
 
 /// Applies the environment twins (PADDLE_NNODES → --nnodes, ...;
 /// docs/cli.md lists them) to every option not given on the command line: command line >
