@@ -3,7 +3,7 @@
 
 #include <string_view>
 
-#include "pdlaunch/process/run_recorder.h"
+#include "pdlaunch/process/report_file.h"
 #include "pdlaunch/process/supervision.h"
 
 namespace pdlaunch {

@@ -43,7 +43,7 @@ EnvList TunerStageVariables(const std::string& config, int port, int replicas, i
 
 /// The stage as one supervised process; its exit code, 128 + n for a signal.
 int RunTunerStage(const LaunchOptions& options, const TrainingCommand& command, int replicas,
-                  int nnodes) {
+                  int nnodes, RunReport& record) {
   const fs::path log_dir = PrepareLogDir(options.log_dir);
   const std::unique_ptr<PortReservation> port = MakeLockingPortAllocator()->Reserve(1);
   SupervisedProcess stage;
@@ -64,7 +64,7 @@ int RunTunerStage(const LaunchOptions& options, const TrainingCommand& command, 
   supervisor.grace_seconds = options.grace;
   ConsoleSettings console;
   console.say_completed = false;  // The job's processes have not started yet.
-  supervisor.status = JobStatus(std::move(console));
+  supervisor.status = JobStatus(std::move(console), &record);
   JobDeadline deadline(kTunerStageSeconds, "the auto-parallel tuner stage reached its deadline");
   supervisor.external = &deadline;
   std::vector<SupervisedProcess> processes;
@@ -115,11 +115,12 @@ std::string TunerRunMode(const std::string& path) {
 }
 
 std::optional<int> RunAutoParallelStages(const LaunchOptions& options,
-                                         const TrainingCommand& command, int replicas, int nnodes) {
+                                         const TrainingCommand& command, int replicas, int nnodes,
+                                         RunReport& record) {
   const std::string& config = *options.auto_parallel_config;
   const std::string mode = TunerRunMode(config);
   if (mode != "run_only") {
-    const int code = RunTunerStage(options, command, replicas, nnodes);
+    const int code = RunTunerStage(options, command, replicas, nnodes, record);
     if (code != 0) return code;
     if (mode == "tuner_only") {
       PDLOG_INFO("tuner_run_mode tuner_only: the ranks are not started");

@@ -9,6 +9,7 @@
 
 #include "pdlaunch/cli/options.h"
 #include "pdlaunch/plan/training_command.h"
+#include "pdlaunch/process/run_report.h"
 
 namespace pdlaunch::internal {
 
@@ -25,8 +26,10 @@ std::string TunerRunMode(const std::string& path);
 /// its output in <log_dir>/tuner.log, under the supervisor (Ctrl-C, kTunerStageSeconds, nothing
 /// left running). Then sets PADDLE_AUTO_PARALLEL_CONFIG and PADDLE_AUTO_PARALLEL_STAGE=run in
 /// the launcher's environment, which every rank inherits. Returns the launcher's exit code when
-/// the job ends here (tuner_only, the stage failed or was stopped), nullopt to go on.
+/// the job ends here (tuner_only, the stage failed or was stopped), nullopt to go on. The stage's
+/// process is recorded in `record` (--report).
 std::optional<int> RunAutoParallelStages(const LaunchOptions& options,
-                                         const TrainingCommand& command, int replicas, int nnodes);
+                                         const TrainingCommand& command, int replicas, int nnodes,
+                                         RunReport& record);
 
 }  // namespace pdlaunch::internal

@@ -259,7 +259,7 @@ ExchangeResult EtcdExchange::Exchange(const std::string& name, const std::string
     wait.external = this;
     ConsoleSettings console;
     console.waiting_for = fmt::format("the other nodes in etcd ({})", name);
-    wait.status = JobStatus(std::move(console));
+    wait.status = JobStatus(std::move(console), nullptr);  // An exchange: no job to record.
     const SupervisorResult waited = Supervise({}, wait);
     if (waited.signal) result.code = 128 + *waited.signal;
   }

@@ -70,11 +70,13 @@ int RunDryRun(JobDecision decision);
 
 /// Runs `decision` to its end; returns the launcher's exit code. `announce` prints the
 /// configuration dump: called once the job's usage checks have passed, before anything starts.
+/// What the run records for --report (its processes, node rank, a signal) goes into `record`,
+/// as it happens: a run cut short by an exception keeps what it had recorded.
 int RunDecided(JobDecision decision, const EnvMap& env, const std::function<void()>& announce,
-               const JobControls& controls = {});
+               const JobControls& controls, RunReport& record);
 
 /// One job as a caller that runs several sees it (the auto tuner): run as `launch` would, under
-/// `controls`, and told how it ended.
+/// `controls`, and told how it ended, with its record.
 RunResult RunJob(JobDecision decision, const EnvMap& env, const std::function<void()>& announce,
                  const JobControls& controls);
 

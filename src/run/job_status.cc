@@ -1,17 +1,18 @@
-// Who listens to a supervised run: the console and the run report.
+// Who listens to a supervised run: the console and the job's record.
 #include "run/job_status.h"
 
 #include <utility>
+#include <vector>
 
 #include "pdlaunch/process/report_status.h"
-#include "pdlaunch/process/run_recorder.h"
 
 namespace pdlaunch::internal {
 
-std::shared_ptr<SupervisorStatus> JobStatus(ConsoleSettings console) {
+std::shared_ptr<SupervisorStatus> JobStatus(ConsoleSettings console, RunReport* record) {
+  auto printer = std::make_shared<ConsoleStatus>(std::move(console));
+  if (record == nullptr) return printer;
   return std::make_shared<StatusFanOut>(std::vector<std::shared_ptr<SupervisorStatus>>{
-      std::make_shared<ConsoleStatus>(std::move(console)),
-      std::make_shared<ReportStatus>(TheRunReport())});
+      std::move(printer), std::make_shared<ReportStatus>(*record)});
 }
 
 }  // namespace pdlaunch::internal

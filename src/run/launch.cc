@@ -15,7 +15,6 @@
 #include "pdlaunch/cli/cli.h"
 #include "pdlaunch/plan/messages.h"
 #include "pdlaunch/plan/trainer_env.h"
-#include "pdlaunch/process/run_recorder.h"
 #include "pdlaunch/process/supervisor.h"
 #include "run/auto_parallel.h"
 #include "run/collective_plan.h"
@@ -51,7 +50,7 @@ void WarnOfProxies() {
 /// Paddle's tuner stage of --auto_parallel_config, once per node before its ranks (docs/cli.md,
 /// "Auto-parallel"); an exit code when it ends the job.
 std::optional<int> RunAutoParallelStage(const JobDecision& decision, const TrainingCommand& command,
-                                        const std::function<void()>& announce) {
+                                        const std::function<void()>& announce, RunReport& record) {
   const LaunchOptions& options = decision.options;
   const LaunchPath& path = decision.path;
   if (!options.auto_parallel_config || decision.mode != JobMode::kCollective || decision.rpc) {
@@ -63,13 +62,13 @@ std::optional<int> RunAutoParallelStage(const JobDecision& decision, const Train
                                         : static_cast<int>(SplitAndStrip(options.ips, ',').size());
   const int replicas = std::max<int>(
       1, static_cast<int>(internal::ResolveCollectiveDevices(options).devices_per_proc.size()));
-  return internal::RunAutoParallelStages(options, command, replicas, std::max(1, nnodes));
+  return internal::RunAutoParallelStages(options, command, replicas, std::max(1, nnodes), record);
 }
 
 /// The collective job of this node alone (no master, no etcd): plan, logs, supervise.
 int RunLocalCollective(const LaunchOptions& options, const EnvMap& env,
                        const TrainingCommand& command, const std::function<void()>& announce,
-                       const JobControls& controls) {
+                       const JobControls& controls, RunReport& record) {
   const bool todays_console = UsesNewInterface(options);
   CollectivePlan plan = PlanCollective(options, env);
   announce();
@@ -88,8 +87,8 @@ int RunLocalCollective(const LaunchOptions& options, const EnvMap& env,
                                plan.cluster.world_endpoints(), options.log_overwrite);
 
   const Cluster& cluster = plan.cluster;
-  TheRunReport().node_rank = cluster.local_index;
-  TheRunReport().nodes = static_cast<int>(cluster.pods.size());
+  record.node_rank = cluster.local_index;
+  record.nodes = static_cast<int>(cluster.pods.size());
   if (todays_console) {
     PDLOG_DEBUG(
         "First process distributed environment info: {}",
@@ -109,7 +108,7 @@ int RunLocalCollective(const LaunchOptions& options, const EnvMap& env,
   SupervisorOptions supervisor;
   ConsoleSettings console;
   internal::ChooseConsole(console, pod);
-  supervisor.status = internal::JobStatus(std::move(console));
+  supervisor.status = internal::JobStatus(std::move(console), &record);
   if (todays_console) internal::WriteEnvLogs(processes, options.log_overwrite);
   supervisor.grace_seconds = options.grace;
   supervisor.echo_path = processes.front().log_path;
@@ -127,7 +126,7 @@ int RunLocalCollective(const LaunchOptions& options, const EnvMap& env,
 }  // namespace
 
 int RunDecided(JobDecision decision, const EnvMap& env, const std::function<void()>& announce,
-               const JobControls& controls) {
+               const JobControls& controls, RunReport& record) {
   if (decision.slurm) ApplySlurmStep(decision.options, *decision.slurm);
   const LaunchOptions& options = decision.options;
   const LaunchPath& path = decision.path;
@@ -137,7 +136,7 @@ int RunDecided(JobDecision decision, const EnvMap& env, const std::function<void
   for (const std::string& warning : path.warnings) PDLOG_WARN("{}", warning);
   WarnOfProxies();
   const TrainingCommand command = CommandOf(options);
-  if (const std::optional<int> code = RunAutoParallelStage(decision, command, announce)) {
+  if (const std::optional<int> code = RunAutoParallelStage(decision, command, announce, record)) {
     return *code;
   }
   if (path.kind == LaunchPath::Kind::kMaster || decision.rpc || decision.ps_counts) {
@@ -146,34 +145,37 @@ int RunDecided(JobDecision decision, const EnvMap& env, const std::function<void
     if (!settings.ips.empty()) PlaceThisNode(options, settings, /*say=*/true);
     announce();
     return internal::RunMaster(options, settings, command, decision.ps_counts, decision.rpc,
-                               controls);
+                               controls, record);
   }
   if (decision.meeting && mode == JobMode::kCollective) {
     MasterSettings settings = *decision.meeting;
     PlaceThisNode(options, settings, /*say=*/false);
     announce();
-    return internal::RunMaster(options, settings, command, false, false, controls);
+    return internal::RunMaster(options, settings, command, false, false, controls, record);
   }
-  if (mode != JobMode::kCollective) return internal::RunPs(options, mode, command, announce);
+  if (mode != JobMode::kCollective)
+    return internal::RunPs(options, mode, command, announce, record);
   LogElasticDecision(decision);  // Held until the dump is out.
   if (decision.elastic.config) {
     announce();
-    return internal::RunElastic(options, *decision.elastic.config, command, controls);
+    return internal::RunElastic(options, *decision.elastic.config, command, controls, record);
   }
-  return RunLocalCollective(options, env, command, announce, controls);
+  return RunLocalCollective(options, env, command, announce, controls, record);
 }
 
 RunResult RunJob(JobDecision decision, const EnvMap& env, const std::function<void()>& announce,
                  const JobControls& controls) {
   RunResult result;
-  result.exit_code = RunDecided(std::move(decision), env, announce, controls);
+  result.exit_code = RunDecided(std::move(decision), env, announce, controls, result.record);
   result.deadline_hit = controls.deadline != nullptr && controls.deadline->hit();
   return result;
 }
 
 int Run(const LaunchOptions& options) {
   const EnvMap env = EnvironmentMap();
-  return RunDecided(Decide(options, env), env, [] {});
+  RunReport record;
+  return RunDecided(
+      Decide(options, env), env, [] {}, {}, record);
 }
 
 }  // namespace pdlaunch

@@ -25,7 +25,6 @@
 #include "pdlaunch/plan/ports.h"
 #include "pdlaunch/plan/trainer_env.h"
 #include "pdlaunch/process/process.h"
-#include "pdlaunch/process/run_recorder.h"
 #include "pdlaunch/process/supervisor.h"
 #include "run/job_status.h"
 #include "run/launch_support.h"
@@ -69,7 +68,7 @@ std::string ThisHost(const LaunchOptions& options) {
 class ElasticNodeAgent : public ExternalEvents {
  public:
   ElasticNodeAgent(const LaunchOptions& options, const ElasticConfig& config,
-                   const TrainingCommand& command, const JobControls& controls)
+                   const TrainingCommand& command, const JobControls& controls, RunReport& report)
       : options_(options),
         config_(config),
         command_(command),
@@ -77,7 +76,8 @@ class ElasticNodeAgent : public ExternalEvents {
         pod_(NewPodName()),
         id_(NewNodeId(pod_)),
         store_(MakeEtcdStore(config.server, kRequestTimeout)),
-        deadline_(controls.deadline) {}
+        deadline_(controls.deadline),
+        report_(report) {}
 
   int Run();
   int RunGenerations();
@@ -145,6 +145,7 @@ class ElasticNodeAgent : public ExternalEvents {
   // ranks start; it fires once.
   JobDeadline* deadline_;
   bool deadline_fired_ = false;
+  RunReport& report_;  ///< The job's record (--report): every generation adds its processes.
   fs::path log_dir_;
   bool first_launch_ = true;
   bool announced_wait_ = false;  // "Waiting peer ready..." said for the coming rendezvous.
@@ -385,7 +386,7 @@ void ElasticNodeAgent::WaitIdle(ExternalEvents* external, std::string waiting_fo
   // Today's console (--master etcd://): Terminating/Exit with signal N in the waits too.
   if (UsesNewInterface(options_)) console.pod_name = pod_;
   console.waiting_for = std::move(waiting_for);
-  wait.status = internal::JobStatus(std::move(console));
+  wait.status = internal::JobStatus(std::move(console), &report_);
   const SupervisorResult result = Supervise({}, wait);
   if (result.signal) throw StoppedBySignal{*result.signal};
 }
@@ -418,8 +419,8 @@ void ElasticNodeAgent::PublishFailure(const SupervisedProcess& process, const Ex
 
 int ElasticNodeAgent::RunWorld(const WorldRecord& world) {
   const Cluster cluster = BuildElasticCluster(world, id_, devices_);
-  TheRunReport().node_rank = cluster.local_index;
-  TheRunReport().nodes = static_cast<int>(cluster.pods.size());
+  report_.node_rank = cluster.local_index;
+  report_.nodes = static_cast<int>(cluster.pods.size());
   std::vector<std::string> hosts;
   for (const Pod& pod : cluster.pods) hosts.push_back(pod.ip);
   PDLOG_INFO("ready with hosts [{}]", fmt::join(hosts, ", "));
@@ -463,7 +464,7 @@ int ElasticNodeAgent::RunWorld(const WorldRecord& world) {
   internal::ApplyNumaBinding(options_, cluster, processes);
   ConsoleSettings console;
   internal::ChooseConsole(console, pod);
-  loop.status = internal::JobStatus(std::move(console));
+  loop.status = internal::JobStatus(std::move(console), &report_);
   if (!pod.empty()) internal::WriteEnvLogs(processes, options_.log_overwrite);
   // --elastic_level 0: a node whose rank fails leaves the job and the others hold (they see it
   // go); no failure record, which would stop them all.
@@ -584,8 +585,8 @@ int ElasticNodeAgent::RunGenerations() {
 }  // namespace
 
 int RunElastic(const LaunchOptions& options, const ElasticConfig& config,
-               const TrainingCommand& command, const JobControls& controls) {
-  ElasticNodeAgent agent(options, config, command, controls);
+               const TrainingCommand& command, const JobControls& controls, RunReport& record) {
+  ElasticNodeAgent agent(options, config, command, controls, record);
   try {
     return agent.Run();
   } catch (...) {

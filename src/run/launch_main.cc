@@ -19,7 +19,7 @@
 #include "pdlaunch/process/launcher_signals.h"
 #include "pdlaunch/process/pod_console.h"
 #include "pdlaunch/process/process.h"
-#include "pdlaunch/process/run_recorder.h"
+#include "pdlaunch/process/report_file.h"
 #include "pdlaunch/process/watchdog.h"
 #include "pdlaunch/run/launch.h"
 #include "pdlaunch/tuner/driver.h"
@@ -59,9 +59,9 @@ class LogDirGuard {
 };
 
 /// Fills in the outcome and writes --report, if asked; the launcher's exit code is unchanged.
-int Finish(const std::optional<std::string>& report_path, int code, const std::string& error) {
+int Finish(const std::optional<std::string>& report_path, RunReport& report, int code,
+           const std::string& error) {
   if (!report_path) return code;
-  RunReport& report = TheRunReport();
   report.exit_code = code;
   report.end_time = WallClockNow();
   if (!error.empty()) {
@@ -106,8 +106,7 @@ void PrepareProcess() {
   SetupLogging();
 }
 
-void StartReport(int argc, char** argv) {
-  RunReport& report = TheRunReport();
+void StartReport(RunReport& report, int argc, char** argv) {
   report.version = kVersion;
   report.command_line.assign(argv, argv + argc);
   report.host = HostName();
@@ -119,7 +118,7 @@ void StartReport(int argc, char** argv) {
 /// (Paddle 2.3+, docs/cli.md, "Configuration dump"); the legacy one prints Paddle 2's dump.
 /// Either releases the lines held since the planning began (logging.h).
 std::function<void()> MakeAnnounce(const LaunchOptions& options, const JobDecision& decision,
-                                   bool todays_console) {
+                                   const std::string& mode, bool todays_console) {
   if (!todays_console) {
     return [dump = FormatConfigurationArguments(options), announced = false]() mutable {
       if (announced) return;
@@ -134,7 +133,7 @@ std::function<void()> MakeAnnounce(const LaunchOptions& options, const JobDecisi
   const std::string nodes = options.nnodes
                                 ? *options.nnodes
                                 : (decision.elastic.config ? decision.options.np.value_or("") : "");
-  first.push_back(FormatJobLine(options.job_id.value_or("default"), TheRunReport().mode, nodes));
+  first.push_back(FormatJobLine(options.job_id.value_or("default"), mode, nodes));
   return [first = std::move(first), announced = false]() mutable {
     if (announced) return;
     announced = true;
@@ -143,10 +142,12 @@ std::function<void()> MakeAnnounce(const LaunchOptions& options, const JobDecisi
 }
 
 /// The job `decision` names, or the auto tuner's search when --auto_tuner_json is given, which
-/// runs each trial and the best through RunJob.
+/// runs each trial and the best through RunJob; what they record goes into `report`.
 int RunChosen(const LaunchOptions& options, JobDecision decision, const EnvMap& env,
-              const std::function<void()>& announce) {
-  if (!options.auto_tuner_json) return RunDecided(std::move(decision), env, announce);
+              const std::function<void()>& announce, RunReport& report) {
+  if (!options.auto_tuner_json) {
+    return RunDecided(std::move(decision), env, announce, JobControls{}, report);
+  }
   const TunerWiring tuner = WireTuner(options, decision, env);
   return RunAutoTuner(
       options, [&options] { return internal::ResolveCollectiveDevices(options); },
@@ -155,11 +156,12 @@ int RunChosen(const LaunchOptions& options, JobDecision decision, const EnvMap& 
         if (tuner.ips_search) trial.master.reset();
         return RunJob(Decide(trial, env), env, announce, controls);
       },
-      tuner.exchange, announce);
+      tuner.exchange, announce, report);
 }
 
 /// What an error's handler needs of the run that was under way.
 struct RunState {
+  RunReport report;  // What --report writes: the run's, filled as it goes.
   std::optional<LogDirGuard> log_dir;
   std::optional<std::string> report_path;  // Known once parsed; a usage error writes none.
   std::function<void()> announce;          // Prints the configuration dump, once.
@@ -199,7 +201,7 @@ int ParseAndRun(int argc, char** argv, RunState& state) {
     }
   }
   state.report_path = options.report;
-  RunReport& report = TheRunReport();
+  RunReport& report = state.report;
   report.mode = decision.rpc ? "rpc" : decision.mode == JobMode::kCollective ? "collective" : "ps";
   report.launch_path = PathName(decision);
   state.log_dir.emplace(decision.options.log_dir);
@@ -207,15 +209,15 @@ int ParseAndRun(int argc, char** argv, RunState& state) {
   // planning logs before it is held and written right after it (logging.h).
   HoldLines();
   for (const std::string& note : notes) PDLOG_INFO("{}", note);
-  state.announce = MakeAnnounce(options, decision, todays_console);
-  const int code = RunChosen(options, std::move(decision), env, state.announce);
+  state.announce = MakeAnnounce(options, decision, report.mode, todays_console);
+  const int code = RunChosen(options, std::move(decision), env, state.announce, report);
   ReleaseHeldLines();
   // Paddle's finalize line, once a pod was deployed (not after a failed rendezvous).
   // A run ended by a signal ends with "Exit with signal N" instead, as Paddle's.
   if (todays_console && !report.processes.empty() && !report.signal) {
     PDLOG_INFO("Exit code {}", code);
   }
-  return Finish(state.report_path, code, "");
+  return Finish(state.report_path, report, code, "");
 }
 
 /// An error's one line, after what the run printed: a usage error is alone; a set-up error
@@ -233,7 +235,8 @@ int Fail(RunState& state, const std::string& what, int code, bool bare) {
   }
   fmt::print(stderr, "launch: error: {}\n", OneLine(what));
   if (state.log_dir) state.log_dir->CleanUp();
-  return Finish(code == kExitUsageError ? std::nullopt : state.report_path, code, what);
+  return Finish(code == kExitUsageError ? std::nullopt : state.report_path, state.report, code,
+                what);
 }
 
 }  // namespace
@@ -249,8 +252,8 @@ int Main(int argc, char** argv) {
     }
   } reap_at_exit;
   PrepareProcess();
-  StartReport(argc, argv);
   RunState state;
+  StartReport(state.report, argc, argv);
   try {
     return ParseAndRun(argc, argv, state);
   } catch (const LaunchError& e) {

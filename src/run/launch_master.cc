@@ -93,9 +93,9 @@ bool MasterNode::Adopt(const std::function<MasterWorld()>& form) {
     member_addresses_ = world.addresses;
     peer_keys_ = world.keys;
     own_index_ = world.own_index;
-    if (job_->RunsProcesses()) {  // An exchange's order is its own: the report keeps the job's.
-      TheRunReport().node_rank = own_index_;
-      TheRunReport().nodes = static_cast<int>(member_addresses_.size());
+    if (report_ != nullptr) {  // An exchange records nothing: its order is its own.
+      report_->node_rank = own_index_;
+      report_->nodes = static_cast<int>(member_addresses_.size());
     }
   } catch (const LaunchError& e) {
     rendezvous_error_ = e.what();
@@ -140,7 +140,7 @@ std::optional<int> MasterNode::WaitIdle(std::string waiting_for) {
   ConsoleSettings console;
   if (UsesNewInterface(options_)) console.pod_name = pod_;
   console.waiting_for = std::move(waiting_for);
-  wait.status = JobStatus(std::move(console));
+  wait.status = JobStatus(std::move(console), report_);
   const SupervisorResult result = Supervise({}, wait);
   if (result.signal) return 128 + *result.signal;
   return std::nullopt;
@@ -153,7 +153,7 @@ std::optional<int> MasterNode::WaitForWorld() {
   if (rendezvous_error_) {
     std::fflush(stdout);
     fmt::print(stderr, "launch: error: {}\n", OneLine(*rendezvous_error_));
-    TheRunReport().reason = OneLine(*rendezvous_error_);  // --report's reason: the message.
+    if (report_ != nullptr) report_->reason = OneLine(*rendezvous_error_);  // --report's reason.
     return kExitSetupError;
   }
   if (phase_ == Phase::kRendezvous && failure_) {  // Another node failed before the world came.
@@ -249,8 +249,8 @@ void MasterNode::OnJobFailed(const JobFailure& failure) {
     failure_ = failure;
     // Another node's launcher was stopped by a signal: a sequence of jobs (the auto tuner's)
     // stops too, rather than wait for that node at its next step.
-    if (first && failure.signal != 0 && failure.pod != pod_) {
-      TheRunReport().stopped_node = failure.cause;
+    if (first && failure.signal != 0 && failure.pod != pod_ && report_ != nullptr) {
+      report_->stopped_node = failure.cause;
     }
     if (first && failure.pod != pod_ && phase_ != Phase::kRendezvous) {
       if (!settings_.ips.empty()) {  // The nodes of --ips fail as one, each saying why.
@@ -309,7 +309,7 @@ int MasterNode::RunRanks() {
   const bool todays_console = UsesNewInterface(options_);
   SupervisorOptions& supervisor = local.supervisor;
   ChooseConsole(local.console, todays_console ? pod_ : std::string());
-  supervisor.status = JobStatus(std::move(local.console));
+  supervisor.status = JobStatus(std::move(local.console), report_);
   if (todays_console) WriteEnvLogs(local.processes, options_.log_overwrite);
   if (todays_console) {
     PDLOG_DEBUG("First process distributed environment info: {}", local.debug_table);
@@ -458,21 +458,21 @@ namespace pdlaunch::internal {
 using master::MasterNode;
 
 int RunMaster(const LaunchOptions& options, MasterSettings settings, const TrainingCommand& command,
-              bool ps, bool rpc, const JobControls& controls) {
+              bool ps, bool rpc, const JobControls& controls, RunReport& record) {
   const MasterJobKind kind = ps    ? MasterJobKind::kPs
                              : rpc ? MasterJobKind::kRpc
                                    : MasterJobKind::kCollective;
   settings.sequential = settings.sequential || controls.one_of_a_sequence;
   if (settings.legacy_ips) {
     MasterNode node(options, settings, MakeLegacyIpsJob(options, command), "legacy-collective",
-                    controls.deadline);
+                    controls.deadline, &record);
     return node.Run();
   }
   MasterNode node(options, settings, MakeMasterJob(kind, options, command),
                   ps    ? "ps"
                   : rpc ? "rpc"
                         : "collective",
-                  controls.deadline);
+                  controls.deadline, &record);
   return node.Run();
 }
 
@@ -485,7 +485,7 @@ ExchangeResult ExchangeOverMaster(const LaunchOptions& options, MasterSettings s
   settings.sequential = true;
   ExchangeResult result;
   auto values = std::make_shared<std::vector<std::string>>();
-  MasterNode node(options, settings, MakeExchangeJob(value, values), "exchange");
+  MasterNode node(options, settings, MakeExchangeJob(value, values), "exchange", nullptr, nullptr);
   result.code = node.Run();
   if (result.code == 0) result.values = *values;
   return result;

@@ -44,7 +44,7 @@ int RoleSize(const PsPlan& plan, PsRole role) {
 // Under PaddleCloud the platform starts every server and worker itself (docs/ps.md): the
 // script runs once, with the environment and console as they are. Paddle then exits 0 whatever
 // the script returned; its exit code is passed through here.
-int RunPsDirect(const LaunchOptions& options, const TrainingCommand& command) {
+int RunPsDirect(const LaunchOptions& options, const TrainingCommand& command, RunReport& record) {
   PDLOG_INFO(
       "PaddleCloud parameter-server job: the platform starts each role; running {} once, "
       "as it is",
@@ -56,7 +56,7 @@ int RunPsDirect(const LaunchOptions& options, const TrainingCommand& command) {
   supervisor.grace_seconds = options.grace;
   ConsoleSettings console;
   if (UsesNewInterface(options)) console.pod_name = NewPodName();
-  supervisor.status = JobStatus(std::move(console));
+  supervisor.status = JobStatus(std::move(console), &record);
   std::vector<SupervisedProcess> processes;
   processes.push_back(std::move(process));
   const int code = RunSupervised(std::move(processes), supervisor);
@@ -119,10 +119,10 @@ PsDecision DecidePs(const LaunchOptions& options, JobMode mode, const std::strin
 }
 
 int RunPs(const LaunchOptions& options, JobMode mode, const TrainingCommand& command,
-          const std::function<void()>& announce) {
+          const std::function<void()>& announce, RunReport& record) {
   if (mode == JobMode::kPs && DetectCloud(EnvironmentMap())) {
     announce();
-    return RunPsDirect(options, command);
+    return RunPsDirect(options, command, record);
   }
   TempDir gloo_dir;
   const PsDecision decision =
@@ -164,7 +164,7 @@ int RunPs(const LaunchOptions& options, JobMode mode, const TrainingCommand& com
   if (todays_console) WriteEnvLogs(processes, options.log_overwrite);
   supervisor.remove_if_killed = {gloo_dir.path()};
   SetPsSupervision(processes, supervisor, console);
-  supervisor.status = JobStatus(std::move(console));
+  supervisor.status = JobStatus(std::move(console), &record);
   ChooseEcho(supervisor, options, false, "");  // Roles and ranks name a PS process already.
   return RunSupervised(std::move(processes), supervisor);
 }

@@ -197,9 +197,9 @@ void WriteEndpointsFile(const std::filesystem::path& log_dir, const std::string&
                         const std::string& pod, const std::vector<Endpoint>& world, bool truncate);
 
 /// Runs this node of a master-rendezvous job (launch_master.cc, docs/master.md); returns the
-/// launcher's exit code.
+/// launcher's exit code. What it records for --report goes into `record`.
 int RunMaster(const LaunchOptions& options, MasterSettings settings, const TrainingCommand& command,
-              bool ps, bool rpc, const JobControls& controls = {});
+              bool ps, bool rpc, const JobControls& controls, RunReport& record);
 
 /// A job without processes through the master of `settings` (job id `job_id`): this node
 /// publishes `value` and gets every node's, within `timeout` seconds (the auto tuner's
@@ -224,9 +224,10 @@ StoreExchangeCall MakeStoreExchange(std::shared_ptr<KvStore> store, std::string 
                                     std::optional<JobToken> token = std::nullopt);
 
 /// Runs a parameter-server job (launch_ps.cc); returns the launcher's exit code. `announce`
-/// (the configuration dump) is called once the plan has passed its checks.
+/// (the configuration dump) is called once the plan has passed its checks. What it records for
+/// --report goes into `record`.
 int RunPs(const LaunchOptions& options, JobMode mode, const TrainingCommand& command,
-          const std::function<void()>& announce);
+          const std::function<void()>& announce, RunReport& record);
 
 /// What a parameter-server run decides on this node before it starts anything: the plan, with
 /// PADDLE_ROLE added for today's interface, and the free ports it holds (none with fixed ports).
@@ -246,8 +247,9 @@ PsDecision DecidePs(const LaunchOptions& options, JobMode mode, const std::strin
 void CheckFixedPortsFree(const PsPlan& plan);
 
 /// Runs this node of an elastic collective job (launch_elastic.cc, docs/elastic.md); returns the
-/// launcher's exit code: 0 completed, 101 or 3 failed for good, 128+signal.
+/// launcher's exit code: 0 completed, 101 or 3 failed for good, 128+signal. Every generation's
+/// processes are recorded in `record` (--report).
 int RunElastic(const LaunchOptions& options, const ElasticConfig& config,
-               const TrainingCommand& command, const JobControls& controls = {});
+               const TrainingCommand& command, const JobControls& controls, RunReport& record);
 
 }  // namespace pdlaunch::internal

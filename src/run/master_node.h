@@ -43,7 +43,7 @@
 #include "pdlaunch/plan/messages.h"
 #include "pdlaunch/plan/node.h"
 #include "pdlaunch/plan/trainer_env.h"
-#include "pdlaunch/process/run_recorder.h"
+#include "pdlaunch/process/run_report.h"
 #include "pdlaunch/process/supervisor.h"
 #include "run/job_status.h"
 #include "run/launch_support.h"
@@ -93,9 +93,11 @@ bool Solo(const MasterSettings& settings);
 class MasterNode {
  public:
   MasterNode(const LaunchOptions& options, const MasterSettings& settings,
-             std::unique_ptr<MasterJob> job, std::string mode, JobDeadline* deadline = nullptr)
+             std::unique_ptr<MasterJob> job, std::string mode, JobDeadline* deadline,
+             RunReport* report)
       : options_(options),
         deadline_(deadline),
+        report_(report),
         settings_(settings),
         job_(std::move(job)),
         keys_(settings.job_id),
@@ -168,6 +170,7 @@ class MasterNode {
 
   const LaunchOptions& options_;
   JobDeadline* deadline_;  // JobControls::deadline: null, or armed as the processes start.
+  RunReport* report_;      // The job's record (--report); null for an exchange, which has none.
   MasterSettings settings_;
   std::unique_ptr<MasterJob> job_;
   MasterKeys keys_;

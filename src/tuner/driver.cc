@@ -12,7 +12,6 @@
 
 #include "pdlaunch/base/errors.h"
 #include "pdlaunch/base/logging.h"
-#include "pdlaunch/process/run_recorder.h"
 #include "tuner/search.h"
 
 namespace pdlaunch {
@@ -39,9 +38,9 @@ struct Progress {
   double search_seconds = 0;  ///< The longest any node has searched (max_search_time).
 };
 
-Plan PlanSearch(const TunerConfig& config) {
+Plan PlanSearch(const TunerConfig& config, RunReport& record) {
   Plan plan;
-  plan.space = SearchLayouts(config);
+  plan.space = SearchLayouts(config, &record);
   for (const auto& [cfg, why] : plan.space) {
     if (!why) plan.candidates.push_back(cfg);
   }
@@ -276,11 +275,11 @@ int RunBest(Search& search, const TunerConfig& config, const TrialOutcome& winne
   run.training_script_args =
       TrialArguments(options.training_script_args, winner.cfg, config, true, edits);
   ApplyEdits(edits, "best_cfg", run.training_script_args, search.warned);
-  const size_t processes_before = TheRunReport().processes.size();
-  const int code = search.run_job(run, controls).exit_code;
-  MarkProcessesOfJob(processes_before, *run.job_id);
+  RunResult result = search.run_job(run, controls);
+  search.Record(std::move(result.record), *run.job_id, /*outcome=*/true);
+  const int code = result.exit_code;
   // The best was a job of every node: all are past.
-  if (search.several) search.exchange("", "", false, "", 0);
+  if (search.several) search.Exchange("", "", false, "", 0);
   return code;
 }
 
@@ -308,7 +307,7 @@ int Conclude(Search& search, const TunerConfig& config, const Progress& progress
         "is not run here (best_cfg.json in {}{})\n",
         *config.estimated_num_gpus, config.best_cfg_dir,
         config.conversion ? ", the converted metrics in " + config.enhanced_csv : "");
-    if (search.several) search.exchange("", "", false, "", 0);
+    if (search.several) search.Exchange("", "", false, "", 0);
     return 0;
   }
   if (!config.run_best) return 0;
@@ -320,8 +319,8 @@ int Conclude(Search& search, const TunerConfig& config, const Progress& progress
 
 int RunAutoTuner(const LaunchOptions& options, const DeviceResolver& devices,
                  const JobRunner& run_job, const TunerExchange& exchange,
-                 const std::function<void()>& announce) {
-  tuner_search::Search search(options, run_job, exchange, announce);
+                 const std::function<void()>& announce, RunReport& report) {
+  tuner_search::Search search(options, run_job, exchange, announce, report);
   TunerConfig config = tuner_search::LoadConfig(options, devices, &search.device_ids);
   const auto start = tuner_search::Clock::now();
   tuner_search::Progress progress;
@@ -333,7 +332,7 @@ int RunAutoTuner(const LaunchOptions& options, const DeviceResolver& devices,
     config.gbs_searched = true;
     progress.job_id = 1;  // Paddle's GBS stage is job 1: the search's trials are Job2, Job3, ...
   }
-  const tuner_search::Plan plan = tuner_search::PlanSearch(config);
+  const tuner_search::Plan plan = tuner_search::PlanSearch(config, report);
   if (const int code = tuner_search::AgreeOnSearch(search, config, plan)) return code;
   if (const std::optional<int> code = tuner_search::RunCandidates(search, config, plan, progress)) {
     return *code;

@@ -13,7 +13,9 @@
 #include <vector>
 
 #include "pdlaunch/cli/options.h"
+#include "pdlaunch/coord/node_exchange.h"
 #include "pdlaunch/plan/devices.h"
+#include "pdlaunch/process/run_report.h"
 #include "pdlaunch/tuner/auto_tuner.h"
 #include "pdlaunch/tuner/driver.h"
 
@@ -28,17 +30,34 @@ inline constexpr char kTrialConsoleLog[] = "launcher.log";
 /// What the trials of one search share.
 struct Search {
   Search(const LaunchOptions& o, const JobRunner& r, const TunerExchange& e,
-         const std::function<void()>& a)
+         const std::function<void()>& a, RunReport& rep)
       : options(o),
         run_job(r),
-        exchange(e),
+        exchange_call(e),
         announce(a),
+        report(rep),
         several(e != nullptr),  // Given for a search of several nodes only.
         base(fs::path(*o.auto_tuner_json).parent_path()) {}
+  /// The exchange between the nodes (TunerExchange; several only): a signal that ended the wait
+  /// is the search's, in `report` (its exit code is 128 + n).
+  ExchangeResult Exchange(const std::string& job_id, const std::string& value, bool first,
+                          const std::string& trial, double wait) const {
+    ExchangeResult told = exchange_call(job_id, value, first, trial, wait);
+    if (told.code > 128 && told.code <= 128 + 64) report.signal = told.code - 128;
+    return told;
+  }
+  /// Adds the record of the job `job_id` (a trial, or the best) to the search's: its processes,
+  /// marked with the job, a signal, the node's place, the device log's figures. `outcome`: the
+  /// job whose end is the search's (the best), whose root cause and reason are the report's; a
+  /// trial's failure is its outcome (the history, its line), not the search's root cause.
+  void Record(RunReport job, const std::string& job_id, bool outcome) const;
+
   const LaunchOptions& options;
   const JobRunner& run_job;
-  const TunerExchange& exchange;
+  const TunerExchange& exchange_call;
   const std::function<void()>& announce;
+  /// The search's record (--report): every trial's processes and the best run's.
+  RunReport& report;
   bool several = false;  ///< A search of several nodes: outcomes are exchanged.
   fs::path base;         ///< The tuner file's directory: the trials' logs are there.
   Clock::time_point search_start = Clock::now();  ///< Once the nodes met: their clock.
@@ -76,19 +95,19 @@ void ApplyEdits(const std::vector<FileEdit>& edits, const std::string& trial,
 /// A trial's outcome as its console line says it.
 std::string Outcome(const TrialOutcome& o, const TunerConfig& config, bool best);
 /// What the trial's logs in `dir` say on this node: the metric, out of memory, the GPU peak.
-void ReadTrialLogs(const fs::path& dir, const TunerConfig& config, NodeOutcome& o);
+void ReadTrialLogs(const fs::path& dir, const TunerConfig& config, const RunReport& record,
+                   NodeOutcome& o);
 /// The history CSV, and dp_estimation's enhanced one beside it, after every trial.
 void WriteHistory(const TunerConfig& config, const std::vector<TrialOutcome>& history);
 /// The nodes of the job the search runs on (--ips, else --nnodes).
 long NodesOf(const LaunchOptions& options);
-/// --report: the processes recorded since `first` were of the job `job_id`.
-void MarkProcessesOfJob(size_t first, const std::string& job_id);
 /// The tuner file for this node's `devices`; `device_ids`, when given, gets those devices' ids
 /// in the job's order (dp_estimation's replicas take the first of them).
 TunerConfig LoadConfig(const LaunchOptions& options, const DeviceResolver& devices,
                        std::vector<int>* device_ids = nullptr);
-/// The layouts of the search in its order, each with its static prune.
-Layouts SearchLayouts(const TunerConfig& config);
+/// The layouts of the search in its order, each with its static prune. A signal that stops
+/// memory_estimation_tool's runs is noted in `record` when given (--dry_run gives none).
+Layouts SearchLayouts(const TunerConfig& config, RunReport* record);
 
 // trial_run.cc: one trial, and the nodes' agreement on the plan.
 

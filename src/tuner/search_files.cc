@@ -18,7 +18,7 @@
 #include "pdlaunch/plan/yaml_edit.h"
 #include "pdlaunch/process/device_probe.h"
 #include "pdlaunch/process/launcher_signals.h"
-#include "pdlaunch/process/run_recorder.h"
+#include "pdlaunch/process/report_file.h"
 #include "tuner/search.h"
 
 namespace pdlaunch {
@@ -138,7 +138,8 @@ std::string Outcome(const TrialOutcome& o, const TunerConfig& config, bool best)
 
 // What the trial's logs say on this node: the metric of workerlog.0 (rank 0's on the node that
 // ran it, which `rank0` says), out of memory in any worker log, the peak of the GPU log.
-void ReadTrialLogs(const fs::path& dir, const TunerConfig& config, NodeOutcome& o) {
+void ReadTrialLogs(const fs::path& dir, const TunerConfig& config, const RunReport& record,
+                   NodeOutcome& o) {
   const std::string log0 = ReadFile(dir / "workerlog.0");
   o.metric = ReadMetric(log0, config.metric_name);
   if (config.conversion) o.step_time = ReadMetric(log0, config.conversion->step_time);
@@ -149,8 +150,7 @@ void ReadTrialLogs(const fs::path& dir, const TunerConfig& config, NodeOutcome& 
       o.oom = true;
     }
   }
-  const auto& usage = TheRunReport().device_usage;
-  for (const auto& device : usage) {
+  for (const auto& device : record.device_usage) {
     o.memory_mib = std::max(o.memory_mib.value_or(0), device.peak_memory_used_mib);
   }
 }
@@ -177,9 +177,19 @@ long NodesOf(const LaunchOptions& options) {
   }
 }
 
-void MarkProcessesOfJob(size_t first, const std::string& job_id) {
-  std::vector<ProcessRecord>& records = TheRunReport().processes;
-  for (size_t i = first; i < records.size(); ++i) records[i].job_id = job_id;
+void Search::Record(RunReport job, const std::string& job_id, bool outcome) const {
+  if (outcome && job.root_cause) report.root_cause = report.processes.size() + *job.root_cause;
+  if (outcome && !job.reason.empty()) report.reason = std::move(job.reason);
+  for (ProcessRecord& process : job.processes) {
+    process.job_id = job_id;
+    report.processes.push_back(std::move(process));
+  }
+  if (job.signal) report.signal = job.signal;
+  if (job.nodes > 0) {
+    report.node_rank = job.node_rank;
+    report.nodes = job.nodes;
+  }
+  report.device_usage = std::move(job.device_usage);  // The last job's: the best's, at the end.
 }
 
 TunerConfig LoadConfig(const LaunchOptions& options, const DeviceResolver& resolve_devices,
@@ -220,7 +230,7 @@ TunerConfig LoadConfig(const LaunchOptions& options, const DeviceResolver& resol
 }
 
 // The grid, or the CSV of search_algo customize.
-Layouts SearchLayouts(const TunerConfig& config) {
+Layouts SearchLayouts(const TunerConfig& config, RunReport* record) {
   if (config.search_algo != "customize") {
     if (config.memory_estimation_tool.empty()) return SearchSpace(config);
     // memory_estimation_tool: run as Paddle runs it, once per layout the rules before it kept,
@@ -229,7 +239,7 @@ Layouts SearchLayouts(const TunerConfig& config) {
     return SearchSpace(config, [&](const TrialConfig& cfg) {
       // The signals wait while no loop runs: asked between two calls of the tool.
       if (const int signal = TakeTerminationSignal()) {
-        TheRunReport().signal = signal;
+        if (record != nullptr) record->signal = signal;
         throw LaunchError(fmt::format("auto tuner: stopped by {} while memory_estimation_tool ran",
                                       SignalName(signal)),
                           128 + signal);
@@ -304,7 +314,7 @@ int PrintAutoTunerPlan(const LaunchOptions& options, const DeviceResolver& devic
   }
   Json layouts = Json::array();
   int job_id = 0;  // As the trials would be numbered if no history prune removed one.
-  for (const auto& [cfg, why] : tuner_search::SearchLayouts(config)) {
+  for (const auto& [cfg, why] : tuner_search::SearchLayouts(config, nullptr)) {
     layouts.push_back({{"layout", Describe(cfg)},
                        {"log_dir", why ? Json(nullptr) : Json(TrialDirName(++job_id, cfg))},
                        {"pruned", why ? Json(*why) : Json(nullptr)}});

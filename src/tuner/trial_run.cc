@@ -12,7 +12,6 @@
 #include "pdlaunch/base/logging.h"
 #include "pdlaunch/coord/store_exchange.h"
 #include "pdlaunch/process/console_echo.h"
-#include "pdlaunch/process/run_recorder.h"
 #include "tuner/search.h"
 
 namespace pdlaunch::tuner_search {
@@ -118,8 +117,7 @@ bool TakesPart(const Search& search, const TrialConfig& cfg, const std::string& 
 // lines about it, an expected out-of-memory trial's ABORT!!! among them) goes to its directory,
 // the search's console keeps one line per trial; --echo brings it all back
 // (docs/auto-tuner.md).
-RunResult RunHere(Search& search, LaunchOptions& trial, const JobControls& controls,
-                  size_t processes_before) {
+RunResult RunHere(Search& search, LaunchOptions& trial, const JobControls& controls) {
   std::optional<ScopedLogToFile> to_file;
   if (!search.options.echo) {
     if (search.announce) search.announce();  // What was held is the search's: on the console.
@@ -128,11 +126,8 @@ RunResult RunHere(Search& search, LaunchOptions& trial, const JobControls& contr
     fs::create_directories(trial.log_dir, ec);
     to_file.emplace((fs::path(trial.log_dir) / kTrialConsoleLog).string());
   }
-  const RunResult result = search.run_job(trial, controls);
-  // A trial's failure is its outcome (the history, the trial's line), not the search's root
-  // cause: --report's root_cause is the best run's, or null.
-  TheRunReport().root_cause.reset();
-  MarkProcessesOfJob(processes_before, *trial.job_id);
+  RunResult result = search.run_job(trial, controls);
+  search.Record(result.record, *trial.job_id, /*outcome=*/false);
   return result;
 }
 
@@ -146,7 +141,7 @@ void MergeAcrossNodes(Search& search, const std::string& job_name, bool takes_pa
     const ScopedQuietInfo quiet;
     // A node that ran no part of the trial waits out the others' run: its deadline, then
     // their teardown.
-    told = search.exchange(job_name + "_outcome", EncodeNodeOutcome(here), /*first=*/false,
+    told = search.Exchange(job_name + "_outcome", EncodeNodeOutcome(here), /*first=*/false,
                            job_name, takes_part ? 0 : deadline + search.options.grace + 60);
   }
   std::vector<NodeOutcome> nodes;
@@ -187,8 +182,6 @@ TrialRun RunTrial(Search& search, const TunerConfig& config, const TrialConfig& 
   controls.one_of_a_sequence = search.several;
   controls.etcd_key_job = TrialKeyJob(search.options, job_name);
   const bool takes_part = TakesPart(search, cfg, job_name, trial);
-  TheRunReport().device_usage.clear();
-  const size_t processes_before = TheRunReport().processes.size();
   const Clock::time_point t0 = Clock::now();
   // Paddle's dp_estimation and customize searches set FLAGS_shard_bypass_dygraph_optimizer for
   // their trials: 1 for a replica without sharding under dp_estimation (its optimizer skips the
@@ -199,8 +192,7 @@ TrialRun RunTrial(Search& search, const TunerConfig& config, const TrialConfig& 
     bypass.emplace("FLAGS_shard_bypass_dygraph_optimizer",
                    config.estimated_num_gpus && cfg.sharding_degree == 1 ? "1" : "0");
   }
-  const RunResult result =
-      takes_part ? RunHere(search, trial, controls, processes_before) : RunResult{};
+  const RunResult result = takes_part ? RunHere(search, trial, controls) : RunResult{};
   bypass.reset();
   EndOpenConsoleLine();  // A rank stopped mid-line: the trial's line starts a line of its own.
   TrialRun run;
@@ -212,20 +204,20 @@ TrialRun RunTrial(Search& search, const TunerConfig& config, const TrialConfig& 
   here.timed_out = result.deadline_hit;
   here.search_seconds = std::chrono::duration<double>(Clock::now() - search.search_start).count();
   here.skipped = !takes_part;
-  if (takes_part) ReadTrialLogs(trial.log_dir, config, here);
+  if (takes_part) ReadTrialLogs(trial.log_dir, config, result.record, here);
   // Every node has a workerlog.0 (each names its logs by local index): the one that ran global
   // rank 0 has the metric.
-  const auto& records = TheRunReport().processes;
-  here.rank0 = std::any_of(records.begin() + static_cast<long>(processes_before), records.end(),
+  const std::vector<ProcessRecord>& records = result.record.processes;
+  here.rank0 = std::any_of(records.begin(), records.end(),
                            [](const ProcessRecord& r) { return r.rank == 0; });
-  if (TheRunReport().signal) {
+  if (result.record.signal) {
     run.end = TrialRun::End::kInterrupted;
     run.code = result.exit_code;
-  } else if (search.several && TheRunReport().stopped_node) {
+  } else if (search.several && result.record.stopped_node) {
     // Another node was stopped (Ctrl-C, a scheduler's SIGTERM): its outcome never comes, and
     // waiting for it at the exchange would only end in "did not agree". Stopped here, as an
     // interrupted trial: out of the history, the same command resumes with it.
-    PDLOG_ERROR("auto tuner: {} during {}; the search stops here", *TheRunReport().stopped_node,
+    PDLOG_ERROR("auto tuner: {} during {}; the search stops here", *result.record.stopped_node,
                 job_name);
     run.end = TrialRun::End::kInterrupted;
     run.code = result.exit_code != 0 ? result.exit_code : 1;
@@ -255,7 +247,7 @@ int AgreeOnPlan(Search& search, const std::string& name, const Layouts& space,
   ExchangeResult agreed;
   {
     const ScopedQuietInfo quiet;
-    agreed = search.exchange(name, mine + "\n" + me, /*first=*/true, "", 0);
+    agreed = search.Exchange(name, mine + "\n" + me, /*first=*/true, "", 0);
   }
   if (agreed.code != 0) {
     PDLOG_ERROR("auto tuner: the {} nodes did not meet to agree on the search",

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "pdlaunch/cli/options.h"
+#include "pdlaunch/process/run_report.h"
 #include "pdlaunch/process/supervisor.h"
 
 namespace pdlaunch {
@@ -54,6 +55,10 @@ struct JobControls {
 struct RunResult {
   int exit_code = 0;          ///< The launcher's exit code for this job alone.
   bool deadline_hit = false;  ///< JobControls::deadline stopped it.
+  /// What this job's runs recorded (every process and its exit, the root cause, a signal the
+  /// launcher received, another node's stop, this node's rank, the device log's figures); the
+  /// fields of the launcher's whole run (version, command line, times, outcome) are left empty.
+  RunReport record;
 };
 
 /// Runs one job as `launch` would with these options, under these controls.

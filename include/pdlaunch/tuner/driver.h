@@ -46,10 +46,12 @@ using DeviceResolver = std::function<DevicePlan()>;
 /// Returns the launcher's exit code: the best run's, 0 when run_best is false and a best was found,
 /// 1 when no trial gave a metric, 130/143 when interrupted (the history is written; the same
 /// command resumes). `announce` writes the configuration dump and the lines held until then (once;
-/// idempotent): called before a trial's console goes to its directory.
+/// idempotent): called before a trial's console goes to its directory. Each job's record
+/// (RunResult::record) is added to `report` as it ends, its processes marked with its job id;
+/// the report's root cause is the best run's.
 int RunAutoTuner(const LaunchOptions& options, const DeviceResolver& devices,
                  const JobRunner& run_job, const TunerExchange& exchange,
-                 const std::function<void()>& announce);
+                 const std::function<void()>& announce, RunReport& report);
 
 /// --dry_run with --auto_tuner_json: the ordered layouts as JSON on stdout, each with the static
 /// prune that removed it (or null), and nothing started. Returns 0.

@@ -1,4 +1,4 @@
-#include "pdlaunch/process/run_recorder.h"
+#include "pdlaunch/process/report_file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -13,11 +13,6 @@
 #include "base/small_file.h"
 
 namespace pdlaunch {
-
-RunReport& TheRunReport() {
-  static RunReport report;
-  return report;
-}
 
 double WallClockNow() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();

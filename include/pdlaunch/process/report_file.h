@@ -7,11 +7,6 @@
 
 namespace pdlaunch {
 
-/// The report of this launcher's run, filled as it goes: Main (command line, times, outcome),
-/// the launch paths (mode, node rank and count) and the supervisor (every process, its exit,
-/// the root cause). One per process; the launcher is single-threaded.
-RunReport& TheRunReport();
-
 /// Seconds since the epoch, now.
 double WallClockNow();
 
