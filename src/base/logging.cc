@@ -232,17 +232,6 @@ void WriteLogBytes(std::string_view bytes) {
   WriteAll(g_log_fd, bytes);
 }
 
-ScopedQuietInfo::ScopedQuietInfo() {
-  if (Logger().level() == spdlog::level::info) {
-    Logger().set_level(spdlog::level::warn);
-    raised_ = true;
-  }
-}
-
-ScopedQuietInfo::~ScopedQuietInfo() {
-  if (raised_) Logger().set_level(spdlog::level::info);
-}
-
 void SetLogLevel(const std::string& level) {
   spdlog::level::level_enum value = spdlog::level::info;
   if (level == "DEBUG" || level == "NOTSET") value = spdlog::level::debug;

@@ -76,7 +76,7 @@ void MasterNode::StartRendezvous() {
     AdoptPeers({{own_key_, value_}});
     return;
   }
-  PDLOG_INFO("Waiting peer start...");
+  PDLOG_AT(say_, "Waiting peer start...");
   tick_ = std::make_unique<LoopTimer>(loop_.get(), 0.25, [this] { OnTick(); });
   if (server_) return StartServing();
   client_ = std::make_unique<KvHttpClient>(loop_.get(), master_address_, port_);
@@ -111,9 +111,9 @@ bool MasterNode::Adopt(const std::function<MasterWorld()>& form) {
     const std::string more = member_addresses_.size() > shown
                                  ? fmt::format(", ... {} more", member_addresses_.size() - shown)
                                  : std::string();
-    PDLOG_INFO("all {} nodes joined in {:.3f} s; this node is rank {} of [{}{}]", settings_.nnodes,
-               SecondsSince(start_), own_index_,
-               fmt::join(member_addresses_.begin(), member_addresses_.begin() + shown, ", "), more);
+    PDLOG_AT(say_, "all {} nodes joined in {:.3f} s; this node is rank {} of [{}{}]",
+             settings_.nnodes, SecondsSince(start_), own_index_,
+             fmt::join(member_addresses_.begin(), member_addresses_.begin() + shown, ", "), more);
   }
   Stop();
   return true;
@@ -138,7 +138,8 @@ std::optional<int> MasterNode::WaitIdle(std::string waiting_for) {
   wait.io = &loop_.get();
   wait.stop_hook = &stop_;
   ConsoleSettings console;
-  if (UsesNewInterface(options_)) console.pod_name = pod_;
+  // Today's console names the pod of a job; an exchange has none, and says nothing of its own.
+  if (UsesNewInterface(options_) && report_ != nullptr) console.pod_name = pod_;
   console.waiting_for = std::move(waiting_for);
   wait.status = JobStatus(std::move(console), report_);
   const SupervisorResult result = Supervise({}, wait);
@@ -171,8 +172,8 @@ void MasterNode::OnTick() {
   const double stalled = SecondsSince(last_tick_);
   last_tick_ = Clock::now();
   if (stalled > std::max(1.0, settings_.heartbeat_timeout / 2)) {
-    PDLOG_INFO("this node did not run for {:.1f} s; the master gets {} s from now", stalled,
-               settings_.heartbeat_timeout);
+    PDLOG_AT(say_, "this node did not run for {:.1f} s; the master gets {} s from now", stalled,
+             settings_.heartbeat_timeout);
     last_contact_ = Clock::now();
     last_heartbeat_ = {};
   }
@@ -213,10 +214,11 @@ void MasterNode::OnTick() {
                  settings_.rendezvous_timeout);
     } else if (ledger_ && !settings_.ips.empty()) {
       const std::string missing = MissingNodes();
-      PDLOG_INFO("waiting for {} more node(s) of {} at master {}: {} (job {}, {:.0f} s of {} s)",
-                 settings_.nnodes - static_cast<int>(ledger_->counted().size()), settings_.nnodes,
-                 MasterText(), missing, settings_.job_id, SecondsSince(start_),
-                 settings_.rendezvous_timeout);
+      PDLOG_AT(say_,
+               "waiting for {} more node(s) of {} at master {}: {} (job {}, {:.0f} s of {} s)",
+               settings_.nnodes - static_cast<int>(ledger_->counted().size()), settings_.nnodes,
+               MasterText(), missing, settings_.job_id, SecondsSince(start_),
+               settings_.rendezvous_timeout);
       // Every node of the list says whom the job waits for, not only this one.
       KvMemoryStore& store = server_->store();
       const std::string* said = store.Find(keys_.waiting());
@@ -225,20 +227,20 @@ void MasterNode::OnTick() {
         server_->Changed();
       }
     } else if (!settings_.ips.empty() && registered_ && !waiting_for_.empty()) {
-      PDLOG_INFO(
+      PDLOG_AT(
+          say_,
           "waiting for the world of {} nodes at master {}, which waits for {} (job {}, {:.0f} s "
           "of {} s)",
           settings_.nnodes, MasterText(), waiting_for_, settings_.job_id, SecondsSince(start_),
           settings_.rendezvous_timeout);
     } else if (ledger_) {
-      PDLOG_INFO("waiting for {} more node(s) of {} at master {} (job {}, {:.0f} s of {} s)",
-                 settings_.nnodes - static_cast<int>(ledger_->counted().size()), settings_.nnodes,
-                 MasterText(), settings_.job_id, SecondsSince(start_),
-                 settings_.rendezvous_timeout);
+      PDLOG_AT(say_, "waiting for {} more node(s) of {} at master {} (job {}, {:.0f} s of {} s)",
+               settings_.nnodes - static_cast<int>(ledger_->counted().size()), settings_.nnodes,
+               MasterText(), settings_.job_id, SecondsSince(start_), settings_.rendezvous_timeout);
     } else {
-      PDLOG_INFO("waiting for the world of {} nodes at master {} (job {}, {:.0f} s of {} s)",
-                 settings_.nnodes, MasterText(), settings_.job_id, SecondsSince(start_),
-                 settings_.rendezvous_timeout);
+      PDLOG_AT(say_, "waiting for the world of {} nodes at master {} (job {}, {:.0f} s of {} s)",
+               settings_.nnodes, MasterText(), settings_.job_id, SecondsSince(start_),
+               settings_.rendezvous_timeout);
     }
   }
 }
@@ -315,11 +317,11 @@ int MasterNode::RunRanks() {
     PDLOG_DEBUG("First process distributed environment info: {}", local.debug_table);
   } else {
     if (!local.mode_line.empty()) fmt::print("{}\n", local.mode_line);
-    PDLOG_INFO(
-        "Local start {} processes. First process distributed environment info (Only For "
-        "Debug): {}",
-        local.processes.size(), local.debug_table);
-    for (const std::string& line : local.after_start) PDLOG_INFO("{}", line);
+    PDLOG_AT(say_,
+             "Local start {} processes. First process distributed environment info (Only For "
+             "Debug): {}",
+             local.processes.size(), local.debug_table);
+    for (const std::string& line : local.after_start) PDLOG_AT(say_, "{}", line);
   }
   supervisor.io = &loop_.get();
   supervisor.stop_hook = &stop_;
@@ -344,7 +346,7 @@ int MasterNode::RunRanks() {
     // (news/complete).
     supervisor.hold_secondaries = true;
     supervisor.on_primaries_done = [this] {
-      PDLOG_INFO("this node's workers are done; its servers stay until every node's are");
+      PDLOG_AT(say_, "this node's workers are done; its servers stay until every node's are");
       phase_ = Phase::kCompleting;
       PublishDone();
     };
@@ -383,7 +385,7 @@ int MasterNode::Complete() {
     // The host stays until every node has reported (or the job fails): they talk to it.
     if (phase_ == Phase::kCompleting && !failure_ &&
         ledger_->Step().kind != MasterStep::Kind::kAllDone) {
-      PDLOG_INFO("waiting for the other nodes to finish");
+      PDLOG_AT(say_, "waiting for the other nodes to finish");
       if (const std::optional<int> code = WaitIdle("the other nodes to finish")) {
         return Finish(*code);
       }
@@ -392,10 +394,10 @@ int MasterNode::Complete() {
       PDLOG_ERROR("job failed: {}", failure_->cause);
       return Finish(failure_->exit_code);
     }
-    PDLOG_INFO("all {} nodes completed", members_.size());
+    PDLOG_AT(say_, "all {} nodes completed", members_.size());
   } else if (!settings_.ips.empty() && !foreign_ && !complete_seen_) {
     // No node of an --ips job reports success while another's processes still run.
-    PDLOG_INFO("this node's processes are done; waiting for the other nodes to finish");
+    PDLOG_AT(say_, "this node's processes are done; waiting for the other nodes to finish");
     if (const std::optional<int> code = WaitIdle("the other nodes to finish")) {
       return Finish(*code);
     }

@@ -203,8 +203,8 @@ int RunMaster(const LaunchOptions& options, MasterSettings settings, const Train
 
 /// A job without processes through the master of `settings` (job id `job_id`): this node
 /// publishes `value` and gets every node's, within `timeout` seconds (the auto tuner's
-/// agreement between nodes, docs/auto-tuner.md). Its rendezvous's own lines are logged as a
-/// job's are; the caller may quiet them.
+/// agreement between nodes, docs/auto-tuner.md). Its rendezvous's own progress lines are
+/// DEBUG (a job's are INFO); its warnings and errors show.
 ExchangeResult ExchangeOverMaster(const LaunchOptions& options, MasterSettings settings,
                                   const std::string& job_id, const std::string& value,
                                   double timeout);

@@ -44,7 +44,7 @@ std::optional<int> MasterNode::ResolveMaster(Clock::time_point deadline) {
     try {
       const std::vector<std::string> addresses = ResolveHostName(host, "--master");
       if (addresses.empty()) return false;
-      PDLOG_INFO("master host {} is {}", host, addresses.front());
+      PDLOG_AT(say_, "master host {} is {}", host, addresses.front());
       master_address_ = addresses.front();
       return true;
     } catch (const LaunchError& e) {
@@ -147,23 +147,24 @@ std::optional<int> MasterNode::ChooseHost() {
     hosting_deferred_ = master_is_local_ && settings_.host && *settings_.host != master_address_ &&
                         master_address_ != "127.0.0.1" && master_address_ != "::1";
     if (hosting_deferred_) {
-      PDLOG_INFO(
+      PDLOG_AT(
+          say_,
           "the master {} is on this host but is not this node's address ({}): the node of that "
           "address hosts it (this node does if none has in {:g} s)",
           MasterText(), *settings_.host, kDeferredHostingSeconds);
     } else if (master_is_local_ && !TryToServe()) {
-      PDLOG_INFO(
-          "the master's port {} is taken on this host (by another launcher, serving it, "
-          "or by another program); this node contacts it",
-          MasterText());
+      PDLOG_AT(say_,
+               "the master's port {} is taken on this host (by another launcher, serving it, "
+               "or by another program); this node contacts it",
+               MasterText());
     }
   }
   if (server_) {
-    PDLOG_INFO("this node ({}) hosts the master at {} for job {} ({} nodes)", node_ip_,
-               MasterText(), settings_.job_id, settings_.nnodes);
+    PDLOG_AT(say_, "this node ({}) hosts the master at {} for job {} ({} nodes)", node_ip_,
+             MasterText(), settings_.job_id, settings_.nnodes);
   } else {
-    PDLOG_INFO("this node is {}; master {} for job {} ({} nodes)", node_ip_, MasterText(),
-               settings_.job_id, settings_.nnodes);
+    PDLOG_AT(say_, "this node is {}; master {} for job {} ({} nodes)", node_ip_, MasterText(),
+             settings_.job_id, settings_.nnodes);
   }
   return std::nullopt;
 }
@@ -189,9 +190,9 @@ std::optional<int> MasterNode::MeetAtIps(Clock::time_point deadline) {
             MasterText()));
       }
     }
-    PDLOG_INFO("this node ({}, {}) hosts the master at {} for job {}{}", node_ip_, node,
-               MasterText(), settings_.job_id,
-               settings_.handshake ? "; the other nodes find its port by Paddle's handshake" : "");
+    PDLOG_AT(say_, "this node ({}, {}) hosts the master at {} for job {}{}", node_ip_, node,
+             MasterText(), settings_.job_id,
+             settings_.handshake ? "; the other nodes find its port by Paddle's handshake" : "");
     return std::nullopt;
   }
   if (settings_.handshake) {
@@ -199,8 +200,8 @@ std::optional<int> MasterNode::MeetAtIps(Clock::time_point deadline) {
   } else {
     port_ = settings_.master_port;
   }
-  PDLOG_INFO("this node is {}, {}; master {} for job {}", node_ip_, node, MasterText(),
-             settings_.job_id);
+  PDLOG_AT(say_, "this node is {}, {}; master {} for job {}", node_ip_, node, MasterText(),
+           settings_.job_id);
   return std::nullopt;
 }
 
@@ -214,7 +215,7 @@ void MasterNode::ServeHandshakePorts() {
                                                JobServerLimits(settings_.nnodes));
       return;
     } catch (const std::system_error& e) {
-      PDLOG_INFO("Port {} is not available for listening. ({})", port, e.what());
+      PDLOG_AT(say_, "Port {} is not available for listening. ({})", port, e.what());
     }
   }
   throw LaunchError(fmt::format(
@@ -230,7 +231,7 @@ std::optional<int> MasterNode::FindHandshakePort(Clock::time_point deadline) {
   handshake_ = std::make_unique<HandshakeClient>(
       loop_.get(), master_address_, kHandshakeFirstPort, kHandshakeLastPort, [this](int port) {
         port_ = port;
-        PDLOG_INFO("Success found the master and port: {}, {}", settings_.master_host, port);
+        PDLOG_AT(say_, "Success found the master and port: {}, {}", settings_.master_host, port);
         Stop();
       });
   Clock::time_point last_line = Clock::now();
@@ -239,7 +240,8 @@ std::optional<int> MasterNode::FindHandshakePort(Clock::time_point deadline) {
     if (Clock::now() >= deadline) return Stop();
     if (SecondsSince(last_line) < kStatusInterval) return;
     last_line = Clock::now();
-    PDLOG_INFO(
+    PDLOG_AT(
+        say_,
         "waiting for node {} ({}) to answer Paddle's handshake on ports {}-{} ({}); {:.0f} s of "
         "{} s",
         settings_.master_index, settings_.master_host, kHandshakeFirstPort, kHandshakeLastPort,

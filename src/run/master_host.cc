@@ -99,8 +99,8 @@ void MasterNode::HostDecide() {
   // A node that was only slow (paused, or starved on a loaded host) counts again: its records
   // go back where it wrote them, and it never knew it was forgotten.
   for (const auto& [key, value] : ledger_->TakeRevived()) {
-    PDLOG_INFO("node {} is back: its heartbeat resumed before the world formed",
-               PeerName(key, value));
+    PDLOG_AT(say_, "node {} is back: its heartbeat resumed before the world formed",
+             PeerName(key, value));
     store.Put(key, value, std::nullopt, /*within_limits=*/false);
     ledger_->Update(key, &value);
     wrote = true;

@@ -98,6 +98,7 @@ class MasterNode {
       : options_(options),
         deadline_(deadline),
         report_(report),
+        say_(report != nullptr ? LogLevel::kInfo : LogLevel::kDebug),
         settings_(settings),
         job_(std::move(job)),
         keys_(settings.job_id),
@@ -171,6 +172,9 @@ class MasterNode {
   const LaunchOptions& options_;
   JobDeadline* deadline_;  // JobControls::deadline: null, or armed as the processes start.
   RunReport* report_;      // The job's record (--report); null for an exchange, which has none.
+  // The level of the node's own progress lines: INFO for a job; DEBUG for the auto tuner's
+  // exchange, whose rendezvous would read as another job's (warnings and errors still show).
+  LogLevel say_;
   MasterSettings settings_;
   std::unique_ptr<MasterJob> job_;
   MasterKeys keys_;

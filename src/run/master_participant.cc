@@ -39,10 +39,10 @@ void MasterNode::Contact() {
     if (reply.status == 0 && master_is_local_ && may_host && TryToServe()) {
       // Nobody listens at the master's port on this host, and now this launcher does: the
       // launcher that had it is gone, or both lost the race described at TryToServe().
-      PDLOG_INFO(
-          "nobody answered at the master {} ({}); this node ({}) hosts it now for job {} "
-          "({} nodes)",
-          MasterText(), reply.error, node_ip_, settings_.job_id, settings_.nnodes);
+      PDLOG_AT(say_,
+               "nobody answered at the master {} ({}); this node ({}) hosts it now for job {} "
+               "({} nodes)",
+               MasterText(), reply.error, node_ip_, settings_.job_id, settings_.nnodes);
       client_.reset();
       SetOwnKey();
       return StartServing();

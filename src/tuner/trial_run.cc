@@ -136,14 +136,11 @@ RunResult RunHere(Search& search, LaunchOptions& trial, const JobControls& contr
 // outcome in `here`.
 void MergeAcrossNodes(Search& search, const std::string& job_name, bool takes_part, double deadline,
                       NodeOutcome& here, TrialRun& run) {
-  ExchangeResult told;
-  {
-    const ScopedQuietInfo quiet;
-    // A node that ran no part of the trial waits out the others' run: its deadline, then
-    // their teardown.
-    told = search.Exchange(job_name + "_outcome", EncodeNodeOutcome(here), /*first=*/false,
-                           job_name, takes_part ? 0 : deadline + search.options.grace + 60);
-  }
+  // A node that ran no part of the trial waits out the others' run: its deadline, then their
+  // teardown.
+  const ExchangeResult told =
+      search.Exchange(job_name + "_outcome", EncodeNodeOutcome(here), /*first=*/false, job_name,
+                      takes_part ? 0 : deadline + search.options.grace + 60);
   std::vector<NodeOutcome> nodes;
   for (const std::string& value : told.values) {
     const std::optional<NodeOutcome> node = DecodeNodeOutcome(value);
@@ -244,11 +241,7 @@ int AgreeOnPlan(Search& search, const std::string& name, const Layouts& space,
   // After the plan, a line naming this node (its address, else host name, and pid): sorted, the
   // nodes' names give each its place, by which dp_estimation picks the nodes of a replica.
   const std::string me = NodeName(search.options);
-  ExchangeResult agreed;
-  {
-    const ScopedQuietInfo quiet;
-    agreed = search.Exchange(name, mine + "\n" + me, /*first=*/true, "", 0);
-  }
+  const ExchangeResult agreed = search.Exchange(name, mine + "\n" + me, /*first=*/true, "", 0);
   if (agreed.code != 0) {
     PDLOG_ERROR("auto tuner: the {} nodes did not meet to agree on the search",
                 NodesOf(search.options));

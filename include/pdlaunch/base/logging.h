@@ -87,29 +87,17 @@ class ScopedLogToFile {
 /// terminal must not stop a teardown).
 void WriteLogBytes(std::string_view bytes);
 
-/// While it lives, INFO lines are not shown unless DEBUG ones are: for the launcher's own
-/// bookkeeping jobs (the auto tuner's exchanges between nodes), whose rendezvous lines would
-/// read as another job's. Warnings and errors still show.
-class ScopedQuietInfo {
- public:
-  ScopedQuietInfo();
-  ~ScopedQuietInfo();
-  ScopedQuietInfo(const ScopedQuietInfo&) = delete;
-  ScopedQuietInfo& operator=(const ScopedQuietInfo&) = delete;
-
- private:
-  bool raised_ = false;
-};
-
 }  // namespace pdlaunch
 
-#define PDLOG_AT_(level, ...)                                        \
+/// A line at a level chosen at run time (a master node that serves the auto tuner's exchange
+/// says at DEBUG what a job's says at INFO); PDLOG_INFO and the others name theirs.
+#define PDLOG_AT(level, ...)                                         \
   do {                                                               \
     if (::pdlaunch::LogEnabled(level)) {                             \
       ::pdlaunch::LogFormat(level, __FILE__, __LINE__, __VA_ARGS__); \
     }                                                                \
   } while (false)
-#define PDLOG_INFO(...) PDLOG_AT_(::pdlaunch::LogLevel::kInfo, __VA_ARGS__)
-#define PDLOG_WARN(...) PDLOG_AT_(::pdlaunch::LogLevel::kWarn, __VA_ARGS__)
-#define PDLOG_ERROR(...) PDLOG_AT_(::pdlaunch::LogLevel::kError, __VA_ARGS__)
-#define PDLOG_DEBUG(...) PDLOG_AT_(::pdlaunch::LogLevel::kDebug, __VA_ARGS__)
+#define PDLOG_INFO(...) PDLOG_AT(::pdlaunch::LogLevel::kInfo, __VA_ARGS__)
+#define PDLOG_WARN(...) PDLOG_AT(::pdlaunch::LogLevel::kWarn, __VA_ARGS__)
+#define PDLOG_ERROR(...) PDLOG_AT(::pdlaunch::LogLevel::kError, __VA_ARGS__)
+#define PDLOG_DEBUG(...) PDLOG_AT(::pdlaunch::LogLevel::kDebug, __VA_ARGS__)
