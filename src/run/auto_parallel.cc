@@ -16,7 +16,8 @@
 #include "pdlaunch/process/job_controls.h"
 #include "pdlaunch/process/supervisor.h"
 #include "run/job_status.h"
-#include "run/launch_support.h"
+#include "run/log_files.h"
+#include "run/node_inputs.h"
 
 namespace pdlaunch::internal {
 namespace {

@@ -8,7 +8,7 @@
 #include "pdlaunch/plan/devices.h"
 #include "pdlaunch/plan/node.h"
 #include "pdlaunch/plan/topology.h"
-#include "run/launch_support.h"
+#include "run/node_inputs.h"
 
 namespace pdlaunch::internal {
 

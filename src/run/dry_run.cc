@@ -17,7 +17,8 @@
 #include "pdlaunch/plan/trainer_env.h"
 #include "run/collective_plan.h"
 #include "run/job_decision.h"
-#include "run/launch_support.h"
+#include "run/launch_paths.h"
+#include "run/node_inputs.h"
 
 namespace pdlaunch {
 namespace {

@@ -18,7 +18,7 @@
 #include "pdlaunch/coord/store_exchange.h"
 #include "pdlaunch/process/supervisor.h"
 #include "run/job_status.h"
-#include "run/launch_support.h"
+#include "run/launch_paths.h"
 
 namespace pdlaunch::internal {
 namespace {

@@ -15,7 +15,10 @@
 #include "pdlaunch/plan/messages.h"
 #include "pdlaunch/plan/trainer_env.h"
 #include "run/collective_plan.h"
+#include "run/job_processes.h"
+#include "run/log_files.h"
 #include "run/master_jobs.h"
+#include "run/node_inputs.h"
 
 namespace pdlaunch::internal {
 namespace {

@@ -24,7 +24,7 @@
 #include "pdlaunch/process/device_probe.h"
 #include "run/auto_parallel.h"
 #include "run/collective_plan.h"
-#include "run/launch_support.h"
+#include "run/node_inputs.h"
 
 namespace pdlaunch {
 namespace fs = std::filesystem;

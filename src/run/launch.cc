@@ -19,8 +19,11 @@
 #include "run/auto_parallel.h"
 #include "run/collective_plan.h"
 #include "run/job_decision.h"
+#include "run/job_processes.h"
 #include "run/job_status.h"
-#include "run/launch_support.h"
+#include "run/launch_paths.h"
+#include "run/log_files.h"
+#include "run/node_inputs.h"
 
 namespace pdlaunch {
 namespace {

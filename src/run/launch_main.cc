@@ -24,7 +24,8 @@
 #include "pdlaunch/run/launch.h"
 #include "pdlaunch/tuner/driver.h"
 #include "run/job_decision.h"
-#include "run/launch_support.h"
+#include "run/log_files.h"
+#include "run/node_inputs.h"
 #include "run/tuner_wiring.h"
 
 namespace pdlaunch {

@@ -1,6 +1,10 @@
 // The master-rendezvous node (master_node.h): its phases, the wait in the loop, the ranks, the
 // end; and the two entries, RunMaster and ExchangeOverMaster.
+#include "run/job_processes.h"
+#include "run/launch_paths.h"
+#include "run/log_files.h"
 #include "run/master_node.h"
+#include "run/node_inputs.h"
 
 namespace pdlaunch::internal::master {
 

@@ -14,8 +14,11 @@
 #include "pdlaunch/plan/ports.h"
 #include "pdlaunch/process/device_probe.h"
 #include "pdlaunch/process/supervisor.h"
+#include "run/job_processes.h"
 #include "run/job_status.h"
-#include "run/launch_support.h"
+#include "run/launch_paths.h"
+#include "run/log_files.h"
+#include "run/node_inputs.h"
 
 namespace pdlaunch::internal {
 namespace {

@@ -1,6 +1,7 @@
 // The hosting node of a master rendezvous (master_node.h): the store, the ledger's decisions,
 // the world, the records only the host writes.
 #include "run/master_node.h"
+#include "run/node_inputs.h"
 
 namespace pdlaunch::internal::master {
 

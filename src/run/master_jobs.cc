@@ -13,6 +13,9 @@
 #include "pdlaunch/plan/ps.h"
 #include "pdlaunch/plan/ps_master.h"
 #include "pdlaunch/plan/trainer_env.h"
+#include "run/job_processes.h"
+#include "run/log_files.h"
+#include "run/node_inputs.h"
 
 namespace pdlaunch::internal {
 namespace {

@@ -14,8 +14,9 @@
 
 #include "pdlaunch/cli/options.h"
 #include "pdlaunch/coord/rendezvous.h"
+#include "pdlaunch/plan/training_command.h"
+#include "pdlaunch/process/console_status.h"
 #include "pdlaunch/process/supervisor.h"
-#include "run/launch_support.h"
 
 namespace pdlaunch::internal {
 

@@ -43,11 +43,12 @@
 #include "pdlaunch/plan/messages.h"
 #include "pdlaunch/plan/node.h"
 #include "pdlaunch/plan/trainer_env.h"
+#include "pdlaunch/process/job_controls.h"
 #include "pdlaunch/process/run_report.h"
 #include "pdlaunch/process/supervisor.h"
 #include "run/job_status.h"
-#include "run/launch_support.h"
 #include "run/master_jobs.h"
+#include "run/node_inputs.h"
 
 namespace pdlaunch::internal::master {
 

@@ -1,6 +1,7 @@
 // A participant of a master rendezvous (master_node.h): the HTTP exchange with the master
 // (contact, register, long-poll the news, read the world, heartbeats, confirmed writes).
 #include "run/master_node.h"
+#include "run/node_inputs.h"
 
 namespace pdlaunch::internal::master {
 

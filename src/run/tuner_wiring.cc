@@ -14,7 +14,8 @@
 #include "pdlaunch/cli/cli.h"
 #include "pdlaunch/cli/master_config.h"
 #include "pdlaunch/coord/elastic.h"
-#include "run/launch_support.h"
+#include "run/launch_paths.h"
+#include "run/node_inputs.h"
 
 namespace pdlaunch {
 namespace {

@@ -16,7 +16,7 @@
 #include "pdlaunch/coord/store_exchange.h"
 #include "pdlaunch/process/launcher_signals.h"
 #include "pdlaunch/process/supervisor.h"
-#include "run/launch_support.h"
+#include "run/launch_paths.h"
 #include "support/kv_store_fake.h"
 #include "support/test_util.h"
 
