@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "pdlaunch/coord/event_loop.h"
+#include "pdlaunch/coord/http_client.h"
 #include "pdlaunch/coord/http_master.h"
 
 namespace pdlaunch {

@@ -1,7 +1,7 @@
 #pragma once
 
-// The HTTP KV master on the wire (docs/master.md, "The wire protocol"): a server wire-compatible
-// with Paddle's and an asynchronous client, both running on the launcher's one event loop.
+// The HTTP KV master's server (docs/master.md, "The wire protocol"), wire-compatible with
+// Paddle's, on the launcher's one event loop (event_loop.h); its client is http_client.h.
 // Boost.Asio and Beast stay inside http_master.cc; callers see only this.
 
 #include <functional>
@@ -72,66 +72,6 @@ class KvHttpServer {
   struct State;  ///< Opaque; its connections share it.
 
  private:
-  std::shared_ptr<State> state_;
-};
-
-/// One answer from the master. status 0: no answer (connect, send or receive failed, or the
-/// deadline passed); `error` says which.
-struct HttpReply {
-  int status = 0;
-  std::string body;
-  std::string server;           ///< The Server header ("pdlaunch/0.x", "BaseHTTP/0.6 Python/3.10").
-  int64_t revision = -1;        ///< X-Pdlaunch-Revision, -1 when absent (not a pdlaunch master).
-  std::string job;              ///< X-Pdlaunch-Job (escaped, bounded): the job the master serves.
-  bool token_required = false;  ///< X-Pdlaunch-Token: required: the master takes a job token.
-  std::string error;
-};
-
-/// An HTTP client of one master address, on `io`. Each request uses a fresh connection and has
-/// its own deadline. Callbacks run on the loop, exactly once each, never after the client is
-/// destroyed (destruction cancels what is in flight).
-class KvHttpClient {
- public:
-  /// `address` is a numeric IPv4 or IPv6 address (resolve names first).
-  KvHttpClient(boost::asio::io_context& io, const std::string& address, int port);
-  ~KvHttpClient();
-  KvHttpClient(const KvHttpClient&) = delete;
-  KvHttpClient& operator=(const KvHttpClient&) = delete;
-
-  void Request(const std::string& method, const std::string& target, const std::string& body,
-               double timeout_seconds, std::function<void(const HttpReply&)> done);
-  /// Every request from now on presents `token` (see KvHttpServer::set_token).
-  void set_token(std::optional<JobToken> token);
-
- private:
-  struct State;
-  std::shared_ptr<State> state_;
-};
-
-/// Owns the launcher's event loop for the master path (Asio stays in http_master.cc).
-class EventLoopHandle {
- public:
-  EventLoopHandle();
-  ~EventLoopHandle();
-  boost::asio::io_context& get() { return *io_; }
-  /// Runs the loop until `done()` holds or `max_seconds` pass (sending what is in flight before
-  /// the launcher exits, e.g. a failure record). Signals keep their default action meanwhile.
-  void RunUntil(const std::function<bool()>& done, double max_seconds);
-
- private:
-  std::unique_ptr<boost::asio::io_context> io_;
-};
-
-/// A repeating timer on `io` that calls `tick` every `seconds` until destroyed.
-class LoopTimer {
- public:
-  LoopTimer(boost::asio::io_context& io, double seconds, std::function<void()> tick);
-  ~LoopTimer();
-  LoopTimer(const LoopTimer&) = delete;
-  LoopTimer& operator=(const LoopTimer&) = delete;
-
- private:
-  struct State;
   std::shared_ptr<State> state_;
 };
 
