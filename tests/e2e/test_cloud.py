@@ -124,8 +124,8 @@ class CloudTest(LaunchTestCase):
         self.assertEqual(list(self.dir.glob("multi_process_*")), [])
 
     def test_one_cloud_node_uses_the_arguments_with_fixed_ports(self):
-#PADDLE_TRAINERS_NUM unset(1) : the cluster comes from-- ips, but the ports are fixed
-#(6070, 6071, no free - port search), as in Paddle.
+        # PADDLE_TRAINERS_NUM unset (1): the cluster comes from --ips, but the ports are fixed
+        # (6070, 6071, no free-port search), as in Paddle.
         env = self.cloud_env()
         del env["PADDLE_TRAINERS_NUM"]
         result = self.run_launch(["--nproc_per_node", 2, "--backend", "gloo"] + self.rank_args(),

@@ -80,7 +80,7 @@ class ElasticTest(ElasticTestCase):
         self.assertEqual(len([k for k in self.job_keys() if "/nodes/" in k]), 1)
         a.send_signal(signal.SIGTERM)
         self.assertEqual(self.finish(a, timeout=30).code, 128 + signal.SIGTERM)
-#Deregistered at once(lease revoked), not after the TTL.
+        # Deregistered at once (lease revoked), not after the TTL.
         self.assertEqual([k for k in self.job_keys() if "/nodes/" in k], [])
 
     def test_two_nodes_start_together_and_complete(self):
@@ -104,9 +104,9 @@ class ElasticTest(ElasticTestCase):
         self.assertEqual(self.job_keys(), {}, "keys left after completion")
 
     def test_etcd_by_host_name_with_ranks_that_print(self):
-#An etcd address by name : Asio resolves it on a thread of its own.The console echo's
-#SIGIO(dnotify) must reach no thread that would take its default action, termination
-#(found in review : the launcher died with "I/O possible" at rank 0's first line).
+        # An etcd address by name: Asio resolves it on a thread of its own. The console echo's
+        # SIGIO (dnotify) must reach no thread that would take its default action, termination
+        # (found in review: the launcher died with "I/O possible" at rank 0's first line).
         port = self.etcd.endpoint.rpartition(":")[2]
         procs = []
         for name in ("a", "b"):
@@ -129,15 +129,15 @@ class ElasticTest(ElasticTestCase):
         b = node("b")
         ra, rb = self.finish(a, 60), self.finish(b, 60)
         self.assertEqual((ra.code, rb.code), (0, 0), f"{ra!r}\n{rb!r}")
-#Paddle 's etcd controller' s line, once before the world's rendezvous (docs/cli.md),
-#whether the node had to wait(a) or not(b).
+        # Paddle's etcd controller's line, once before the world's rendezvous (docs/cli.md),
+        # whether the node had to wait (a) or not (b).
         for r in (ra, rb):
             self.assertEqual(harness.log_messages(r.stderr).count("Waiting peer ready..."), 1, r)
         envs = self.recorded_envs(2)
         self.assertEqual(envs[0]["PADDLE_TRAINERS"], "127.0.0.2,127.0.0.3")
         self.assertIn("job job1 completed", self.stderr("b"))
-#Today's console and files: the pod named in "Run Pod" has the pod log, which ends
-#with the endpoints; no endpoints.log.
+        # Today's console and files: the pod named in "Run Pod" has the pod log, which ends
+        # with the endpoints; no endpoints.log.
         for name in ("a", "b"):
             pod = re.search(r"LAUNCH INFO \S+ \S+ Run Pod: ([a-z]{6}), replicas 1, status ready",
                             self.stderr(name)).group(1)
@@ -206,7 +206,7 @@ class ElasticTest(ElasticTestCase):
         self.wait_until(lambda: not pid_alive(pids[0]), "rank 0 to be stopped", timeout=10)
         ra, rb = self.finish(a, 30), self.finish(b, 30)
         self.assert_fail_fast("b", "a")
-#Fault - tolerance level(np N) with the restart budget spent : Paddle's 101.
+        # Fault-tolerance level (np N) with the restart budget spent: Paddle's 101.
         self.assertEqual((ra.code, rb.code), (101, 101), f"{ra!r}\n{rb!r}")
         cause = "rank 1 on node 127.0.0.3"
         for name in ("a", "b"):
@@ -252,8 +252,8 @@ class ElasticTest(ElasticTestCase):
         b = self.node("b", "2", script, extra=extra, env={"POD_IP": "b"})
         ra, rb = self.finish(a, 90), self.finish(b, 90)
         self.assertEqual((ra.code, rb.code), (0, 0), f"{ra!r}\n{rb!r}")
-#The pre - hook ran before every launch of each node.(A node may skip generation 1 when
-#the failure is published before it gets to start it : then it launches once.)
+        # The pre-hook ran before every launch of each node. (A node may skip generation 1 when
+        # the failure is published before it gets to start it: then it launches once.)
         hooks_run = hooks.read_text().split()
         for name in ("a", "b"):
             launches = self.stderr(name).count("collective launch generation")
@@ -266,8 +266,8 @@ class ElasticTest(ElasticTestCase):
         self.assertEqual(self.job_keys(), {})
 
     def test_a_signal_during_the_pre_hook_stops_the_hook_and_the_node(self):
-#The hook runs outside the event loop : the signal, blocked there, must still stop it
-#(it is in a group of its own, where no Ctrl - C of the terminal reaches) and the node.
+        # The hook runs outside the event loop: the signal, blocked there, must still stop it
+        # (it is in a group of its own, where no Ctrl-C of the terminal reaches) and the node.
         hook_pid = self.dir / "hook.pid"
         extra = ["--elastic_pre_hook", f"echo $$ > {hook_pid}; exec sleep 60"]
         a = self.node("a", "1", *self.rank_args("--sleep", "60"), extra=extra)
@@ -309,7 +309,7 @@ class ElasticUsageTest(LaunchTestCase):
         self.assertEqual(self.recorded_pids("pid"), {})
 
     def test_ctrl_c_while_waiting_for_etcd_stops_at_once(self):
-#The wait for etcd runs in the event loop : a signal ends it, not the timeout.
+        # The wait for etcd runs in the event loop: a signal ends it, not the timeout.
         port = 1
         proc = self.start_launch(["--elastic_server", f"127.0.0.1:{port}", "--job_id", JOB,
                                   "--np", "2", *self.rank_args()],
