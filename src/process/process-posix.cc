@@ -40,9 +40,12 @@ struct rlimit g_child_file_limit {};
 bool g_restore_file_limit = false;
 // False once clone3(CLONE_INTO_CGROUP) was refused as unknown: fork and move instead.
 bool g_clone_into_cgroup = true;
+// False once clone3 with CLONE_VM was refused, or when PDLAUNCH_SPAWN=fork asks for fork; false
+// in a build without the clone path.
 #ifdef PDLAUNCH_HAVE_CLONE_VM
-// False once clone3 with CLONE_VM was refused, or when PDLAUNCH_SPAWN=fork asks for fork.
 bool g_clone_vm_spawn = raw::CloneVmWanted();
+#else
+bool g_clone_vm_spawn = false;
 #endif
 
 std::vector<char*> CStrings(const std::vector<std::string>& strings,
@@ -272,51 +275,69 @@ Process Process::Start(const ProcessSpec& spec) {
   const int devnull = DevNull();
   const pid_t parent = ::getpid();
   const bool into_cgroup = spec.cgroup_dir_fd >= 0 && g_clone_into_cgroup;
-#ifdef PDLAUNCH_HAVE_CLONE_VM
   if (g_clone_vm_spawn) {
-    std::unique_ptr<SpawnArea, SpawnAreaDeleter> area(new SpawnArea(spec, parent, devnull));
-    // Born in the job's cgroup, or (a kernel without CLONE_INTO_CGROUP) moving itself there.
-    if (!into_cgroup) area->args.cgroup_procs_fd = spec.cgroup_procs_fd;
-    int pidfd = -1;
-    clone_args args{};
-    args.flags =
-        CLONE_VM | CLONE_PIDFD | CLONE_CHILD_CLEARTID | (into_cgroup ? CLONE_INTO_CGROUP : 0);
-    args.exit_signal = SIGCHLD;
-    args.pidfd = reinterpret_cast<uint64_t>(&pidfd);
-    args.child_tid = reinterpret_cast<uint64_t>(&area->in_use);
-    args.stack = reinterpret_cast<uint64_t>(area->stack);
-    args.stack_size = sizeof area->stack;
-    if (into_cgroup) args.cgroup = static_cast<uint64_t>(spec.cgroup_dir_fd);
-    long ret;
-    {
-      // The child starts with every signal blocked, so no handler of the launcher can run in
-      // it before it has reset the dispositions.
-      ScopedBlockAllSignals blocked;
-      ret = raw::Clone3OnStack(&args, &ExecChildOnStack, &area->args);
+    if (std::optional<Process> cloned = StartCloned(spec, parent, devnull, into_cgroup)) {
+      return std::move(*cloned);
     }
-    if (ret > 0) {
-      const auto pid = static_cast<pid_t>(ret);
-      // The child does this too; doing it here as well means the group exists before any
-      // teardown signal can be aimed at it (EACCES once the child has exec'ed is fine).
-      ::setpgid(pid, pid);
-      Process process(pid, pidfd, -1);
-      process.area_ = std::move(area);
-      process.executable_ = spec.executable;
-      process.output_path_ = spec.output_path;
-      return process;
-    }
-    if (ret == -ENOSYS || ret == -EINVAL || ret == -E2BIG) {
-      // An older kernel or a refused flag: without CLONE_INTO_CGROUP first, then fork.
-      if (into_cgroup) {
-        g_clone_into_cgroup = false;
-      } else {
-        g_clone_vm_spawn = false;
-      }
-      return Start(spec);
-    }
-    errno = static_cast<int>(-ret);  // EAGAIN, ENOMEM: fork says it again, or succeeds.
   }
+  return StartForked(spec, parent, devnull, into_cgroup);
+}
+
+std::optional<Process> Process::StartCloned(const ProcessSpec& spec, pid_t parent, int devnull,
+                                            bool into_cgroup) {
+#ifdef PDLAUNCH_HAVE_CLONE_VM
+  std::unique_ptr<SpawnArea, SpawnAreaDeleter> area(new SpawnArea(spec, parent, devnull));
+  // Born in the job's cgroup, or (a kernel without CLONE_INTO_CGROUP) moving itself there.
+  if (!into_cgroup) area->args.cgroup_procs_fd = spec.cgroup_procs_fd;
+  int pidfd = -1;
+  clone_args args{};
+  args.flags =
+      CLONE_VM | CLONE_PIDFD | CLONE_CHILD_CLEARTID | (into_cgroup ? CLONE_INTO_CGROUP : 0);
+  args.exit_signal = SIGCHLD;
+  args.pidfd = reinterpret_cast<uint64_t>(&pidfd);
+  args.child_tid = reinterpret_cast<uint64_t>(&area->in_use);
+  args.stack = reinterpret_cast<uint64_t>(area->stack);
+  args.stack_size = sizeof area->stack;
+  if (into_cgroup) args.cgroup = static_cast<uint64_t>(spec.cgroup_dir_fd);
+  long ret;
+  {
+    // The child starts with every signal blocked, so no handler of the launcher can run in
+    // it before it has reset the dispositions.
+    ScopedBlockAllSignals blocked;
+    ret = raw::Clone3OnStack(&args, &ExecChildOnStack, &area->args);
+  }
+  if (ret > 0) {
+    const auto pid = static_cast<pid_t>(ret);
+    // The child does this too; doing it here as well means the group exists before any
+    // teardown signal can be aimed at it (EACCES once the child has exec'ed is fine).
+    ::setpgid(pid, pid);
+    Process process(pid, pidfd, -1);
+    process.area_ = std::move(area);
+    process.executable_ = spec.executable;
+    process.output_path_ = spec.output_path;
+    return process;
+  }
+  if (ret == -ENOSYS || ret == -EINVAL || ret == -E2BIG) {
+    // An older kernel or a refused flag: without CLONE_INTO_CGROUP first, then fork.
+    if (into_cgroup) {
+      g_clone_into_cgroup = false;
+    } else {
+      g_clone_vm_spawn = false;
+    }
+    return Start(spec);
+  }
+  errno = static_cast<int>(-ret);  // EAGAIN, ENOMEM: fork says it again, or succeeds.
+  return std::nullopt;
+#else
+  (void)spec;
+  (void)parent;
+  (void)devnull;
+  (void)into_cgroup;
+  return std::nullopt;
 #endif
+}
+
+Process Process::StartForked(const ProcessSpec& spec, pid_t parent, int devnull, bool into_cgroup) {
   std::vector<char*> argv = CStrings(spec.argv);
   std::vector<char*> envp = CStrings(spec.env, spec.shared_env.get());
   int pipe_fds[2];

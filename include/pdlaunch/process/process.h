@@ -130,6 +130,12 @@ class Process {
   Process(pid_t pid, int pidfd, int exec_error_fd)
       : pid_(pid), pidfd_(pidfd), exec_error_fd_(exec_error_fd) {}
   void Release() noexcept;
+  /// Start's two ways (process-posix.cc): cloned with CLONE_VM onto a stack of its own, nullopt
+  /// where the kernel refuses it (then forked); forked, born in the job's cgroup by clone3 where
+  /// the kernel can.
+  static std::optional<Process> StartCloned(const ProcessSpec& spec, pid_t parent, int devnull,
+                                            bool into_cgroup);
+  static Process StartForked(const ProcessSpec& spec, pid_t parent, int devnull, bool into_cgroup);
 
   pid_t pid_ = -1;
   int pidfd_ = -1;
