@@ -53,6 +53,18 @@ std::string PeerName(const std::string& key, const std::string& value) {
   }
 }
 
+void MasterNode::Advance(PhaseEvent event) {
+  const std::optional<Phase> next = NextPhase(phase_, event);
+  if (!next) {
+    PDLOG_ERROR("master node: internal error: '{}' in phase {}; the phase stays",
+                PhaseEventName(event), PhaseName(phase_));
+    return;
+  }
+  PDLOG_DEBUG("master node: {} -> {} ({})", PhaseName(phase_), PhaseName(*next),
+              PhaseEventName(event));
+  phase_ = *next;
+}
+
 int MasterNode::Run() {
   // A log directory that cannot be made fails the node now, not after the rendezvous; one made
   // here is removed again if the world never forms (it is still empty then).
@@ -106,7 +118,7 @@ bool MasterNode::Adopt(const std::function<MasterWorld()>& form) {
     Stop();
     return false;
   }
-  phase_ = Phase::kRunning;
+  Advance(PhaseEvent::kWorldFormed);
   last_heartbeat_ = {};  // The next tick says "running" at once.
   if (!Solo(settings_)) {
     // A thousand addresses on every node's console say nothing: the first ones, and how many.
@@ -351,7 +363,7 @@ int MasterNode::RunRanks() {
     supervisor.hold_secondaries = true;
     supervisor.on_primaries_done = [this] {
       PDLOG_AT(say_, "this node's workers are done; its servers stay until every node's are");
-      phase_ = Phase::kCompleting;
+      Advance(PhaseEvent::kWorkersDone);
       PublishDone();
     };
   }
@@ -383,7 +395,7 @@ int MasterNode::RunRanks() {
 
 int MasterNode::Complete() {
   if (Solo(settings_)) return Finish(0);
-  phase_ = Phase::kCompleting;
+  Advance(PhaseEvent::kProcessesDone);
   PublishDone();
   if (server_) {
     // The host stays until every node has reported (or the job fails): they talk to it.
@@ -451,7 +463,7 @@ int MasterNode::Finish(int code) {
       if (code == 0) code = kExitSetupError;
     }
   }
-  phase_ = Phase::kDone;
+  Advance(PhaseEvent::kLeft);
   tick_.reset();
   retry_.reset();
   return code;

@@ -1,7 +1,8 @@
 #pragma once
 // The master-rendezvous node (docs/master.md): one node of a collective job whose nodes find
 // each other through an HTTP KV master (`--master ip:port --nnodes N`, or no --master: this node
-// hosts it). Phases, all on one event loop shared with the master's server and clients:
+// hosts it). Phases (master_phase.h, a table), all on one event loop shared with the master's
+// server and clients:
 //   1. rendezvous: publish this node, wait (with a deadline) until --nnodes nodes have;
 //   2. run: the ranks, supervised; heartbeats and the job's failure record watched meanwhile;
 //   3. completion: report done; the hosting node stays until every node has.
@@ -50,6 +51,7 @@
 #include "pdlaunch/process/supervisor.h"
 #include "run/job_status.h"
 #include "run/master_jobs.h"
+#include "run/master_phase.h"
 #include "run/node_inputs.h"
 
 namespace pdlaunch::internal::master {
@@ -111,8 +113,6 @@ class MasterNode {
   int Run();
 
  private:
-  enum class Phase { kRendezvous, kRunning, kCompleting, kDone };
-
   std::optional<int> Plan();
   std::optional<int> ChooseHost();
   std::optional<int> MeetAtIps(Clock::time_point deadline);
@@ -128,6 +128,9 @@ class MasterNode {
   void StartRendezvous();
   void StartServing();
   std::optional<int> WaitForWorld();
+  /// Moves to the phase kPhaseTable gives for `event`; an event the table has no row for in
+  /// this phase is logged as the bug it is, and the phase stays.
+  void Advance(PhaseEvent event);
   std::optional<int> WaitIdle(std::string waiting_for);
   int RunRanks();
   int Complete();
