@@ -20,6 +20,7 @@
 #include "base/small_file.h"
 #include "base/unique_fd.h"
 #include "pdlaunch/base/errors.h"
+#include "pdlaunch/base/switches.h"
 #include "pdlaunch/plan/ports.h"
 
 namespace pdlaunch {
@@ -237,8 +238,7 @@ std::string PrivateDirectory() {
 
 std::string ResolveLockPath(std::optional<std::string> lock_path) {
   if (lock_path && !lock_path->empty()) return *lock_path;
-  const char* env = std::getenv("PDLAUNCH_PORT_LOCK_FILE");
-  if (env != nullptr && *env != '\0') return env;
+  if (std::optional<std::string> given = ReadSwitch(Switch::kPortLockFile)) return *given;
   return PrivateDirectory() + "/ports.lock";
 }
 

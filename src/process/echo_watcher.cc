@@ -21,6 +21,7 @@
 #include "pdlaunch/base/errors.h"
 #include "pdlaunch/base/logging.h"
 #include "pdlaunch/base/seconds.h"
+#include "pdlaunch/base/switches.h"
 #include "pdlaunch/cli/echo_choice.h"
 #include "pdlaunch/process/console_echo.h"
 #include "pdlaunch/process/launcher_signals.h"
@@ -141,8 +142,7 @@ class ConsoleEcho::Impl {
   /// default action, termination; children start with an empty mask), opens the signalfd and
   /// marks each directory. Empty, or what failed.
   std::string WatchDirectories(const std::vector<EchoSource>& sources) {
-    const char* forced = std::getenv("PDLAUNCH_ECHO_POLL");
-    if (forced != nullptr && std::string_view(forced) == "1") return "PDLAUNCH_ECHO_POLL=1";
+    if (ReadSwitch(Switch::kEchoPoll) == "1") return "PDLAUNCH_ECHO_POLL=1";
     BlockLauncherSignals();  // Main has; a caller of the supervisor alone (a test) may not have.
     const sigset_t sigio = EchoSignalSet();
     const int fd = ::signalfd(-1, &sigio, SFD_NONBLOCK | SFD_CLOEXEC);

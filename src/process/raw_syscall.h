@@ -13,8 +13,9 @@
 #include <unistd.h>
 
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
+
+#include "pdlaunch/base/switches.h"
 
 // AddressSanitizer, as GCC says it (__SANITIZE_ADDRESS__) and as Clang 14 does (__has_feature).
 #if defined(__SANITIZE_ADDRESS__)
@@ -63,10 +64,7 @@ long Arg(T* pointer) {
 /// even where they could be cloned (for measuring one against the other, docs/performance.md,
 /// and for testing the fork path on a build that has both).
 inline bool CloneVmWanted() {
-  static const bool wanted = [] {
-    const char* choice = std::getenv("PDLAUNCH_SPAWN");
-    return choice == nullptr || std::strcmp(choice, "fork") != 0;
-  }();
+  static const bool wanted = ReadSwitch(Switch::kSpawn) != "fork";
   return wanted;
 }
 

@@ -29,6 +29,7 @@
 #include "pdlaunch/base/errors.h"
 #include "pdlaunch/base/nested_launch.h"
 #include "pdlaunch/base/seconds.h"
+#include "pdlaunch/base/switches.h"
 #include "pdlaunch/plan/trainer_env.h"
 #include "pdlaunch/process/job_cgroup.h"
 #include "pdlaunch/process/launcher_signals.h"
@@ -91,10 +92,8 @@ std::vector<bool> Primaries(const std::vector<SupervisedProcess>& processes) {
 /// "Containment"). PDLAUNCH_NO_CGROUP=1 forces the fallback (tests of both paths).
 std::unique_ptr<JobCgroup> ContainJob(SupervisorStatus& status) {
   std::string why_not = "PDLAUNCH_NO_CGROUP is set";
-  const char* off = std::getenv("PDLAUNCH_NO_CGROUP");
-  std::unique_ptr<JobCgroup> cgroup = off != nullptr && *off != '\0' && std::string(off) != "0"
-                                          ? nullptr
-                                          : JobCgroup::Create(&why_not);
+  std::unique_ptr<JobCgroup> cgroup =
+      SwitchOn(Switch::kNoCgroup) ? nullptr : JobCgroup::Create(&why_not);
   if (!cgroup) ::prctl(PR_SET_CHILD_SUBREAPER, 1);
   status.Contained(cgroup ? cgroup->dir() : std::string(), why_not);
   return cgroup;

@@ -7,6 +7,7 @@
 #include "pdlaunch/base/errors.h"
 #include "pdlaunch/base/logging.h"
 #include "pdlaunch/base/seconds.h"
+#include "pdlaunch/base/switches.h"
 #include "pdlaunch/cli/echo_choice.h"
 #include "pdlaunch/cli/options.h"
 #include "pdlaunch/plan/numa.h"
@@ -33,7 +34,7 @@ std::optional<DeviceLogSettings> DeviceLogOf(const LaunchOptions& options, const
     settings.program = "npu-smi";
   }
   settings.path = (fs::path(log_dir) / name).string();
-  if (const std::optional<std::string> period = GetEnv("PDLAUNCH_GPU_LOG_PERIOD")) {
+  if (const std::optional<std::string> period = ReadSwitch(Switch::kGpuLogPeriod)) {
     const std::optional<double> seconds = ParseSeconds(StripSpace(*period));
     if (seconds && *seconds >= 0.05) {
       settings.period_seconds = *seconds;
@@ -61,7 +62,7 @@ void ApplyNumaBinding(const LaunchOptions& options, const Cluster& cluster,
                cluster.family.type);
     return;
   }
-  const std::string root = GetEnv("PDLAUNCH_SYSFS_ROOT").value_or("");
+  const std::string root = ReadSwitch(Switch::kSysfsRoot).value_or("");
   const NumaTopology topology = ReadNumaTopology(root);
   if (topology.node_cpus.empty()) {
     PDLOG_INFO("numa binding: no NUMA node in {}/sys/devices/system/node; processes left alone",
