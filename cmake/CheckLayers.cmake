@@ -1,7 +1,9 @@
 # The layers of src/ and the one direction of their includes (docs/design.md, "Where things are").
 # Each folder of src/ (with its headers in include/pdlaunch/<folder>/) may include only the folders
-# listed for it: process and coord are siblings, neither sees the other; tuner sits above both
-# (its driver runs jobs through the JobRunner run/ gives it) and below run.
+# listed for it: options (what a user can ask, as plain data) is at the bottom, above base;
+# process and coord are siblings, neither sees the other; tuner sits above both (its driver runs
+# jobs through the JobRunner run/ gives it); cli, the command-line parser, reads into options and
+# sees nothing else; run sits above them all.
 #
 # Run by every build (the check_layers target, which the first library depends on) and by hand:
 #   cmake -P cmake/CheckLayers.cmake
@@ -14,14 +16,15 @@
 
 cmake_minimum_required(VERSION 3.25)  # policies, in script mode too
 
-set(PDLAUNCH_LAYERS base cli plan process coord tuner run)
+set(PDLAUNCH_LAYERS base options plan process coord tuner cli run)
 set(PDLAUNCH_LAYER_base_MAY base)
-set(PDLAUNCH_LAYER_cli_MAY base cli)
-set(PDLAUNCH_LAYER_plan_MAY base cli plan)
-set(PDLAUNCH_LAYER_process_MAY base cli plan process)
-set(PDLAUNCH_LAYER_coord_MAY base cli plan coord)
-set(PDLAUNCH_LAYER_tuner_MAY base cli plan process coord tuner)
-set(PDLAUNCH_LAYER_run_MAY base cli plan process coord tuner run)
+set(PDLAUNCH_LAYER_options_MAY base options)
+set(PDLAUNCH_LAYER_plan_MAY base options plan)
+set(PDLAUNCH_LAYER_process_MAY base options plan process)
+set(PDLAUNCH_LAYER_coord_MAY base options plan coord)
+set(PDLAUNCH_LAYER_tuner_MAY base options plan process coord tuner)
+set(PDLAUNCH_LAYER_cli_MAY base options cli)
+set(PDLAUNCH_LAYER_run_MAY base options plan process coord tuner cli run)
 
 function(pdlaunch_check_layers root)
   set(problems "")

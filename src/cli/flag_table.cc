@@ -12,9 +12,9 @@
 #include "pdlaunch/base/endpoint.h"
 #include "pdlaunch/base/errors.h"
 #include "pdlaunch/base/seconds.h"
-#include "pdlaunch/cli/address_syntax.h"
 #include "pdlaunch/cli/cli.h"
-#include "pdlaunch/cli/echo_choice.h"
+#include "pdlaunch/options/address_syntax.h"
+#include "pdlaunch/options/echo_choice.h"
 
 namespace pdlaunch::flags {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "pdlaunch/cli/options.h"
+#include "pdlaunch/options/options.h"
 
 namespace pdlaunch::flags {
 

@@ -10,8 +10,8 @@
 
 #include "pdlaunch/base/endpoint.h"
 #include "pdlaunch/base/errors.h"
-#include "pdlaunch/cli/address_syntax.h"
-#include "pdlaunch/cli/options.h"
+#include "pdlaunch/options/address_syntax.h"
+#include "pdlaunch/options/options.h"
 #include "pdlaunch/plan/node.h"
 
 namespace pdlaunch {

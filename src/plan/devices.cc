@@ -10,7 +10,7 @@
 
 #include "pdlaunch/base/endpoint.h"
 #include "pdlaunch/base/errors.h"
-#include "pdlaunch/cli/options.h"  // PythonListRepr
+#include "pdlaunch/options/options.h"  // PythonListRepr
 
 namespace pdlaunch {
 

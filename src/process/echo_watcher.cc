@@ -22,7 +22,7 @@
 #include "pdlaunch/base/logging.h"
 #include "pdlaunch/base/seconds.h"
 #include "pdlaunch/base/switches.h"
-#include "pdlaunch/cli/echo_choice.h"
+#include "pdlaunch/options/echo_choice.h"
 #include "pdlaunch/process/console_echo.h"
 #include "pdlaunch/process/launcher_signals.h"
 #include "process/signal_intake.h"

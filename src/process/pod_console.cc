@@ -7,7 +7,7 @@
 #include <string_view>
 #include <utility>
 
-#include "pdlaunch/cli/options.h"
+#include "pdlaunch/options/options.h"
 
 namespace pdlaunch {
 

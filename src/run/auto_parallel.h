@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "pdlaunch/cli/options.h"
+#include "pdlaunch/options/options.h"
 #include "pdlaunch/plan/training_command.h"
 #include "pdlaunch/process/run_report.h"
 

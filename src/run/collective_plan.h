@@ -4,7 +4,7 @@
 // PaddleCloud's variables) or whose world the legacy --ips list decides once its nodes have met
 // (ips_job.cc): the devices, this node in the list, the ports and the cluster. Internal to src/.
 
-#include "pdlaunch/cli/options.h"
+#include "pdlaunch/options/options.h"
 #include "pdlaunch/plan/devices.h"
 #include "pdlaunch/plan/node.h"
 #include "pdlaunch/plan/topology.h"

@@ -10,7 +10,7 @@
 #include "pdlaunch/base/errors.h"
 #include "pdlaunch/base/logging.h"
 #include "pdlaunch/cli/cli.h"
-#include "pdlaunch/cli/echo_choice.h"
+#include "pdlaunch/options/echo_choice.h"
 #include "pdlaunch/plan/cloud.h"
 #include "pdlaunch/plan/ports.h"
 #include "pdlaunch/plan/ps.h"

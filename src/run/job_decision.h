@@ -7,9 +7,9 @@
 #include <optional>
 #include <string>
 
-#include "pdlaunch/cli/master_config.h"
-#include "pdlaunch/cli/options.h"
 #include "pdlaunch/coord/elastic.h"
+#include "pdlaunch/options/options.h"
+#include "pdlaunch/plan/master_config.h"
 #include "pdlaunch/plan/ps.h"
 #include "pdlaunch/plan/slurm.h"
 #include "pdlaunch/plan/training_command.h"

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "pdlaunch/cli/options.h"
+#include "pdlaunch/options/options.h"
 #include "pdlaunch/plan/ps.h"
 #include "pdlaunch/plan/topology.h"
 #include "pdlaunch/plan/trainer_env.h"

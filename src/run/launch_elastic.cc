@@ -15,11 +15,11 @@
 
 #include "pdlaunch/base/errors.h"
 #include "pdlaunch/base/logging.h"
-#include "pdlaunch/cli/master_config.h"
 #include "pdlaunch/coord/elastic.h"
 #include "pdlaunch/coord/elastic_policy.h"
 #include "pdlaunch/coord/kv_store.h"
 #include "pdlaunch/plan/address_lookup.h"
+#include "pdlaunch/plan/master_config.h"
 #include "pdlaunch/plan/messages.h"
 #include "pdlaunch/plan/node.h"
 #include "pdlaunch/plan/ports.h"

@@ -9,12 +9,12 @@
 #include <optional>
 #include <string>
 
-#include "pdlaunch/cli/master_config.h"
-#include "pdlaunch/cli/options.h"
 #include "pdlaunch/coord/elastic.h"
 #include "pdlaunch/coord/job_token.h"
 #include "pdlaunch/coord/kv_store.h"
 #include "pdlaunch/coord/node_exchange.h"
+#include "pdlaunch/options/options.h"
+#include "pdlaunch/plan/master_config.h"
 #include "pdlaunch/plan/ports.h"
 #include "pdlaunch/plan/ps.h"
 #include "pdlaunch/plan/training_command.h"

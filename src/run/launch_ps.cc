@@ -8,9 +8,9 @@
 #include <memory>
 
 #include "pdlaunch/base/logging.h"
-#include "pdlaunch/cli/master_config.h"
 #include "pdlaunch/plan/cloud.h"
 #include "pdlaunch/plan/devices.h"
+#include "pdlaunch/plan/master_config.h"
 #include "pdlaunch/plan/ports.h"
 #include "pdlaunch/process/device_probe.h"
 #include "pdlaunch/process/supervisor.h"

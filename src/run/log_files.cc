@@ -16,7 +16,7 @@
 #include "base/unique_fd.h"
 #include "pdlaunch/base/errors.h"
 #include "pdlaunch/base/logging.h"
-#include "pdlaunch/cli/options.h"
+#include "pdlaunch/options/options.h"
 #include "pdlaunch/plan/messages.h"
 #include "pdlaunch/process/pod_console.h"
 #include "run/node_inputs.h"

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "pdlaunch/cli/options.h"
 #include "pdlaunch/coord/rendezvous.h"
+#include "pdlaunch/options/options.h"
 #include "pdlaunch/plan/training_command.h"
 #include "pdlaunch/process/console_status.h"
 #include "pdlaunch/process/supervisor.h"

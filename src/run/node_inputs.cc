@@ -11,7 +11,7 @@
 #include "pdlaunch/base/errors.h"
 #include "pdlaunch/base/nested_launch.h"
 #include "pdlaunch/base/random_seed.h"
-#include "pdlaunch/cli/options.h"
+#include "pdlaunch/options/options.h"
 #include "pdlaunch/plan/address_lookup.h"
 #include "pdlaunch/plan/ports.h"
 #include "pdlaunch/plan/trainer_env.h"

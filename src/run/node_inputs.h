@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "pdlaunch/base/environment.h"
-#include "pdlaunch/cli/options.h"
 #include "pdlaunch/coord/job_token.h"
+#include "pdlaunch/options/options.h"
 #include "pdlaunch/plan/device_family.h"
 #include "pdlaunch/plan/devices.h"
 #include "pdlaunch/plan/node.h"

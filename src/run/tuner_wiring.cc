@@ -12,8 +12,8 @@
 #include "pdlaunch/base/errors.h"
 #include "pdlaunch/base/logging.h"
 #include "pdlaunch/cli/cli.h"
-#include "pdlaunch/cli/master_config.h"
 #include "pdlaunch/coord/elastic.h"
+#include "pdlaunch/plan/master_config.h"
 #include "run/launch_paths.h"
 #include "run/node_inputs.h"
 

@@ -3,7 +3,7 @@
 // nodes"): through the job's HTTP master or through etcd; no exchange for a search of one node.
 // Internal to run/.
 
-#include "pdlaunch/cli/options.h"
+#include "pdlaunch/options/options.h"
 #include "pdlaunch/tuner/driver.h"
 #include "run/job_decision.h"
 

@@ -12,8 +12,8 @@
 #include <utility>
 #include <vector>
 
-#include "pdlaunch/cli/options.h"
 #include "pdlaunch/coord/node_exchange.h"
+#include "pdlaunch/options/options.h"
 #include "pdlaunch/plan/devices.h"
 #include "pdlaunch/process/run_report.h"
 #include "pdlaunch/tuner/auto_tuner.h"

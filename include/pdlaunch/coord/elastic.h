@@ -8,8 +8,8 @@
 #include <string_view>
 #include <vector>
 
-#include "pdlaunch/cli/options.h"
 #include "pdlaunch/coord/kv_store.h"
+#include "pdlaunch/options/options.h"
 #include "pdlaunch/plan/cloud.h"
 #include "pdlaunch/plan/devices.h"
 #include "pdlaunch/plan/topology.h"

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "pdlaunch/cli/options.h"
+#include "pdlaunch/options/options.h"
 #include "pdlaunch/plan/devices.h"
 #include "pdlaunch/plan/topology.h"
 

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "pdlaunch/base/endpoint.h"
-#include "pdlaunch/cli/options.h"
+#include "pdlaunch/options/options.h"
 #include "pdlaunch/plan/devices.h"
 #include "pdlaunch/plan/node.h"
 #include "pdlaunch/plan/trainer_env.h"

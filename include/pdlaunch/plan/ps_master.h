@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "pdlaunch/cli/options.h"
+#include "pdlaunch/options/options.h"
 #include "pdlaunch/plan/ps.h"
 
 namespace pdlaunch {

@@ -5,7 +5,7 @@
 #include <optional>
 #include <string>
 
-#include "pdlaunch/cli/options.h"
+#include "pdlaunch/options/options.h"
 #include "pdlaunch/process/run_report.h"
 #include "pdlaunch/process/supervisor.h"
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "pdlaunch/base/exit_status.h"
-#include "pdlaunch/cli/echo_choice.h"
+#include "pdlaunch/options/echo_choice.h"
 #include "pdlaunch/process/device_log.h"
 #include "pdlaunch/process/process.h"
 

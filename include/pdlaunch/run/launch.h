@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "pdlaunch/cli/options.h"
+#include "pdlaunch/options/options.h"
 
 namespace pdlaunch {
 

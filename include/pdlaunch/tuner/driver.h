@@ -8,8 +8,8 @@
 #include <functional>
 #include <string>
 
-#include "pdlaunch/cli/options.h"
 #include "pdlaunch/coord/node_exchange.h"
+#include "pdlaunch/options/options.h"
 #include "pdlaunch/plan/devices.h"
 #include "pdlaunch/process/job_controls.h"
 

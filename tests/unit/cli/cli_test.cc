@@ -13,7 +13,7 @@
 
 #include "pdlaunch/base/errors.h"
 #include "pdlaunch/base/version.h"
-#include "pdlaunch/cli/master_config.h"
+#include "pdlaunch/plan/master_config.h"
 #include "support/scoped_env.h"
 
 namespace pdlaunch {

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "pdlaunch/base/errors.h"
-#include "pdlaunch/cli/master_config.h"
+#include "pdlaunch/plan/master_config.h"
 #include "pdlaunch/plan/ps.h"
 #include "pdlaunch/plan/ps_master.h"
 #include "pdlaunch/plan/trainer_env.h"

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "pdlaunch/cli/options.h"
+#include "pdlaunch/options/options.h"
 
 // GCC 12 misfires -Wmaybe-uninitialized on a default-constructed LaunchOptions whose
 // std::optional<std::string> members are then set (the product code builds clean).

@@ -2,7 +2,7 @@
 
 #include <string_view>
 
-#include "pdlaunch/cli/options.h"
+#include "pdlaunch/options/options.h"
 
 namespace pdlaunch {
 

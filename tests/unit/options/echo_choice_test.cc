@@ -1,4 +1,4 @@
-#include "pdlaunch/cli/echo_choice.h"
+#include "pdlaunch/options/echo_choice.h"
 
 #include <gtest/gtest.h>
 

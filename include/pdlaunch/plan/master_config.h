@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "pdlaunch/cli/options.h"
+#include "pdlaunch/options/options.h"
 
 namespace pdlaunch {
 
@@ -89,11 +89,5 @@ struct LaunchPath {
 /// is not host:port, `--rank` not below --nnodes, --nnodes disagreeing with --ips.
 /// PADDLE_TRAINER_ID >= 0 in `env` sets the rank (Paddle's rule) unless the launch is nested.
 LaunchPath SelectLaunchPath(const LaunchOptions& options, const EnvMap& env);
-
-/// Whether the command uses today's launcher's interface (a flag only it has, --job_id typed
-/// without --elastic_server, or PADDLE_MASTER / PADDLE_NNODES from the environment) and not
-/// --legacy: then the log directory gets the pod log
-/// <job_id>.<pod>.log instead of the legacy endpoints.log (docs/cli.md, "Files").
-bool UsesNewInterface(const LaunchOptions& options);
 
 }  // namespace pdlaunch

@@ -141,4 +141,10 @@ std::string PythonListRepr(const std::vector<std::string>& items);
 /// One item of PythonListRepr: Python's repr() of a str.
 std::string PythonStrRepr(const std::string& text);
 
+/// Whether the command uses today's launcher's interface (a flag only it has, --job_id typed
+/// without --elastic_server, or PADDLE_MASTER / PADDLE_NNODES from the environment) and not
+/// --legacy: then the log directory gets the pod log
+/// <job_id>.<pod>.log instead of the legacy endpoints.log (docs/cli.md, "Files").
+bool UsesNewInterface(const LaunchOptions& options);
+
 }  // namespace pdlaunch

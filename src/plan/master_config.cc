@@ -1,4 +1,4 @@
-#include "pdlaunch/cli/master_config.h"
+#include "pdlaunch/plan/master_config.h"
 
 #include <fmt/format.h>
 
@@ -8,7 +8,6 @@
 #include "pdlaunch/base/endpoint.h"
 #include "pdlaunch/base/errors.h"
 #include "pdlaunch/base/nested_launch.h"
-#include "pdlaunch/cli/cli.h"
 
 namespace pdlaunch {
 namespace {
@@ -36,16 +35,6 @@ std::optional<int> TrainerIdRank(const EnvMap& env) {
 }
 
 }  // namespace
-
-bool UsesNewInterface(const LaunchOptions& options) {
-  if (options.legacy) return false;
-  // --job_id is also the legacy elastic mode's flag; without --elastic_server, typed on the
-  // command line, it is today's launcher's job id (docs/cli.md, "Differences").
-  const bool job_id_alone = options.WasGiven("job_id") && options.from_env.count("job_id") == 0 &&
-                            !options.WasGiven("elastic_server") && !options.WasGiven("np");
-  return !options.new_flags.empty() || options.WasGiven("master") || options.WasGiven("nnodes") ||
-         job_id_alone;
-}
 
 namespace {
 

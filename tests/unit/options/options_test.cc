@@ -1,4 +1,4 @@
-#include "pdlaunch/cli/options.h"
+#include "pdlaunch/options/options.h"
 
 #include <gtest/gtest.h>
 

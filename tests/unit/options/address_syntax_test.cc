@@ -1,4 +1,4 @@
-#include "pdlaunch/cli/address_syntax.h"
+#include "pdlaunch/options/address_syntax.h"
 
 #include <gtest/gtest.h>
 
