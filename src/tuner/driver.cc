@@ -26,6 +26,9 @@ struct Plan {
   Layouts space;
   std::vector<TrialConfig> candidates;
   std::vector<TrialOutcome> resumed;
+  /// Whether a trial's outcome prunes later candidates (out of memory, the history's rules):
+  /// not in Paddle's customize search, which runs every layout of its CSV.
+  bool history_prunes = true;
 };
 
 /// Where the trial loop is.
@@ -41,6 +44,7 @@ struct Progress {
 Plan PlanSearch(const TunerConfig& config, RunReport& record) {
   Plan plan;
   plan.space = SearchLayouts(config, &record);
+  plan.history_prunes = config.search_algo != "customize";
   for (const auto& [cfg, why] : plan.space) {
     if (!why) plan.candidates.push_back(cfg);
   }
@@ -101,18 +105,19 @@ void PrintTrialLine(const Search& search, const TunerConfig& config, const Plan&
                     const Progress& progress, bool improved) {
   const TrialOutcome& last = progress.history.back();
   const TrialConfig& cfg = plan.candidates[index];
-  // Paddle's customize search runs every layout of its CSV: no history prune.
-  const bool prunes = config.search_algo != "customize";
   const std::vector<TrialConfig> later(plan.candidates.begin() + static_cast<long>(index) + 1,
                                        plan.candidates.end());
   std::string more;
-  if (const size_t pruned = prunes && last.oom ? NewlyPruned(later, progress.history, config) : 0) {
+  if (const size_t pruned =
+          plan.history_prunes && last.oom ? NewlyPruned(later, progress.history, config) : 0) {
     more = fmt::format(" (pruned {} more)", pruned);
   }
   size_t ahead = 0;  // The candidates the history does not prune yet.
   for (const TrialConfig& next : later) {
     bool oom_prune = false;
-    if (!prunes || !HistoryPrune(next, progress.history, oom_prune, config)) ++ahead;
+    if (!plan.history_prunes || !HistoryPrune(next, progress.history, oom_prune, config)) {
+      ++ahead;
+    }
   }
   ahead = std::min<size_t>(ahead,
                            static_cast<size_t>(std::max(0, config.task_limit - progress.launched)));
@@ -177,12 +182,11 @@ std::optional<int> RunCandidate(Search& search, const TunerConfig& config, const
 std::optional<int> RunCandidates(Search& search, const TunerConfig& config, const Plan& plan,
                                  Progress& progress) {
   search.search_start = Clock::now();  // After the nodes met: their time.
-  // Paddle's customize search runs every layout of its CSV: no history prune.
-  const bool prunes = config.search_algo != "customize";
   for (size_t index = 0; index < plan.candidates.size(); ++index) {
     const TrialConfig& cfg = plan.candidates[index];
     bool oom = false;
-    if (const auto why = prunes ? HistoryPrune(cfg, progress.history, oom, config) : std::nullopt) {
+    if (const auto why =
+            plan.history_prunes ? HistoryPrune(cfg, progress.history, oom, config) : std::nullopt) {
       TrialOutcome pruned;
       pruned.cfg = cfg;
       pruned.pruned = true;
