@@ -8,6 +8,7 @@
 #include <string>
 
 #include "pdlaunch/coord/elastic.h"
+#include "pdlaunch/coord/job_token.h"
 #include "pdlaunch/options/options.h"
 #include "pdlaunch/plan/master_config.h"
 #include "pdlaunch/plan/ps.h"
@@ -33,6 +34,9 @@ struct JobDecision {
   bool ps_counts = false;
   ElasticDecision elastic;
   std::optional<SlurmStep> slurm;  ///< Inside an srun step of several nodes (docs/slurm.md).
+  /// The job token (docs/master.md, "Exposure"), taken out of the environment by Main
+  /// (TakeJobToken): the job's master checks it, and each node presents it.
+  std::optional<JobToken> token;
 };
 
 /// Every usage check of `options` (exit 2) against the environment `env`, and the path, mode

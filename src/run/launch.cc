@@ -148,13 +148,14 @@ int RunDecided(JobDecision decision, const EnvMap& env, const std::function<void
     if (!settings.ips.empty()) PlaceThisNode(options, settings, /*say=*/true);
     announce();
     return internal::RunMaster(options, settings, command, decision.ps_counts, decision.rpc,
-                               controls, record);
+                               controls, record, decision.token);
   }
   if (decision.meeting && mode == JobMode::kCollective) {
     MasterSettings settings = *decision.meeting;
     PlaceThisNode(options, settings, /*say=*/false);
     announce();
-    return internal::RunMaster(options, settings, command, false, false, controls, record);
+    return internal::RunMaster(options, settings, command, false, false, controls, record,
+                               decision.token);
   }
   if (mode != JobMode::kCollective)
     return internal::RunPs(options, mode, command, announce, record);
@@ -175,10 +176,13 @@ RunResult RunJob(JobDecision decision, const EnvMap& env, const std::function<vo
 }
 
 int Run(const LaunchOptions& options) {
+  std::optional<JobToken> token = internal::TakeJobToken();
   const EnvMap env = EnvironmentMap();
+  JobDecision decision = Decide(options, env);
+  decision.token = std::move(token);
   RunReport record;
   return RunDecided(
-      Decide(options, env), env, [] {}, {}, record);
+      std::move(decision), env, [] {}, {}, record);
 }
 
 }  // namespace pdlaunch

@@ -155,7 +155,9 @@ int RunChosen(const LaunchOptions& options, JobDecision decision, const EnvMap& 
       [&](LaunchOptions trial, const JobControls& controls) {
         // With --ips, the --master is the tuner's, not the trial's.
         if (tuner.ips_search) trial.master.reset();
-        return RunJob(Decide(trial, env), env, announce, controls);
+        JobDecision job = Decide(trial, env);
+        job.token = decision.token;  // Every trial's master checks the search's token.
+        return RunJob(std::move(job), env, announce, controls);
       },
       tuner.exchange, announce, report);
 }
@@ -176,7 +178,9 @@ int ParseAndRun(int argc, char** argv, RunState& state) {
     return 0;
   }
   LaunchOptions& options = command_line.options;
-  internal::TheJobToken();  // Taken out of the environment before anything reads it.
+  // Taken out of the environment before anything reads it or starts (a malformed one is a
+  // usage error): no child inherits it; the job's decision carries it.
+  std::optional<JobToken> token = internal::TakeJobToken();
   const EnvMap env = EnvironmentMap();
   const std::vector<std::string> notes = ApplyEnvironmentTwins(options, env);
   // The auto tuner's nodes agree on each trial through its own master, and each trial is an
@@ -189,6 +193,7 @@ int ParseAndRun(int argc, char** argv, RunState& state) {
   options.program = argv[0];
   options.command_line.assign(argv + 1, argv + argc);
   JobDecision decision = Decide(options, env);  // Usage errors: one line, nothing else.
+  decision.token = std::move(token);
   if (options.auto_tuner_json && options.dry_run) {
     return PrintAutoTunerPlan(options,
                               [&options] { return internal::ResolveCollectiveDevices(options); });

@@ -96,7 +96,7 @@ void MasterNode::StartRendezvous() {
   tick_ = std::make_unique<LoopTimer>(loop_.get(), 0.25, [this] { OnTick(); });
   if (server_) return StartServing();
   client_ = std::make_unique<KvHttpClient>(loop_.get(), master_address_, port_);
-  if (const JobToken* token = TheJobToken()) client_->set_token(*token);
+  if (token_) client_->set_token(*token_);
   Contact();
 }
 
@@ -476,34 +476,36 @@ namespace pdlaunch::internal {
 using master::MasterNode;
 
 int RunMaster(const LaunchOptions& options, MasterSettings settings, const TrainingCommand& command,
-              bool ps, bool rpc, const JobControls& controls, RunReport& record) {
+              bool ps, bool rpc, const JobControls& controls, RunReport& record,
+              const std::optional<JobToken>& token) {
   const MasterJobKind kind = ps    ? MasterJobKind::kPs
                              : rpc ? MasterJobKind::kRpc
                                    : MasterJobKind::kCollective;
   settings.sequential = settings.sequential || controls.one_of_a_sequence;
   if (settings.legacy_ips) {
     MasterNode node(options, settings, MakeLegacyIpsJob(options, command), "legacy-collective",
-                    controls.deadline, &record);
+                    controls.deadline, &record, token);
     return node.Run();
   }
   MasterNode node(options, settings, MakeMasterJob(kind, options, command),
                   ps    ? "ps"
                   : rpc ? "rpc"
                         : "collective",
-                  controls.deadline, &record);
+                  controls.deadline, &record, token);
   return node.Run();
 }
 
 ExchangeResult ExchangeOverMaster(const LaunchOptions& options, MasterSettings settings,
                                   const std::string& job_id, const std::string& value,
-                                  double timeout) {
+                                  double timeout, const std::optional<JobToken>& token) {
   settings.job_id = job_id;
   settings.rank = -1;  // The exchange's order is its own; no rank is asked for.
   settings.rendezvous_timeout = timeout;
   settings.sequential = true;
   ExchangeResult result;
   auto values = std::make_shared<std::vector<std::string>>();
-  MasterNode node(options, settings, MakeExchangeJob(value, values), "exchange", nullptr, nullptr);
+  MasterNode node(options, settings, MakeExchangeJob(value, values), "exchange", nullptr, nullptr,
+                  token);
   result.code = node.Run();
   if (result.code == 0) result.values = *values;
   return result;

@@ -26,7 +26,8 @@ namespace pdlaunch::internal {
 /// Runs this node of a master-rendezvous job (launch_master.cc, docs/master.md); returns the
 /// launcher's exit code. What it records for --report goes into `record`.
 int RunMaster(const LaunchOptions& options, MasterSettings settings, const TrainingCommand& command,
-              bool ps, bool rpc, const JobControls& controls, RunReport& record);
+              bool ps, bool rpc, const JobControls& controls, RunReport& record,
+              const std::optional<JobToken>& token);
 
 /// A job without processes through the master of `settings` (job id `job_id`): this node
 /// publishes `value` and gets every node's, within `timeout` seconds (the auto tuner's
@@ -34,7 +35,7 @@ int RunMaster(const LaunchOptions& options, MasterSettings settings, const Train
 /// DEBUG (a job's are INFO); its warnings and errors show.
 ExchangeResult ExchangeOverMaster(const LaunchOptions& options, MasterSettings settings,
                                   const std::string& job_id, const std::string& value,
-                                  double timeout);
+                                  double timeout, const std::optional<JobToken>& token);
 
 /// The auto tuner's agreement between nodes through etcd (etcd_exchange.cc, --master etcd://):
 /// made once per search, for `nodes` nodes of job `scope`. Each call publishes `value` in

@@ -28,7 +28,7 @@ std::string MasterNode::MissingNodes() const {
 
 void MasterNode::StartServing() {
   server_->set_job(settings_.job_id);
-  if (const JobToken* token = TheJobToken()) server_->set_token(*token);
+  if (token_) server_->set_token(*token_);
   KvMemoryStore& store = server_->store();
   // Room for the job's own records (info, alive, done, terms, the world) beyond the limits: any
   // client may write to the store, and one that fills it must not shut the job's nodes out.

@@ -99,11 +99,12 @@ class MasterNode {
  public:
   MasterNode(const LaunchOptions& options, const MasterSettings& settings,
              std::unique_ptr<MasterJob> job, std::string mode, JobDeadline* deadline,
-             RunReport* report)
+             RunReport* report, std::optional<JobToken> token)
       : options_(options),
         deadline_(deadline),
         report_(report),
         say_(report != nullptr ? LogLevel::kInfo : LogLevel::kDebug),
+        token_(std::move(token)),
         settings_(settings),
         job_(std::move(job)),
         keys_(settings.job_id),
@@ -181,6 +182,8 @@ class MasterNode {
   // The level of the node's own progress lines: INFO for a job; DEBUG for the auto tuner's
   // exchange, whose rendezvous would read as another job's (warnings and errors still show).
   LogLevel say_;
+  // The job token (docs/master.md, "Exposure"): the master checks it, the node presents it.
+  std::optional<JobToken> token_;
   MasterSettings settings_;
   std::unique_ptr<MasterJob> job_;
   MasterKeys keys_;

@@ -8,7 +8,7 @@ namespace pdlaunch::internal::master {
 // The job token on both sides or on neither (docs/master.md, "Exposure"): a node without it is
 // refused by the master (401), and a node with it refuses a master that does not check it.
 std::optional<std::string> MasterNode::TokenError(const HttpReply& reply) const {
-  const bool has_token = TheJobToken() != nullptr;
+  const bool has_token = token_.has_value();
   if (reply.status == 401 && reply.token_required) {
     return fmt::format(
         "the master at {} takes a job token, and this node {}: give every node the same {} "

@@ -41,16 +41,12 @@ std::string NewPodName() {
   return name;
 }
 
-const JobToken* TheJobToken() {
-  static std::optional<JobToken> token;
-  static bool taken = false;
-  if (!taken) {
-    const std::string name(kJobTokenVariable);
-    token = JobToken::FromEnvironment(std::getenv(name.c_str()));
-    ::unsetenv(name.c_str());
-    taken = true;
-  }
-  return token ? &*token : nullptr;
+std::optional<JobToken> TakeJobToken() {
+  const std::string name(kJobTokenVariable);
+  const char* value = std::getenv(name.c_str());
+  std::optional<JobToken> token = JobToken::FromEnvironment(value);
+  ::unsetenv(name.c_str());  // Also when it was malformed: no child gets it either way.
+  return token;
 }
 
 // Every child also gets kNestedMarker (docs/cli.md, "Nested launches").

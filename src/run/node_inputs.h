@@ -19,10 +19,11 @@
 
 namespace pdlaunch::internal {
 
-/// The job token (docs/master.md, "Exposure"): read from PDLAUNCH_JOB_TOKEN at the first call
-/// and removed from this process's environment, so that no child (a rank, a probe, a hook)
-/// inherits it; nullptr without one. The first call throws UsageError for a malformed one.
-const JobToken* TheJobToken();
+/// The job token (docs/master.md, "Exposure"): read from PDLAUNCH_JOB_TOKEN and removed from
+/// this process's environment, so that no child (a rank, a probe, a hook) inherits it; nullopt
+/// without one. Main calls it once, before anything starts, and hands the token to the job
+/// (JobDecision::token). Throws UsageError for a malformed one.
+std::optional<JobToken> TakeJobToken();
 
 /// The environment as a map, variables set to "" included (PaddleCloud detection counts them).
 EnvMap EnvironmentMap();

@@ -43,9 +43,10 @@ std::optional<MasterSettings> HttpAgreement(const LaunchOptions& options,
   return std::nullopt;
 }
 
-TunerExchange ExchangeOverHttp(const LaunchOptions& options, const MasterSettings& settings) {
-  return [&options, settings](const std::string& job_id, const std::string& value, bool first,
-                              const std::string& /*trial*/, double wait) {
+TunerExchange ExchangeOverHttp(const LaunchOptions& options, const MasterSettings& settings,
+                               const std::optional<JobToken>& token) {
+  return [&options, settings, token](const std::string& job_id, const std::string& value,
+                                     bool first, const std::string& /*trial*/, double wait) {
     if (job_id.empty()) return ExchangeResult{};  // Jobs of a master hold nothing.
     LaunchOptions at = options;
     at.auto_tuner_json.reset();
@@ -57,7 +58,8 @@ TunerExchange ExchangeOverHttp(const LaunchOptions& options, const MasterSetting
     // ended the same trial: their jobs end within a heartbeat of each other.
     const double timeout =
         first ? settings.rendezvous_timeout : 3 * settings.heartbeat_timeout + options.grace + 10;
-    return internal::ExchangeOverMaster(at, settings, job_id, value, std::max(timeout, wait));
+    return internal::ExchangeOverMaster(at, settings, job_id, value, std::max(timeout, wait),
+                                        token);
   };
 }
 
@@ -80,10 +82,9 @@ void CheckElasticSearch(const ElasticConfig& elastic) {
 
 /// Across nodes of an etcd job, the agreement goes through etcd too: one client, the
 /// exchange's, which also removes each trial's keys once every node is past it.
-TunerExchange ExchangeOverEtcd(const LaunchOptions& options, const ElasticConfig& elastic) {
+TunerExchange ExchangeOverEtcd(const LaunchOptions& options, const ElasticConfig& elastic,
+                               const std::optional<JobToken>& token) {
   std::shared_ptr<KvStore> store = MakeEtcdStore(elastic.server, std::chrono::milliseconds(3000));
-  std::optional<JobToken> token;
-  if (const JobToken* given = internal::TheJobToken()) token = *given;
   auto call = internal::MakeStoreExchange(store, options.job_id.value_or("default"), elastic.np_min,
                                           elastic.timeout_seconds, token);
   return [&options, call, store, rendezvous = options.rendezvous_timeout,
@@ -124,12 +125,12 @@ TunerWiring WireTuner(const LaunchOptions& options, const JobDecision& decision,
                       !options.master->starts_with("etcd://");
   if (const std::optional<MasterSettings> agreement =
           HttpAgreement(options, decision, env, wiring.ips_search, ips_count)) {
-    wiring.exchange = ExchangeOverHttp(options, *agreement);
+    wiring.exchange = ExchangeOverHttp(options, *agreement, decision.token);
   }
   if (decision.elastic.config) CheckElasticSearch(*decision.elastic.config);
   if (decision.path.kind == LaunchPath::Kind::kEtcd && decision.elastic.config &&
       decision.elastic.config->np_min > 1) {
-    wiring.exchange = ExchangeOverEtcd(options, *decision.elastic.config);
+    wiring.exchange = ExchangeOverEtcd(options, *decision.elastic.config, decision.token);
   }
   if (!wiring.exchange && several_nodes) throw UsageError(kTunerNeedsAMaster);
   return wiring;
