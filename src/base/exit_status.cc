@@ -22,6 +22,11 @@ ExitStatus FromSigInfo(int child_code, int child_status) {
   return ExitStatus::Exited(child_status);
 }
 
+std::optional<int> SignalOfShellCode(int code) {
+  if (code > 128 && code <= 128 + 64) return code - 128;
+  return std::nullopt;
+}
+
 std::string SignalName(int signal) {
   // sigabbrev_np is glibc >= 2.32; Debian 12 has 2.36.
   const char* abbrev = ::sigabbrev_np(signal);

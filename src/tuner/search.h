@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "pdlaunch/base/exit_status.h"
 #include "pdlaunch/coord/node_exchange.h"
 #include "pdlaunch/options/options.h"
 #include "pdlaunch/plan/devices.h"
@@ -43,7 +44,7 @@ struct Search {
   ExchangeResult Exchange(const std::string& job_id, const std::string& value, bool first,
                           const std::string& trial, double wait) const {
     ExchangeResult told = exchange_call(job_id, value, first, trial, wait);
-    if (told.code > 128 && told.code <= 128 + 64) report.signal = told.code - 128;
+    if (const std::optional<int> signal = SignalOfShellCode(told.code)) report.signal = signal;
     return told;
   }
   /// Adds the record of the job `job_id` (a trial, or the best) to the search's: its processes,

@@ -13,12 +13,13 @@
 #include "pdlaunch/base/endpoint.h"
 #include "pdlaunch/base/environment.h"
 #include "pdlaunch/base/errors.h"
+#include "pdlaunch/base/exit_status.h"
 #include "pdlaunch/base/logging.h"
 #include "pdlaunch/plan/training_command.h"
 #include "pdlaunch/plan/yaml_edit.h"
 #include "pdlaunch/process/device_probe.h"
 #include "pdlaunch/process/launcher_signals.h"
-#include "pdlaunch/process/report_file.h"
+#include "pdlaunch/process/run_report.h"
 #include "tuner/search.h"
 
 namespace pdlaunch {

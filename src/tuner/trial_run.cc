@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "pdlaunch/base/errors.h"
+#include "pdlaunch/base/exit_status.h"
 #include "pdlaunch/base/logging.h"
 #include "pdlaunch/coord/store_exchange.h"
 #include "pdlaunch/process/console_echo.h"
@@ -126,9 +127,7 @@ RunResult RunHere(Search& search, LaunchOptions& trial, const JobControls& contr
     fs::create_directories(trial.log_dir, ec);
     to_file.emplace((fs::path(trial.log_dir) / kTrialConsoleLog).string());
   }
-  RunResult result = search.run_job(trial, controls);
-  search.Record(result.record, *trial.job_id, /*outcome=*/false);
-  return result;
+  return search.run_job(trial, controls);
 }
 
 // This node's outcome merged with every other node's, the same way on every node: the history
@@ -150,7 +149,7 @@ void MergeAcrossNodes(Search& search, const std::string& job_name, bool takes_pa
     }
     nodes.push_back(*node);
   }
-  if (told.code > 128 && told.code <= 128 + 64) {  // A signal while waiting for the others.
+  if (SignalOfShellCode(told.code)) {  // A signal while waiting for the others.
     run.end = TrialRun::End::kInterrupted;
     run.code = told.code;
     return;
@@ -189,7 +188,7 @@ TrialRun RunTrial(Search& search, const TunerConfig& config, const TrialConfig& 
     bypass.emplace("FLAGS_shard_bypass_dygraph_optimizer",
                    config.estimated_num_gpus && cfg.sharding_degree == 1 ? "1" : "0");
   }
-  const RunResult result = takes_part ? RunHere(search, trial, controls) : RunResult{};
+  RunResult result = takes_part ? RunHere(search, trial, controls) : RunResult{};
   bypass.reset();
   EndOpenConsoleLine();  // A rank stopped mid-line: the trial's line starts a line of its own.
   TrialRun run;
@@ -207,15 +206,18 @@ TrialRun RunTrial(Search& search, const TunerConfig& config, const TrialConfig& 
   const std::vector<ProcessRecord>& records = result.record.processes;
   here.rank0 = std::any_of(records.begin(), records.end(),
                            [](const ProcessRecord& r) { return r.rank == 0; });
-  if (result.record.signal) {
+  const bool signaled = result.record.signal.has_value();
+  const std::optional<std::string> stopped_node = result.record.stopped_node;
+  // What the trial needs of its record is read: the rest is the search's (--report).
+  if (takes_part) search.Record(std::move(result.record), *trial.job_id, /*outcome=*/false);
+  if (signaled) {
     run.end = TrialRun::End::kInterrupted;
     run.code = result.exit_code;
-  } else if (search.several && result.record.stopped_node) {
+  } else if (search.several && stopped_node) {
     // Another node was stopped (Ctrl-C, a scheduler's SIGTERM): its outcome never comes, and
     // waiting for it at the exchange would only end in "did not agree". Stopped here, as an
     // interrupted trial: out of the history, the same command resumes with it.
-    PDLOG_ERROR("auto tuner: {} during {}; the search stops here", *result.record.stopped_node,
-                job_name);
+    PDLOG_ERROR("auto tuner: {} during {}; the search stops here", *stopped_node, job_name);
     run.end = TrialRun::End::kInterrupted;
     run.code = result.exit_code != 0 ? result.exit_code : 1;
   } else if (search.several) {

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <optional>
 #include <string>
 
 namespace pdlaunch {
@@ -26,6 +27,9 @@ ExitStatus FromWaitStatus(int wait_status);
 
 /// Decodes waitid(2)'s si_code and si_status (CLD_EXITED, CLD_KILLED, CLD_DUMPED).
 ExitStatus FromSigInfo(int child_code, int child_status);
+
+/// The signal of a shell exit code that says one (128 + n, n in 1..64), as ShellCode() makes it.
+std::optional<int> SignalOfShellCode(int code);
 
 /// "SIGSEGV" for 11, "SIG42" for unnamed numbers.
 std::string SignalName(int signal);

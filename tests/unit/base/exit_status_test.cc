@@ -15,6 +15,17 @@ TEST(ExitStatusTest, ShellCodeFollowsShellConvention) {
   EXPECT_EQ(ExitStatus::Killed(SIGTERM).ShellCode(), 143);
 }
 
+TEST(ExitStatusTest, SignalOfShellCodeUndoesShellCode) {
+  for (int signal = 1; signal <= 64; ++signal) {
+    EXPECT_EQ(SignalOfShellCode(ExitStatus::Killed(signal).ShellCode()), signal);
+  }
+  EXPECT_EQ(SignalOfShellCode(0), std::nullopt);
+  EXPECT_EQ(SignalOfShellCode(1), std::nullopt);
+  EXPECT_EQ(SignalOfShellCode(128), std::nullopt);
+  EXPECT_EQ(SignalOfShellCode(128 + 65), std::nullopt);
+  EXPECT_EQ(SignalOfShellCode(255), std::nullopt);
+}
+
 TEST(ExitStatusTest, OnlyExitZeroIsSuccess) {
   EXPECT_TRUE(ExitStatus::Exited(0).success());
   EXPECT_FALSE(ExitStatus::Exited(1).success());
