@@ -311,10 +311,11 @@ int Conclude(Search& search, const TunerConfig& config, const Progress& progress
         "is not run here (best_cfg.json in {}{})\n",
         *config.estimated_num_gpus, config.best_cfg_dir,
         config.conversion ? ", the converted metrics in " + config.enhanced_csv : "");
-    if (search.several) search.Exchange("", "", false, "", 0);
-    return 0;
   }
-  if (!config.run_best) return 0;
+  // No job of every node runs after the last outcome: a node cannot know that the others have
+  // read it, so its record goes with its lease (a record dropped at once would leave a slower
+  // node waiting for it until the exchange timed out).
+  if (config.estimated_num_gpus || !config.run_best) return 0;
   return RunBest(search, config, winner, best);
 }
 

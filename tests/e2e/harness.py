@@ -300,6 +300,13 @@ class LaunchTestCase(unittest.TestCase):
                 self.fail(f"processes still alive {timeout}s later: {alive}")
             time.sleep(0.05)
 
+    def assert_nodes_ended_0(self, results):
+        """Every node of `results` ({name: Result}) ended 0; a failure shows every node's output:
+        a node's failure is often another's doing."""
+        failed = [name for name, result in results.items() if result.code != 0]
+        self.assertFalse(failed, f"node(s) {', '.join(failed)} did not end 0:\n" + "\n".join(
+            f"node {name}: {result!r}" for name, result in results.items()))
+
     # --- assertions on output -----------------------------------------------------------------
 
     def assert_logged(self, stream, level, message):

@@ -621,8 +621,7 @@ class AutoTunerTwoNodeTest(LaunchTestCase):
     def test_two_nodes_agree_on_every_trial_and_run_the_best_together(self):
         procs = self.start_nodes(trainer_args=("--oom-rank", 1))
         results = {name: self.finish(proc, 180) for name, proc in procs.items()}
-        for name, result in results.items():
-            self.assertEqual(result.code, 0, f"node {name}: {result!r}")
+        self.assert_nodes_ended_0(results)
         lines = {name: trial_lines(r) for name, r in results.items()}
         self.assertEqual(lines["a"], KNOWN_SEARCH, results["a"])
         self.assertEqual(lines["b"], lines["a"], results["b"])
@@ -699,8 +698,8 @@ class AutoTunerTwoNodeTest(LaunchTestCase):
                          (self.dir / "a" / "tuner_history.csv").read_text())
         procs = self.start_nodes(launcher_args=("--heartbeat_timeout", 2, "--grace", 1))
         results = {name: self.finish(proc, 120) for name, proc in procs.items()}
+        self.assert_nodes_ended_0(results)
         for name, result in results.items():
-            self.assertEqual(result.code, 0, f"node {name}: {result!r}")
             self.assertEqual(trial_lines(result),
                              [KNOWN_SEARCH[0] + " (from tuner_history.csv)"] + KNOWN_SEARCH[1:],
                              result)
@@ -711,8 +710,8 @@ class AutoTunerTwoNodeTest(LaunchTestCase):
                                  cfg=tuner_json(max_time_per_task=2, run_best=False))
         results = {name: self.finish(proc, 90) for name, proc in procs.items()}
         self.assertLess(time.monotonic() - start, 60)
+        self.assert_nodes_ended_0(results)
         for name, result in results.items():
-            self.assertEqual(result.code, 0, f"node {name}: {result!r}")
             self.assertIn("[2/5] dp8 mp1 pp1 vpp1 sharding1 stage1 mbs1 recompute=- → timeout",
                           result.stdout)
         # The node whose deadline passes first stops its rank, which ends the trial on the
@@ -732,8 +731,8 @@ class AutoTunerTwoNodeTest(LaunchTestCase):
         cfg["model_cfg"]["global_batch_size"] = "auto"
         procs = self.start_nodes(trainer_args=("--oom-rank", 1), cfg=cfg)
         results = {name: self.finish(proc, 180) for name, proc in procs.items()}
+        self.assert_nodes_ended_0(results)
         for name, result in results.items():
-            self.assertEqual(result.code, 0, f"node {name}: {result!r}")
             self.assertEqual([l.split(" → ")[1] for l in result.stdout.splitlines()
                               if l.startswith("[GBS")],
                              ["ran (110 interval_samples_per_second)",
@@ -822,8 +821,7 @@ class AutoTunerEtcdTwoNodeTest(AutoTunerTwoNodeTest):
         cfg["model_cfg"]["global_batch_size"] = 16
         procs = self.start_nodes(cfg=cfg)
         results = {name: self.finish(proc, 180) for name, proc in procs.items()}
-        for name, result in results.items():
-            self.assertEqual(result.code, 0, f"node {name}: {result!r}")
+        self.assert_nodes_ended_0(results)
         self.assertEqual(trial_lines(results["a"]), trial_lines(results["b"]))
         self.assertEqual([re.sub(r" → .*", "", l) for l in trial_lines(results["a"])], [
             "[1/2] dp1 mp4 pp1 vpp1 sharding1 stage1 mbs1 recompute=- (for dp4, gbs4)",
