@@ -3,7 +3,8 @@
 # and says how build/ is compiled.
 # Nothing is downloaded when everything is present, so reruns are fast.
 
-log() { printf '\n==> %s\n' "$*"; }
+# A step's line, with the seconds since the script started: CI's log says what each step took.
+log() { printf '\n==> [%d s] %s\n' "${SECONDS}" "$*"; }
 
 # build/'s compiler flags, the same in both scripts so that neither rebuilds the other's tree.
 # -g1: line tables and function names, enough for a backtrace; full -g made the build a third

@@ -136,6 +136,7 @@ else
   esac
 fi
 
+log "Done"
 elapsed=$((SECONDS - start))
 if ((${#failed[@]})); then
   printf '\ntest.sh: FAIL (%s failed) after %ds\n' "$(join ', ' "${failed[@]}")" "${elapsed}"
