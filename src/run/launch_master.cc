@@ -88,15 +88,15 @@ bool Solo(const MasterSettings& settings) { return settings.nnodes == 1; }
 
 void MasterNode::StartRendezvous() {
   if (Solo(settings_)) {
-    registered_ = true;
+    link_.registered = true;
     AdoptPeers({{own_key_, value_}});
     return;
   }
   PDLOG_AT(say_, "Waiting peer start...");
   tick_ = std::make_unique<LoopTimer>(loop_.get(), 0.25, [this] { OnTick(); });
-  if (server_) return StartServing();
-  client_ = std::make_unique<KvHttpClient>(loop_.get(), master_address_, port_);
-  if (token_) client_->set_token(*token_);
+  if (host_.server) return StartServing();
+  link_.client = std::make_unique<KvHttpClient>(loop_.get(), master_.host, master_.port);
+  if (token_) link_.client->set_token(*token_);
   Contact();
 }
 
@@ -119,7 +119,7 @@ bool MasterNode::Adopt(const std::function<MasterWorld()>& form) {
     return false;
   }
   Advance(PhaseEvent::kWorldFormed);
-  last_heartbeat_ = {};  // The next tick says "running" at once.
+  link_.last_heartbeat = {};  // The next tick says "running" at once.
   if (!Solo(settings_)) {
     // A thousand addresses on every node's console say nothing: the first ones, and how many.
     constexpr size_t kShown = 16;
@@ -190,17 +190,17 @@ void MasterNode::OnTick() {
   if (stalled > std::max(1.0, settings_.heartbeat_timeout / 2)) {
     PDLOG_AT(say_, "this node did not run for {:.1f} s; the master gets {} s from now", stalled,
              settings_.heartbeat_timeout);
-    last_contact_ = Clock::now();
-    last_heartbeat_ = {};
+    link_.last_contact = Clock::now();
+    link_.last_heartbeat = {};
   }
   Heartbeat();
-  if (client_ && registered_ && !foreign_ && phase_ != Phase::kRendezvous &&
-      SecondsSince(last_contact_) > settings_.heartbeat_timeout && !failure_) {
+  if (link_.client && link_.registered && !link_.foreign && phase_ != Phase::kRendezvous &&
+      SecondsSince(link_.last_contact) > settings_.heartbeat_timeout && !failure_) {
     failure_ = JobFailure{MasterText(), "",
                           fmt::format("lost the master at {}: no answer for {} s ({})",
                                       MasterText(), settings_.heartbeat_timeout, UnansweredWhy()),
                           1};
-    master_lost_ = true;  // Nothing more is sent to it: Finish does not wait for it.
+    link_.lost = true;  // Nothing more is sent to it: Finish does not wait for it.
     PDLOG_ERROR("{}", failure_->cause);
     Stop();
     return;
@@ -208,8 +208,8 @@ void MasterNode::OnTick() {
   if (phase_ != Phase::kRendezvous) return;
   // Registered, then the master went away (its launcher failed or was killed before the world
   // formed): waiting for the rendezvous deadline would only hide that.
-  if (client_ && answered_ && !foreign_ &&
-      SecondsSince(last_contact_) > settings_.heartbeat_timeout) {
+  if (link_.client && link_.answered && !link_.foreign &&
+      SecondsSince(link_.last_contact) > settings_.heartbeat_timeout) {
     rendezvous_error_ = fmt::format(
         "lost the master at {} during the rendezvous: no answer for {} s ({}); see the log of "
         "the node that hosted it",
@@ -218,41 +218,42 @@ void MasterNode::OnTick() {
     return;
   }
   // A registered participant gives the host a moment to say why first (it names the nodes).
-  const double grace = !ledger_ && registered_ ? kTimeoutGrace : 0;
+  const double grace = !host_.ledger && link_.registered ? kTimeoutGrace : 0;
   if (SecondsSince(start_) > settings_.rendezvous_timeout + grace) return TimeOut();
   if (SecondsSince(last_status_) >= kStatusInterval) {
     last_status_ = Clock::now();
-    if (!registered_) {
+    if (!link_.registered) {
       PDLOG_WARN("master not ready: {} does not answer yet ({}); retrying until {} s", MasterText(),
-                 last_error_.empty() ? "no answer to the first request yet: the connection is "
-                                       "queued at the master or its answer is on the way"
-                                     : last_error_,
+                 link_.last_error.empty() ? "no answer to the first request yet: the connection is "
+                                            "queued at the master or its answer is on the way"
+                                          : link_.last_error,
                  settings_.rendezvous_timeout);
-    } else if (ledger_ && !settings_.ips.empty()) {
+    } else if (host_.ledger && !settings_.ips.empty()) {
       const std::string missing = MissingNodes();
       PDLOG_AT(say_,
                "waiting for {} more node(s) of {} at master {}: {} (job {}, {:.0f} s of {} s)",
-               settings_.nnodes - static_cast<int>(ledger_->counted().size()), settings_.nnodes,
-               MasterText(), missing, settings_.job_id, SecondsSince(start_),
+               settings_.nnodes - static_cast<int>(host_.ledger->counted().size()),
+               settings_.nnodes, MasterText(), missing, settings_.job_id, SecondsSince(start_),
                settings_.rendezvous_timeout);
       // Every node of the list says whom the job waits for, not only this one.
-      KvMemoryStore& store = server_->store();
+      KvMemoryStore& store = host_.server->store();
       const std::string* said = store.Find(keys_.waiting());
       if (said == nullptr || *said != missing) {
         store.Put(keys_.waiting(), missing, std::nullopt, /*within_limits=*/false);
-        server_->Changed();
+        host_.server->Changed();
       }
-    } else if (!settings_.ips.empty() && registered_ && !waiting_for_.empty()) {
+    } else if (!settings_.ips.empty() && link_.registered && !waiting_for_.empty()) {
       PDLOG_AT(
           say_,
           "waiting for the world of {} nodes at master {}, which waits for {} (job {}, {:.0f} s "
           "of {} s)",
           settings_.nnodes, MasterText(), waiting_for_, settings_.job_id, SecondsSince(start_),
           settings_.rendezvous_timeout);
-    } else if (ledger_) {
+    } else if (host_.ledger) {
       PDLOG_AT(say_, "waiting for {} more node(s) of {} at master {} (job {}, {:.0f} s of {} s)",
-               settings_.nnodes - static_cast<int>(ledger_->counted().size()), settings_.nnodes,
-               MasterText(), settings_.job_id, SecondsSince(start_), settings_.rendezvous_timeout);
+               settings_.nnodes - static_cast<int>(host_.ledger->counted().size()),
+               settings_.nnodes, MasterText(), settings_.job_id, SecondsSince(start_),
+               settings_.rendezvous_timeout);
     } else {
       PDLOG_AT(say_, "waiting for the world of {} nodes at master {} (job {}, {:.0f} s of {} s)",
                settings_.nnodes, MasterText(), settings_.job_id, SecondsSince(start_),
@@ -397,10 +398,10 @@ int MasterNode::Complete() {
   if (Solo(settings_)) return Finish(0);
   Advance(PhaseEvent::kProcessesDone);
   PublishDone();
-  if (server_) {
+  if (host_.server) {
     // The host stays until every node has reported (or the job fails): they talk to it.
     if (phase_ == Phase::kCompleting && !failure_ &&
-        ledger_->Step().kind != MasterStep::Kind::kAllDone) {
+        host_.ledger->Step().kind != MasterStep::Kind::kAllDone) {
       PDLOG_AT(say_, "waiting for the other nodes to finish");
       if (const std::optional<int> code = WaitIdle("the other nodes to finish")) {
         return Finish(*code);
@@ -411,7 +412,7 @@ int MasterNode::Complete() {
       return Finish(failure_->exit_code);
     }
     PDLOG_AT(say_, "all {} nodes completed", members_.size());
-  } else if (!settings_.ips.empty() && !foreign_ && !complete_seen_) {
+  } else if (!settings_.ips.empty() && !link_.foreign && !complete_seen_) {
     // No node of an --ips job reports success while another's processes still run.
     PDLOG_AT(say_, "this node's processes are done; waiting for the other nodes to finish");
     if (const std::optional<int> code = WaitIdle("the other nodes to finish")) {
@@ -429,17 +430,18 @@ int MasterNode::Complete() {
 int MasterNode::Finish(int code) {
   // The host's last answers (the done report that completed the job, say) go out before it
   // leaves: a node that never got its answer would retry against a master that is gone.
-  if (server_ && ledger_ && rendezvous_error_ && phase_ == Phase::kRendezvous) {
+  if (host_.server && host_.ledger && rendezvous_error_ && phase_ == Phase::kRendezvous) {
     // The world cannot form, and news/formed says why: every node that registered reads it
     // before the master goes (one that registered last may not be polling yet, and would find
     // the master gone, then report that instead), for a few seconds at most.
-    std::vector<std::string> pods = refused_pods_;
-    for (const auto& [key, value] : ledger_->counted()) {
+    std::vector<std::string> pods = host_.refused_pods;
+    for (const auto& [key, value] : host_.ledger->counted()) {
       if (key != own_key_) pods.push_back(InfoKeyPod(keys_, key));
     }
     ServeUntilHeard(pods);
   }
-  if (server_ && ledger_ && !settings_.ips.empty() && phase_ == Phase::kCompleting && !failure_) {
+  if (host_.server && host_.ledger && !settings_.ips.empty() && phase_ == Phase::kCompleting &&
+      !failure_) {
     // Every node of an --ips job waits for the news that all are done: each says it heard it
     // before the master goes, or a node between two polls would find it gone and fail.
     std::vector<std::string> pods;
@@ -448,24 +450,26 @@ int MasterNode::Finish(int code) {
     }
     ServeUntilHeard(pods);
   }
-  if (server_) loop_.RunUntil([this] { return server_->answers_in_flight() == 0; }, kFlushSeconds);
-  if (client_ && !master_lost_) {
+  if (host_.server)
+    loop_.RunUntil([this] { return host_.server->answers_in_flight() == 0; }, kFlushSeconds);
+  if (link_.client && !link_.lost) {
     // A refused write is retried for up to --heartbeat_timeout (PutConfirmed).
     const double flush =
-        confirming_ > 0 ? settings_.heartbeat_timeout + kFlushSeconds : kFlushSeconds;
-    loop_.RunUntil([this] { return pending_puts_ == 0 && confirming_ == 0; }, flush);
-    if (!unconfirmed_ && confirming_ > 0) {
-      unconfirmed_ = fmt::format("the master at {} did not answer this node's last report ({})",
-                                 MasterText(), UnansweredWhy());
+        link_.confirming > 0 ? settings_.heartbeat_timeout + kFlushSeconds : kFlushSeconds;
+    loop_.RunUntil([this] { return link_.pending_puts == 0 && link_.confirming == 0; }, flush);
+    if (!link_.unconfirmed && link_.confirming > 0) {
+      link_.unconfirmed =
+          fmt::format("the master at {} did not answer this node's last report ({})", MasterText(),
+                      UnansweredWhy());
     }
-    if (unconfirmed_) {
-      PDLOG_ERROR("{}", *unconfirmed_);
+    if (link_.unconfirmed) {
+      PDLOG_ERROR("{}", *link_.unconfirmed);
       if (code == 0) code = kExitSetupError;
     }
   }
   Advance(PhaseEvent::kLeft);
   tick_.reset();
-  retry_.reset();
+  link_.retry.reset();
   return code;
 }
 

@@ -26,7 +26,7 @@ std::optional<int> MasterNode::Plan() {
   return std::nullopt;
 }
 
-// The address of the master's host into master_address_, resolved (forward only). A host name
+// The address of the master's host into master_.host, resolved (forward only). A host name
 // is tried again every 0.5 s until the rendezvous deadline, from the loop (signals handled): a
 // Kubernetes service name resolves only once its pod exists. Each try is a blocking
 // getaddrinfo, as long as the resolver's own timeout at most. Returns the exit code when a
@@ -34,7 +34,7 @@ std::optional<int> MasterNode::Plan() {
 std::optional<int> MasterNode::ResolveMaster(Clock::time_point deadline) {
   const std::string& host = settings_.master_host;
   if (IsIpLiteral(host)) {
-    master_address_ = host;
+    master_.host = host;
     return std::nullopt;
   }
   std::optional<std::string> failure;
@@ -45,7 +45,7 @@ std::optional<int> MasterNode::ResolveMaster(Clock::time_point deadline) {
       const std::vector<std::string> addresses = ResolveHostName(host, "--master");
       if (addresses.empty()) return false;
       PDLOG_AT(say_, "master host {} is {}", host, addresses.front());
-      master_address_ = addresses.front();
+      master_.host = addresses.front();
       return true;
     } catch (const LaunchError& e) {
       if (Clock::now() >= deadline) {
@@ -65,7 +65,7 @@ std::optional<int> MasterNode::ResolveMaster(Clock::time_point deadline) {
   if (!attempt()) {
     in_loop = true;
     LoopTimer retry(loop_.get(), 0.5, [&] {
-      if (stop_ && master_address_.empty() && !failure && attempt()) stop_();
+      if (stop_ && master_.host.empty() && !failure && attempt()) stop_();
     });
     const std::optional<int> code =
         WaitIdle(fmt::format("the master's host name '{}' to resolve", host));
@@ -76,7 +76,7 @@ std::optional<int> MasterNode::ResolveMaster(Clock::time_point deadline) {
 }
 
 void MasterNode::SetOwnKey() {
-  const bool hosting = server_ != nullptr || Solo(settings_);
+  const bool hosting = host_.server != nullptr || Solo(settings_);
   own_key_ =
       keys_.info(hosting && settings_.rank < 0 ? std::string(kHostKeyName) : pod_, settings_.rank);
 }
@@ -87,8 +87,8 @@ void MasterNode::SetOwnKey() {
 // LISTEN state), so Contact() tries again when nobody answers there.
 bool MasterNode::TryToServe() {
   try {
-    server_ = std::make_unique<KvHttpServer>(loop_.get(), master_address_, port_,
-                                             JobServerLimits(settings_.nnodes));
+    host_.server = std::make_unique<KvHttpServer>(loop_.get(), master_.host, master_.port,
+                                                  JobServerLimits(settings_.nnodes));
     return true;
   } catch (const std::system_error& e) {
     if (e.code().value() != EADDRINUSE) {
@@ -105,11 +105,11 @@ std::optional<int> MasterNode::ChooseHost() {
   if (!settings_.ips.empty()) return MeetAtIps(deadline);
   if (!settings_.master_given) {
     node_ip_ = AddressWithoutMaster(settings_.host);
-    master_port_ = MakeLockingPortAllocator()->Reserve(1);
-    port_ = master_port_->ports().front();
-    server_ = std::make_unique<KvHttpServer>(loop_.get(), node_ip_, port_,
-                                             JobServerLimits(settings_.nnodes));
-    master_address_ = node_ip_;
+    master_.reservation = MakeLockingPortAllocator()->Reserve(1);
+    master_.port = master_.reservation->ports().front();
+    host_.server = std::make_unique<KvHttpServer>(loop_.get(), node_ip_, master_.port,
+                                                  JobServerLimits(settings_.nnodes));
+    master_.host = node_ip_;
     settings_.master_host = node_ip_;
     // This node's own --host and --rank would make every node that pastes the command claim
     // them (Paddle copies its whole argv).
@@ -118,8 +118,8 @@ std::optional<int> MasterNode::ChooseHost() {
       others += " " + arg;
     }
     fmt::print("Copy the following command to other nodes to run.\n{}\n{} --master {}{}\n{}\n",
-               std::string(80, '-'), options_.program, Endpoint{node_ip_, port_}.ToString(), others,
-               std::string(80, '-'));
+               std::string(80, '-'), options_.program, Endpoint{node_ip_, master_.port}.ToString(),
+               others, std::string(80, '-'));
     std::fflush(stdout);
     if (settings_.rank >= 0) {
       PDLOG_WARN("--rank set in the command may not compatible in auto mode");
@@ -131,35 +131,36 @@ std::optional<int> MasterNode::ChooseHost() {
           settings_.nnodes - 1, settings_.rank);
     }
   } else {
-    port_ = settings_.master_port;
+    master_.port = settings_.master_port;
     if (const std::optional<int> code = ResolveMaster(deadline)) return code;
     if (settings_.host) {
       node_ip_ = *settings_.host;
-    } else if (auto source = SourceAddressFor(master_address_)) {
+    } else if (auto source = SourceAddressFor(master_.host)) {
       node_ip_ = *source;
     } else {
-      throw LaunchError(fmt::format("no route from this host to the master {} ({})", MasterText(),
-                                    master_address_));
+      throw LaunchError(
+          fmt::format("no route from this host to the master {} ({})", MasterText(), master_.host));
     }
-    master_is_local_ = IsLocalAddress(master_address_);
+    master_.is_local = IsLocalAddress(master_.host);
     // 127.0.0.1 (or ::1) is nobody's --host where nodes are simulated on one host (each has its
     // own 127.x address): any node hosts it at once, as without --host.
-    hosting_deferred_ = master_is_local_ && settings_.host && *settings_.host != master_address_ &&
-                        master_address_ != "127.0.0.1" && master_address_ != "::1";
-    if (hosting_deferred_) {
+    master_.hosting_deferred = master_.is_local && settings_.host &&
+                               *settings_.host != master_.host && master_.host != "127.0.0.1" &&
+                               master_.host != "::1";
+    if (master_.hosting_deferred) {
       PDLOG_AT(
           say_,
           "the master {} is on this host but is not this node's address ({}): the node of that "
           "address hosts it (this node does if none has in {:g} s)",
           MasterText(), *settings_.host, kDeferredHostingSeconds);
-    } else if (master_is_local_ && !TryToServe()) {
+    } else if (master_.is_local && !TryToServe()) {
       PDLOG_AT(say_,
                "the master's port {} is taken on this host (by another launcher, serving it, "
                "or by another program); this node contacts it",
                MasterText());
     }
   }
-  if (server_) {
+  if (host_.server) {
     PDLOG_AT(say_, "this node ({}) hosts the master at {} for job {} ({} nodes)", node_ip_,
              MasterText(), settings_.job_id, settings_.nnodes);
   } else {
@@ -175,14 +176,14 @@ std::optional<int> MasterNode::ChooseHost() {
 // that node hosts, even where every address of the list is local (nodes simulated on one host).
 std::optional<int> MasterNode::MeetAtIps(Clock::time_point deadline) {
   node_ip_ = settings_.host.value_or("127.0.0.1");  // The run set it: this node's entry.
-  master_is_local_ = settings_.hosting.value_or(false);
+  master_.is_local = settings_.hosting.value_or(false);
   if (const std::optional<int> code = ResolveMaster(deadline)) return code;
   const std::string node = fmt::format("node {} of {} in --ips", settings_.rank, settings_.nnodes);
-  if (master_is_local_) {
+  if (master_.is_local) {
     if (settings_.handshake) {
       ServeHandshakePorts();
     } else {
-      port_ = settings_.master_port;
+      master_.port = settings_.master_port;
       if (!TryToServe()) {
         throw LaunchError(fmt::format(
             "cannot serve the master at {}: the port is taken on this host (another job's master, "
@@ -198,7 +199,7 @@ std::optional<int> MasterNode::MeetAtIps(Clock::time_point deadline) {
   if (settings_.handshake) {
     if (const std::optional<int> code = FindHandshakePort(deadline)) return code;
   } else {
-    port_ = settings_.master_port;
+    master_.port = settings_.master_port;
   }
   PDLOG_AT(say_, "this node is {}, {}; master {} for job {}", node_ip_, node, MasterText(),
            settings_.job_id);
@@ -209,10 +210,10 @@ std::optional<int> MasterNode::MeetAtIps(Clock::time_point deadline) {
 // answers the handshake on that same socket (http_master.cc).
 void MasterNode::ServeHandshakePorts() {
   for (int port = kHandshakeFirstPort; port <= kHandshakeLastPort; ++port) {
-    port_ = port;
+    master_.port = port;
     try {
-      server_ = std::make_unique<KvHttpServer>(loop_.get(), master_address_, port_,
-                                               JobServerLimits(settings_.nnodes));
+      host_.server = std::make_unique<KvHttpServer>(loop_.get(), master_.host, master_.port,
+                                                    JobServerLimits(settings_.nnodes));
       return;
     } catch (const std::system_error& e) {
       PDLOG_AT(say_, "Port {} is not available for listening. ({})", port, e.what());
@@ -221,22 +222,22 @@ void MasterNode::ServeHandshakePorts() {
   throw LaunchError(fmt::format(
       "No available ports between {} and {}. (this node hosts the master of --ips at {}; free "
       "one, or give the port: --master :PORT or PADDLE_PORT)",
-      kHandshakeFirstPort, kHandshakeLastPort, master_address_));
+      kHandshakeFirstPort, kHandshakeLastPort, master_.host));
 }
 
 // The port of the master's node, by Paddle's handshake, waited for in the loop (signals
 // handled) until the rendezvous deadline. Returns the exit code when a signal stopped the wait.
 std::optional<int> MasterNode::FindHandshakePort(Clock::time_point deadline) {
-  port_ = 0;
-  handshake_ = std::make_unique<HandshakeClient>(
-      loop_.get(), master_address_, kHandshakeFirstPort, kHandshakeLastPort, [this](int port) {
-        port_ = port;
+  master_.port = 0;
+  master_.handshake = std::make_unique<HandshakeClient>(
+      loop_.get(), master_.host, kHandshakeFirstPort, kHandshakeLastPort, [this](int port) {
+        master_.port = port;
         PDLOG_AT(say_, "Success found the master and port: {}, {}", settings_.master_host, port);
         Stop();
       });
   Clock::time_point last_line = Clock::now();
   const LoopTimer tick(loop_.get(), 0.25, [&] {
-    if (port_ != 0) return;
+    if (master_.port != 0) return;
     if (Clock::now() >= deadline) return Stop();
     if (SecondsSince(last_line) < kStatusInterval) return;
     last_line = Clock::now();
@@ -245,15 +246,15 @@ std::optional<int> MasterNode::FindHandshakePort(Clock::time_point deadline) {
         "waiting for node {} ({}) to answer Paddle's handshake on ports {}-{} ({}); {:.0f} s of "
         "{} s",
         settings_.master_index, settings_.master_host, kHandshakeFirstPort, kHandshakeLastPort,
-        handshake_->status(), SecondsSince(start_), settings_.rendezvous_timeout);
+        master_.handshake->status(), SecondsSince(start_), settings_.rendezvous_timeout);
   });
   const std::optional<int> code =
       WaitIdle(fmt::format("the master's handshake at {} (node {} of --ips)", settings_.master_host,
                            settings_.master_index));
-  const std::string last = handshake_->status();
-  handshake_.reset();
+  const std::string last = master_.handshake->status();
+  master_.handshake.reset();
   if (code) return code;
-  if (port_ == 0) {
+  if (master_.port == 0) {
     throw LaunchError(fmt::format(
         "rendezvous timed out after {} s (--rendezvous_timeout): node {} ({}) of --ips never "
         "answered Paddle's handshake on ports {}-{} (last: {}); is its launcher started, with "

@@ -9,7 +9,7 @@ namespace pdlaunch::internal::master {
 // first few, and how many.
 std::string MasterNode::MissingNodes() const {
   std::vector<bool> seen(settings_.ips.size(), false);
-  for (const auto& [key, value] : ledger_->counted()) {
+  for (const auto& [key, value] : host_.ledger->counted()) {
     const std::optional<int> rank = job_->RankOf(value);
     if (rank && *rank >= 0 && static_cast<size_t>(*rank) < seen.size()) {
       seen[static_cast<size_t>(*rank)] = true;
@@ -27,9 +27,9 @@ std::string MasterNode::MissingNodes() const {
 }
 
 void MasterNode::StartServing() {
-  server_->set_job(settings_.job_id);
-  if (token_) server_->set_token(*token_);
-  KvMemoryStore& store = server_->store();
+  host_.server->set_job(settings_.job_id);
+  if (token_) host_.server->set_token(*token_);
+  KvMemoryStore& store = host_.server->store();
   // Room for the job's own records (info, alive, done, terms, the world) beyond the limits: any
   // client may write to the store, and one that fills it must not shut the job's nodes out.
   const size_t job_keys = 4 * static_cast<size_t>(std::max(settings_.nnodes, 1)) + 16;
@@ -39,44 +39,44 @@ void MasterNode::StartServing() {
   // participant's failure record stays writable, once (?create=1).
   store.Protect(keys_.world(), /*prefix=*/false);
   store.Protect(keys_.news_prefix(), /*prefix=*/true, keys_.failure());
-  ledger_ = std::make_unique<JobLedger>(keys_, terms_, pod_);
+  host_.ledger = std::make_unique<JobLedger>(keys_, terms_, pod_);
   store.Put(keys_.terms(), EncodeJobTerms(terms_), std::nullopt, /*within_limits=*/false);
   store.Put(keys_.alive(pod_), "1", std::nullopt, /*within_limits=*/false);
   store.Put(own_key_, value_, std::nullopt, /*within_limits=*/false);
-  registered_ = true;
-  server_->set_on_change([this] { OnStoreChange(); });
-  server_->Changed();
+  link_.registered = true;
+  host_.server->set_on_change([this] { OnStoreChange(); });
+  host_.server->Changed();
 }
 
 // The host learns of every change of the store here: only the keys it touched are read (a join
 // costs O(log n), not a read of the job), then the ledger's decisions are carried out.
 void MasterNode::OnStoreChange() {
-  KvMemoryStore& store = server_->store();
+  KvMemoryStore& store = host_.server->store();
   if (const std::vector<std::string>* changed = store.ChangedKeys()) {
-    for (const std::string& key : *changed) ledger_->Update(key, store.Find(key));
+    for (const std::string& key : *changed) host_.ledger->Update(key, store.Find(key));
   } else {
-    ledger_->Resync(store.Prefix(keys_.job_prefix()));
+    host_.ledger->Resync(store.Prefix(keys_.job_prefix()));
   }
   store.ClearChanged();
   HostDecide();
 }
 
 void MasterNode::HostDecide() {
-  KvMemoryStore& store = server_->store();
+  KvMemoryStore& store = host_.server->store();
   bool wrote = false;
   // A node whose --nnodes or run mode is not the job's would form a world of its own (silent
   // wrong training): the host refuses it, naming it, and the node stops when it reads why.
-  for (const auto& [key, value] : ledger_->TakeLate()) {
+  for (const auto& [key, value] : host_.ledger->TakeLate()) {
     PDLOG_WARN(
         "node {} registered for job {} after its world of {} nodes formed: it is not part "
         "of the job (one too many, or late from an earlier run)",
         PeerName(key, value), settings_.job_id, settings_.nnodes);
   }
-  for (const JobLedger::Refusal& refusal : ledger_->TakeRefusals()) {
+  for (const JobLedger::Refusal& refusal : host_.ledger->TakeRefusals()) {
     PDLOG_WARN("refused node {} for job {}: {}", refusal.node, settings_.job_id, refusal.why);
     store.Put(keys_.refused(refusal.pod), refusal.why, std::nullopt, /*within_limits=*/false);
     wrote = true;
-    refused_pods_.push_back(refusal.pod);  // It reads why before the host leaves (Finish).
+    host_.refused_pods.push_back(refusal.pod);  // It reads why before the host leaves (Finish).
     if (!settings_.ips.empty() && phase_ == Phase::kRendezvous && !rendezvous_error_) {
       // The list names every node: no other can take the refused one's place.
       // Its --nnodes is its list's length: a different one is a different list.
@@ -90,7 +90,7 @@ void MasterNode::HostDecide() {
   // A node that left before the job started (its heartbeat expired) is forgotten, so that a
   // restarted node can take its place.
   std::vector<std::string> left;
-  for (const std::string& key : ledger_->TakeStaleInfo(&left)) wrote |= store.Delete(key);
+  for (const std::string& key : host_.ledger->TakeStaleInfo(&left)) wrote |= store.Delete(key);
   for (const std::string& pod : std::set<std::string>(left.begin(), left.end())) {
     PDLOG_WARN(
         "node {} left before the job started (no heartbeat for {} s); forgetting it until its "
@@ -99,17 +99,17 @@ void MasterNode::HostDecide() {
   }
   // A node that was only slow (paused, or starved on a loaded host) counts again: its records
   // go back where it wrote them, and it never knew it was forgotten.
-  for (const auto& [key, value] : ledger_->TakeRevived()) {
+  for (const auto& [key, value] : host_.ledger->TakeRevived()) {
     PDLOG_AT(say_, "node {} is back: its heartbeat resumed before the world formed",
              PeerName(key, value));
     store.Put(key, value, std::nullopt, /*within_limits=*/false);
-    ledger_->Update(key, &value);
+    host_.ledger->Update(key, &value);
     wrote = true;
   }
   if (phase_ == Phase::kRendezvous && !rendezvous_error_) {
     FormWorld();
   } else if (phase_ == Phase::kRunning || phase_ == Phase::kCompleting) {
-    const MasterStep step = ledger_->Step();
+    const MasterStep step = host_.ledger->Step();
     switch (step.kind) {
       case MasterStep::Kind::kContinue:
         break;
@@ -126,15 +126,15 @@ void MasterNode::HostDecide() {
         break;
     }
   }
-  if (wrote) server_->Changed();
+  if (wrote) host_.server->Changed();
 }
 
 // The world forms when --nnodes nodes count: the host orders them (OrderKeys, as Paddle's nodes
 // do) and publishes the world once; every participant reads it once.
 void MasterNode::FormWorld() {
-  const std::map<std::string, std::string>& counted = ledger_->counted();
+  const std::map<std::string, std::string>& counted = host_.ledger->counted();
   if (static_cast<int>(counted.size()) < settings_.nnodes) return;
-  KvMemoryStore& store = server_->store();
+  KvMemoryStore& store = host_.server->store();
   if (static_cast<int>(counted.size()) > settings_.nnodes) {
     rendezvous_error_ = TooManyNodes(counted);
     Stop();
@@ -142,13 +142,13 @@ void MasterNode::FormWorld() {
     store.Put(keys_.world(), EncodeWorld(world_), std::nullopt, /*within_limits=*/false);
     store.Put(keys_.formed(), EncodeFormed({settings_.nnodes, {}}), std::nullopt,
               /*within_limits=*/false);
-    ledger_->Form(members_);
+    host_.ledger->Form(members_);
     // A member that joined and never runs ranks (a stranger's records, say) would keep the host
     // waiting for its done report for as long as it keeps a heartbeat: it is given a bound.
     const double bound = RunningBound();
-    running_check_ = std::make_unique<LoopTimer>(loop_.get(), bound, [this, bound] {
-      auto keep = std::move(running_check_);  // Destroyed after the call: no re-arm.
-      const std::vector<std::string> idle = ledger_->NotRunning();
+    host_.running_check = std::make_unique<LoopTimer>(loop_.get(), bound, [this, bound] {
+      auto keep = std::move(host_.running_check);  // Destroyed after the call: no re-arm.
+      const std::vector<std::string> idle = host_.ledger->NotRunning();
       if (idle.empty()) return;
       PublishFailure(JobFailure{
           node_ip_, "",
@@ -157,12 +157,12 @@ void MasterNode::FormWorld() {
                       fmt::join(NamesOf(idle), ", "), settings_.job_id, bound),
           1});
     });
-    return server_->Changed();
+    return host_.server->Changed();
   }
   // Every node exits with the host's reason (two nodes with one --rank, say).
   store.Put(keys_.formed(), EncodeFormed({0, *rendezvous_error_}), std::nullopt,
             /*within_limits=*/false);
-  server_->Changed();
+  host_.server->Changed();
 }
 
 // More nodes registered than --nnodes (Paddle waits forever): the error names them.
@@ -189,20 +189,21 @@ std::string MasterNode::TimeoutError(size_t registered,
       "registered [{}], {} missing{}",
       settings_.rendezvous_timeout, MasterText(), registered, settings_.nnodes,
       fmt::join(names, ", "), settings_.nnodes - static_cast<int>(registered),
-      registered_ ? "" : fmt::format("; this node never reached the master ({})", UnansweredWhy()));
+      link_.registered ? ""
+                       : fmt::format("; this node never reached the master ({})", UnansweredWhy()));
 }
 
 // The host's own records never meet the store's limits; a participant's are retried until the
 // master takes them, or the node fails (Finish).
 void MasterNode::PublishFailure(const JobFailure& failure) {
-  if (server_) {
-    if (server_->store().PutIfAbsent(keys_.failure(), EncodeFailure(failure),
-                                     /*within_limits=*/false)) {
-      server_->Changed();
+  if (host_.server) {
+    if (host_.server->store().PutIfAbsent(keys_.failure(), EncodeFailure(failure),
+                                          /*within_limits=*/false)) {
+      host_.server->Changed();
     }
     return;
   }
-  if (foreign_ || !registered_) return;
+  if (link_.foreign || !link_.registered) return;
   PutConfirmed(keys_.failure(), EncodeFailure(failure), "?create=1", "failure record",
                Clock::now());
 }
@@ -210,18 +211,18 @@ void MasterNode::PublishFailure(const JobFailure& failure) {
 void MasterNode::PublishDone() {
   if (done_published_) return;  // A PS node reports when its workers end, then completes.
   done_published_ = true;
-  if (server_) {
-    server_->store().Put(keys_.done(pod_), "0", std::nullopt, /*within_limits=*/false);
-    server_->Changed();
+  if (host_.server) {
+    host_.server->store().Put(keys_.done(pod_), "0", std::nullopt, /*within_limits=*/false);
+    host_.server->Changed();
     return;
   }
-  if (foreign_) return;
+  if (link_.foreign) return;
   PutConfirmed(keys_.done(pod_), "0", "", "done report", Clock::now());
 }
 
 // The host serves until each of `pods` wrote its heard/<pod> key, for a few seconds at most.
 void MasterNode::ServeUntilHeard(const std::vector<std::string>& pods) {
-  const KvMemoryStore& store = server_->store();
+  const KvMemoryStore& store = host_.server->store();
   loop_.RunUntil(
       [&] {
         return std::all_of(pods.begin(), pods.end(), [&](const std::string& pod) {

@@ -80,7 +80,7 @@ constexpr const char* kIpsRefusalHint =
 /// Pause between two tries of a write the master refused (PutConfirmed).
 constexpr double kConfirmRetrySeconds = 0.25;
 // How long a node waits for the node whose --host is a local master address to host it before
-// hosting it itself (nodes simulated on one host; MasterNode::hosting_deferred_).
+// hosting it itself (nodes simulated on one host; MasterNode::Address::hosting_deferred).
 constexpr double kDeferredHostingSeconds = 3.0;
 
 // Helpers of the node's files (launch_master.cc).
@@ -148,7 +148,7 @@ class MasterNode {
   /// Why the master did not answer, for a message: the last transport error or refusal, or
   /// that requests are simply unanswered (a stopped host, a network cut that drops packets).
   std::string UnansweredWhy() const {
-    return last_error_.empty() ? "requests sent to it are unanswered" : last_error_;
+    return link_.last_error.empty() ? "requests sent to it are unanswered" : link_.last_error;
   }
   void Retry(std::function<void()> call, const std::string& error);
   void Put(const std::string& key, const std::string& value, const std::string& query,
@@ -174,7 +174,9 @@ class MasterNode {
   void PublishFailure(const JobFailure& failure);
   void PublishDone();
   void Stop();
-  std::string MasterText() const { return Endpoint{settings_.master_host, port_}.ToString(); }
+  std::string MasterText() const {
+    return Endpoint{settings_.master_host, master_.port}.ToString();
+  }
 
   const LaunchOptions& options_;
   JobDeadline* deadline_;  // JobControls::deadline: null, or armed as the processes start.
@@ -190,72 +192,89 @@ class MasterNode {
   std::string pod_;
   JobTerms terms_;  // This node's --nnodes and run mode: the job's on the host.
 
+  // The loop and the node's own timers (launch_master.cc).
   EventLoopHandle loop_;
-  std::unique_ptr<KvHttpServer> server_;  // Set on the hosting node.
-  std::unique_ptr<KvHttpClient> client_;  // Set on the others.
   std::unique_ptr<LoopTimer> tick_;
-  std::unique_ptr<LoopTimer> retry_;
   std::function<void()> stop_;  // The running Supervise call's stop hook.
-
-  std::unique_ptr<PortReservation> master_port_;
-  std::unique_ptr<HandshakeClient> handshake_;  // Set while an --ips node looks for the port.
-  std::string master_address_;                  // Numeric.
-  bool master_is_local_ = false;  // master_address_ is this host's: it may serve the master.
-  // ...but it is another local address than this node's --host (nodes simulated on one host):
-  // the node whose --host it is serves it; this one only after nobody has answered there for
-  // kDeferredHostingSeconds (ChooseHost).
-  bool hosting_deferred_ = false;
-  std::optional<Clock::time_point> unanswered_since_;
-  int port_ = 0;
-  std::string node_ip_;
-  std::string value_;  // What this node publishes under own_key_.
-  std::string own_key_;
-
   Phase phase_ = Phase::kRendezvous;
   Clock::time_point start_ = Clock::now();
   Clock::time_point last_status_ = Clock::now();
-  Clock::time_point last_contact_ = Clock::now();
-  Clock::time_point last_heartbeat_{};
-  std::unique_ptr<LoopTimer> running_check_;    // The host's, armed when the world forms.
   Clock::time_point last_tick_ = Clock::now();  // OnTick's: a gap is this node's own stall.
-  /// The master has not answered for --heartbeat_timeout while the job ran: this node stops
-  /// and exits at once, without trying to deliver anything more to it.
-  bool master_lost_ = false;
-  double backoff_ = 0.1;
-  bool foreign_ = false;     // The master is not pdlaunch's (Paddle's own): no long-poll, no TTL.
-  bool registered_ = false;  // Our keys are at the master.
-  bool answered_ = false;    // The master has answered this participant once.
-  bool polling_ = false;
-  int64_t revision_ = 0;
-  std::string last_error_;
-  std::unique_ptr<JobLedger> ledger_;  // Set on the hosting node.
-  WorldEntries world_;                 // The members' keys and records, in node order.
-  bool reading_world_ = false;
-  bool timing_out_ = false;
+
+  /// Where the master is (master_address.cc): its numeric address and port, and whether this
+  /// node may serve it.
+  struct Address {
+    std::string host;  // Numeric.
+    int port = 0;
+    bool is_local = false;  // `host` is this host's: this node may serve the master.
+    // ...but it is another local address than this node's --host (nodes simulated on one
+    // host): the node whose --host it is serves it; this one only after nobody has answered
+    // there for kDeferredHostingSeconds (ChooseHost).
+    bool hosting_deferred = false;
+    std::unique_ptr<PortReservation> reservation;  // The port this node picked to serve on.
+    std::unique_ptr<HandshakeClient> handshake;    // While an --ips node looks for the port.
+  };
+  Address master_;
+
+  /// The hosting node's (master_host.cc): set when this node serves the master.
+  struct Hosting {
+    std::unique_ptr<KvHttpServer> server;
+    std::unique_ptr<JobLedger> ledger;
+    std::unique_ptr<LoopTimer> running_check;  // Armed when the world forms.
+    std::vector<std::string> refused_pods;     // They read why before the host goes.
+  };
+  Hosting host_;
+
+  /// A participant's link to the master (master_participant.cc): set on the other nodes. Each
+  /// request that runs once at a time has its flag; writes that matter (this node's done
+  /// report, a failure record) are retried until the master takes them or --heartbeat_timeout
+  /// passes.
+  struct Link {
+    std::unique_ptr<KvHttpClient> client;
+    bool foreign = false;     // The master is not pdlaunch's (Paddle's own): no long-poll, no TTL.
+    bool answered = false;    // The master has answered this node once.
+    bool registered = false;  // This node's keys are at the master.
+    bool polling = false;     // The long-poll of the news is out.
+    bool reading_world = false;
+    int64_t revision = 0;  // The news' revision the next long-poll waits past.
+    std::string last_error;
+    double backoff = 0.1;
+    std::unique_ptr<LoopTimer> retry;
+    std::optional<Clock::time_point> unanswered_since;
+    Clock::time_point last_contact = Clock::now();
+    Clock::time_point last_heartbeat{};
+    int pending_puts = 0;
+    int last_put_status = 0;                 // Of the Put whose callback runs; 0: no answer.
+    bool last_put_elsewhere = false;         // It reached a master that serves another job now.
+    int confirming = 0;                      // Writes not yet settled.
+    std::optional<std::string> unconfirmed;  // What could not be delivered.
+    std::list<std::unique_ptr<LoopTimer>> write_retries;
+    /// The master has not answered for --heartbeat_timeout while the job ran: this node stops
+    /// and exits at once, without trying to deliver anything more to it.
+    bool lost = false;
+  };
+  Link link_;
+
+  // This node in the job (launch_master.cc).
+  std::string node_ip_;
+  std::string value_;  // What this node publishes under own_key_.
+  std::string own_key_;
+  WorldEntries world_;  // The members' keys and records, in node order.
   std::vector<std::string> members_;
   std::vector<std::string> peer_keys_;
   std::vector<std::string> member_addresses_;
   int own_index_ = 0;
+  std::minstd_rand jitter_{
+      static_cast<std::minstd_rand::result_type>(RandomSeed())};  // Not the pid: 1 in a container.
+
+  // The job's end as this node knows it.
+  bool timing_out_ = false;  // The rendezvous deadline passed (TimeOut, once).
   std::optional<std::string> rendezvous_error_;
   std::optional<JobFailure> failure_;  // The job's root cause, once known.
   bool lost_reported_ = false;
-  bool complete_seen_ = false;             // news/complete: every node's processes are done.
-  std::string waiting_for_;                // news/waiting: the entries of --ips the host waits for.
-  std::vector<std::string> refused_pods_;  // The host's refusals: they read why before it goes.
-  int pending_puts_ = 0;
-  int last_put_status_ = 0;
-  bool last_put_elsewhere_ =
-      false;  // The last Put reached a master serving another job.  // Of the Put whose callback
-              // runs: 0 when the master did not answer.
-  std::minstd_rand jitter_{
-      static_cast<std::minstd_rand::result_type>(RandomSeed())};  // Not the pid: 1 in a container.
-  // Writes that matter (this node's done report, a failure record) are retried until the master
-  // takes them or --heartbeat_timeout passes: how many are unsettled, what could not be
-  // delivered, and the pauses between tries.
-  int confirming_ = 0;
-  bool done_published_ = false;
-  std::optional<std::string> unconfirmed_;
-  std::list<std::unique_ptr<LoopTimer>> write_retries_;
+  bool complete_seen_ = false;   // news/complete: every node's processes are done.
+  bool done_published_ = false;  // This node reported done (PublishDone, once).
+  std::string waiting_for_;      // news/waiting: the entries of --ips the host waits for.
 };
 
 }  // namespace pdlaunch::internal::master

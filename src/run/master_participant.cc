@@ -28,23 +28,23 @@ std::optional<std::string> MasterNode::TokenError(const HttpReply& reply) const 
 }
 
 void MasterNode::Contact() {
-  client_->Request("GET", "/healthy", "", 5.0, [this](const HttpReply& reply) {
+  link_.client->Request("GET", "/healthy", "", 5.0, [this](const HttpReply& reply) {
     if (reply.status != 0) {
-      unanswered_since_.reset();
-    } else if (!unanswered_since_) {
-      unanswered_since_ = Clock::now();
+      link_.unanswered_since.reset();
+    } else if (!link_.unanswered_since) {
+      link_.unanswered_since = Clock::now();
     }
-    const bool may_host =
-        !hosting_deferred_ ||
-        (unanswered_since_ && SecondsSince(*unanswered_since_) >= kDeferredHostingSeconds);
-    if (reply.status == 0 && master_is_local_ && may_host && TryToServe()) {
+    const bool may_host = !master_.hosting_deferred ||
+                          (link_.unanswered_since &&
+                           SecondsSince(*link_.unanswered_since) >= kDeferredHostingSeconds);
+    if (reply.status == 0 && master_.is_local && may_host && TryToServe()) {
       // Nobody listens at the master's port on this host, and now this launcher does: the
       // launcher that had it is gone, or both lost the race described at TryToServe().
       PDLOG_AT(say_,
                "nobody answered at the master {} ({}); this node ({}) hosts it now for job {} "
                "({} nodes)",
                MasterText(), reply.error, node_ip_, settings_.job_id, settings_.nnodes);
-      client_.reset();
+      link_.client.reset();
       SetOwnKey();
       return StartServing();
     }
@@ -56,7 +56,7 @@ void MasterNode::Contact() {
       return Retry([this] { Contact(); },
                    reply.status == 0 ? reply.error : fmt::format("HTTP {}", reply.status));
     }
-    foreign_ = !reply.server.starts_with("pdlaunch/");
+    link_.foreign = !reply.server.starts_with("pdlaunch/");
     // One master serves one job: a node of another job would wait on a host that leaves when
     // its own job is done (docs/master.md, "Several jobs on one master").
     if (auto error = ForeignJobError(MasterText(), reply.server, reply.job, settings_.job_id)) {
@@ -66,13 +66,13 @@ void MasterNode::Contact() {
       rendezvous_error_ = std::move(*error);
       return Stop();
     }
-    if (foreign_) {
+    if (link_.foreign) {
       PDLOG_WARN("the master at {} is not pdlaunch's ({}): no failure detection between nodes",
                  MasterText(), reply.server);
     }
-    backoff_ = 0.1;
-    last_contact_ = Clock::now();
-    answered_ = true;
+    link_.backoff = 0.1;
+    link_.last_contact = Clock::now();
+    link_.answered = true;
     Register();
   });
 }
@@ -80,15 +80,15 @@ void MasterNode::Contact() {
 void MasterNode::Register() {
   const std::string ttl = fmt::format("?ttl={}", settings_.heartbeat_timeout);
   const auto put_info = [this](bool ok) {
-    if (!ok) return Retry([this] { Register(); }, last_error_);
+    if (!ok) return Retry([this] { Register(); }, link_.last_error);
     Put(own_key_, value_, "", [this](bool ok2) {
-      if (!ok2) return Retry([this] { Register(); }, last_error_);
-      registered_ = true;
-      last_heartbeat_ = Clock::now();
+      if (!ok2) return Retry([this] { Register(); }, link_.last_error);
+      link_.registered = true;
+      link_.last_heartbeat = Clock::now();
       Poll();
     });
   };
-  if (foreign_) return put_info(true);
+  if (link_.foreign) return put_info(true);
   // The terms before the info key: the host never counts a node whose terms it has not seen.
   Put(keys_.alive(pod_), "1", ttl, [this, put_info](bool ok) {
     if (!ok) return put_info(false);
@@ -100,22 +100,23 @@ void MasterNode::Register() {
 
 void MasterNode::Put(const std::string& key, const std::string& value, const std::string& query,
                      std::function<void(bool)> done) {
-  ++pending_puts_;
-  client_->Request(
+  ++link_.pending_puts;
+  link_.client->Request(
       "PUT", key + query, value, 5.0, [this, done = std::move(done)](const HttpReply& reply) {
-        --pending_puts_;
-        last_put_status_ = reply.status;
+        --link_.pending_puts;
+        link_.last_put_status = reply.status;
         // A master that serves another job now is not this job's: its host left
         // (its job was over) and a job of a sequence, or another, took the port.
         // What is sent there is not delivered, nor does it count as contact.
-        last_put_elsewhere_ = !foreign_ && !reply.job.empty() && reply.job != settings_.job_id;
-        const bool ok = !last_put_elsewhere_ && (reply.status == 200 || reply.status == 412);
+        link_.last_put_elsewhere =
+            !link_.foreign && !reply.job.empty() && reply.job != settings_.job_id;
+        const bool ok = !link_.last_put_elsewhere && (reply.status == 200 || reply.status == 412);
         if (ok) {
-          last_contact_ = Clock::now();
-        } else if (last_put_elsewhere_) {
-          last_error_ = fmt::format("the master now serves job {}", reply.job);
+          link_.last_contact = Clock::now();
+        } else if (link_.last_put_elsewhere) {
+          link_.last_error = fmt::format("the master now serves job {}", reply.job);
         } else {
-          last_error_ = reply.status == 0 ? reply.error : fmt::format("HTTP {}", reply.status);
+          link_.last_error = reply.status == 0 ? reply.error : fmt::format("HTTP {}", reply.status);
         }
         if (done) done(ok);
       });
@@ -124,36 +125,37 @@ void MasterNode::Put(const std::string& key, const std::string& value, const std
 void MasterNode::PutConfirmed(const std::string& key, const std::string& value,
                               const std::string& query, const std::string& what,
                               Clock::time_point first) {
-  ++confirming_;
+  ++link_.confirming;
   Put(key, value, query, [=, this](bool ok) {
     if (ok) {
-      --confirming_;
+      --link_.confirming;
       return;
     }
-    if (last_put_elsewhere_) {
+    if (link_.last_put_elsewhere) {
       // The job's master is gone and another job serves its port: the job is over there.
-      --confirming_;
-      PDLOG_DEBUG("not delivering this node's {}: {}", what, last_error_);
+      --link_.confirming;
+      PDLOG_DEBUG("not delivering this node's {}: {}", what, link_.last_error);
       return;
     }
     // A master that answers and refuses (413: its store is full) is given --heartbeat_timeout;
     // one that does not answer (gone: its job ended or failed, or the network) the flush time.
-    const double limit = last_put_status_ != 0 ? settings_.heartbeat_timeout : kFlushSeconds;
+    const double limit = link_.last_put_status != 0 ? settings_.heartbeat_timeout : kFlushSeconds;
     if (SecondsSince(first) >= limit) {
-      --confirming_;
-      if (!unconfirmed_) {
-        unconfirmed_ = fmt::format("the master at {} did not take this node's {} in {:.0f} s ({})",
-                                   MasterText(), what, SecondsSince(first), UnansweredWhy());
+      --link_.confirming;
+      if (!link_.unconfirmed) {
+        link_.unconfirmed =
+            fmt::format("the master at {} did not take this node's {} in {:.0f} s ({})",
+                        MasterText(), what, SecondsSince(first), UnansweredWhy());
       }
       return;
     }
-    const auto it = write_retries_.insert(write_retries_.end(), nullptr);
+    const auto it = link_.write_retries.insert(link_.write_retries.end(), nullptr);
     // In a sequence of jobs the next one takes the port within milliseconds: asked again soon.
     const double pause = settings_.sequential ? 0.02 : kConfirmRetrySeconds;
     *it = std::make_unique<LoopTimer>(loop_.get(), pause, [=, this] {
       const std::unique_ptr<LoopTimer> keep = std::move(*it);  // Destroyed after: no re-arm.
-      write_retries_.erase(it);
-      --confirming_;
+      link_.write_retries.erase(it);
+      --link_.confirming;
       PutConfirmed(key, value, query, what, first);
     });
   });
@@ -162,20 +164,21 @@ void MasterNode::PutConfirmed(const std::string& key, const std::string& value,
 // A participant long-polls the news (small: terms, refusals, the world formed, a failure), which
 // no join, heartbeat or report touches; a node of Paddle's master polls the peers.
 void MasterNode::Poll() {
-  if (polling_ || phase_ == Phase::kDone) return;
-  polling_ = true;
+  if (link_.polling || phase_ == Phase::kDone) return;
+  link_.polling = true;
   const std::string target =
-      foreign_ ? keys_.info_prefix()
-               : fmt::format("{}?wait={}&timeout={}", keys_.news_prefix(), revision_, kPollSeconds);
-  client_->Request("GET", target, "", kPollSeconds + 5.0, [this](const HttpReply& reply) {
-    polling_ = false;
+      link_.foreign
+          ? keys_.info_prefix()
+          : fmt::format("{}?wait={}&timeout={}", keys_.news_prefix(), link_.revision, kPollSeconds);
+  link_.client->Request("GET", target, "", kPollSeconds + 5.0, [this](const HttpReply& reply) {
+    link_.polling = false;
     if (reply.status != 200 && reply.status != 404) {
       return Retry([this] { Poll(); },
                    reply.status == 0 ? reply.error : fmt::format("HTTP {}", reply.status));
     }
-    last_contact_ = Clock::now();
-    backoff_ = 0.1;
-    if (reply.revision >= 0) revision_ = reply.revision;
+    link_.last_contact = Clock::now();
+    link_.backoff = 0.1;
+    if (reply.revision >= 0) link_.revision = reply.revision;
     std::map<std::string, std::string> kvs;
     if (reply.status == 200) {
       try {
@@ -184,10 +187,10 @@ void MasterNode::Poll() {
         return Retry([this] { Poll(); }, e.what());
       }
     }
-    if (foreign_) {
+    if (link_.foreign) {
       OnForeignPeers(kvs);
-      retry_ = std::make_unique<LoopTimer>(loop_.get(), kForeignPollSeconds, [this] {
-        retry_.reset();
+      link_.retry = std::make_unique<LoopTimer>(loop_.get(), kForeignPollSeconds, [this] {
+        link_.retry.reset();
         Poll();
       });
       return;
@@ -200,14 +203,14 @@ void MasterNode::Poll() {
 // The world the host formed, read once (one shared answer at the master for every node).
 void MasterNode::ReadWorld() {
   if (phase_ != Phase::kRendezvous || rendezvous_error_) return;
-  reading_world_ = true;
-  client_->Request("GET", keys_.world(), "", 30.0, [this](const HttpReply& reply) {
+  link_.reading_world = true;
+  link_.client->Request("GET", keys_.world(), "", 30.0, [this](const HttpReply& reply) {
     if (phase_ != Phase::kRendezvous || rendezvous_error_) return;
     if (reply.status != 200) {
       return Retry([this] { ReadWorld(); },
                    reply.status == 0 ? reply.error : fmt::format("HTTP {}", reply.status));
     }
-    last_contact_ = Clock::now();
+    link_.last_contact = Clock::now();
     try {
       const std::map<std::string, std::string> kvs = DecodeJsonObject(reply.body);
       const auto it = kvs.find(keys_.world());
@@ -252,7 +255,7 @@ void MasterNode::ReadWorld() {
 }
 
 void MasterNode::Retry(std::function<void()> call, const std::string& error) {
-  last_error_ = error;
+  link_.last_error = error;
   // Before the world forms, a thousand nodes may be knocking at once: a short pause with jitter
   // (50 to 100 ms) spreads them without leaving a node idle for seconds; afterwards, back-off
   // doubling from 0.1 s to 1 s.
@@ -261,18 +264,18 @@ void MasterNode::Retry(std::function<void()> call, const std::string& error) {
   const double pause = settings_.sequential ? 0.01 : 0.05;
   const double delay = phase_ == Phase::kRendezvous
                            ? pause + pause * std::uniform_real_distribution<double>()(jitter_)
-                           : backoff_;
-  backoff_ = std::min(kMaxBackoff, backoff_ * 2);
-  retry_ = std::make_unique<LoopTimer>(loop_.get(), delay, [this, call = std::move(call)] {
-    auto keep = std::move(retry_);  // Destroyed after the call: no re-arm.
+                           : link_.backoff;
+  link_.backoff = std::min(kMaxBackoff, link_.backoff * 2);
+  link_.retry = std::make_unique<LoopTimer>(loop_.get(), delay, [this, call = std::move(call)] {
+    auto keep = std::move(link_.retry);  // Destroyed after the call: no re-arm.
     call();
   });
 }
 
 void MasterNode::Heartbeat() {
-  if (!registered_ || foreign_ || !client_ || phase_ == Phase::kDone) return;
-  if (SecondsSince(last_heartbeat_) < settings_.heartbeat_timeout / 4) return;
-  last_heartbeat_ = Clock::now();
+  if (!link_.registered || link_.foreign || !link_.client || phase_ == Phase::kDone) return;
+  if (SecondsSince(link_.last_heartbeat) < settings_.heartbeat_timeout / 4) return;
+  link_.last_heartbeat = Clock::now();
   // Once its world formed, the heartbeat says so: the host fails a member that never does.
   const std::string_view value = phase_ == Phase::kRendezvous ? "1" : kRunningHeartbeat;
   Put(keys_.alive(pod_), std::string(value), fmt::format("?ttl={}", settings_.heartbeat_timeout),
@@ -285,19 +288,19 @@ void MasterNode::Heartbeat() {
 void MasterNode::TimeOut() {
   if (timing_out_) return;
   timing_out_ = true;
-  if (ledger_) {
+  if (host_.ledger) {
     rendezvous_error_ =
-        TimeoutError(ledger_->counted().size(), RegisteredNames(ledger_->counted()));
-    server_->store().Put(keys_.formed(), EncodeFormed({0, *rendezvous_error_}), std::nullopt,
-                         /*within_limits=*/false);
-    server_->Changed();
+        TimeoutError(host_.ledger->counted().size(), RegisteredNames(host_.ledger->counted()));
+    host_.server->store().Put(keys_.formed(), EncodeFormed({0, *rendezvous_error_}), std::nullopt,
+                              /*within_limits=*/false);
+    host_.server->Changed();
     return Stop();
   }
-  if (!client_ || !answered_) {
+  if (!link_.client || !link_.answered) {
     rendezvous_error_ = TimeoutError(0, {});
     return Stop();
   }
-  client_->Request("GET", keys_.info_prefix(), "", 2.0, [this](const HttpReply& reply) {
+  link_.client->Request("GET", keys_.info_prefix(), "", 2.0, [this](const HttpReply& reply) {
     std::map<std::string, std::string> info;
     if (reply.status == 200) {
       try {
@@ -312,7 +315,7 @@ void MasterNode::TimeOut() {
 }
 
 void MasterNode::OnNews(const std::map<std::string, std::string>& kvs) {
-  if (!registered_ || phase_ == Phase::kDone) return;
+  if (!link_.registered || phase_ == Phase::kDone) return;
   if (const auto it = kvs.find(keys_.waiting()); it != kvs.end()) {
     waiting_for_ = OneLine(std::string_view(it->second).substr(0, 1024));
   }
@@ -334,7 +337,7 @@ void MasterNode::OnNews(const std::map<std::string, std::string>& kvs) {
       Put(keys_.heard(pod_), "1", "", nullptr);  // The host may leave once all have read it.
       return Stop();
     case NodeStep::Kind::kReadWorld:
-      if (!reading_world_) ReadWorld();
+      if (!link_.reading_world) ReadWorld();
       return;
     case NodeStep::Kind::kJobFailed:
       return OnJobFailed(step.failure);
@@ -349,7 +352,7 @@ void MasterNode::OnNews(const std::map<std::string, std::string>& kvs) {
 // A node of Paddle's master: the world forms when --nnodes peers are there, each node ordering
 // them itself (as Paddle's do); no failure detection between nodes.
 void MasterNode::OnForeignPeers(const std::map<std::string, std::string>& info) {
-  if (!registered_ || phase_ != Phase::kRendezvous) return;
+  if (!link_.registered || phase_ != Phase::kRendezvous) return;
   if (static_cast<int>(info.size()) < settings_.nnodes) return;
   if (static_cast<int>(info.size()) > settings_.nnodes) {
     rendezvous_error_ = TooManyNodes(info);
