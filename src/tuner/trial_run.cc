@@ -127,7 +127,9 @@ RunResult RunHere(Search& search, LaunchOptions& trial, const JobControls& contr
     fs::create_directories(trial.log_dir, ec);
     to_file.emplace((fs::path(trial.log_dir) / kTrialConsoleLog).string());
   }
-  return search.run_job(trial, controls);
+  RunResult result = search.run_job(trial, controls);
+  search.Record(result.record, *trial.job_id, /*outcome=*/false);
+  return result;
 }
 
 // This node's outcome merged with every other node's, the same way on every node: the history
@@ -188,7 +190,7 @@ TrialRun RunTrial(Search& search, const TunerConfig& config, const TrialConfig& 
     bypass.emplace("FLAGS_shard_bypass_dygraph_optimizer",
                    config.estimated_num_gpus && cfg.sharding_degree == 1 ? "1" : "0");
   }
-  RunResult result = takes_part ? RunHere(search, trial, controls) : RunResult{};
+  const RunResult result = takes_part ? RunHere(search, trial, controls) : RunResult{};
   bypass.reset();
   EndOpenConsoleLine();  // A rank stopped mid-line: the trial's line starts a line of its own.
   TrialRun run;
@@ -206,18 +208,15 @@ TrialRun RunTrial(Search& search, const TunerConfig& config, const TrialConfig& 
   const std::vector<ProcessRecord>& records = result.record.processes;
   here.rank0 = std::any_of(records.begin(), records.end(),
                            [](const ProcessRecord& r) { return r.rank == 0; });
-  const bool signaled = result.record.signal.has_value();
-  const std::optional<std::string> stopped_node = result.record.stopped_node;
-  // What the trial needs of its record is read: the rest is the search's (--report).
-  if (takes_part) search.Record(std::move(result.record), *trial.job_id, /*outcome=*/false);
-  if (signaled) {
+  if (result.record.signal) {
     run.end = TrialRun::End::kInterrupted;
     run.code = result.exit_code;
-  } else if (search.several && stopped_node) {
+  } else if (search.several && result.record.stopped_node) {
     // Another node was stopped (Ctrl-C, a scheduler's SIGTERM): its outcome never comes, and
     // waiting for it at the exchange would only end in "did not agree". Stopped here, as an
     // interrupted trial: out of the history, the same command resumes with it.
-    PDLOG_ERROR("auto tuner: {} during {}; the search stops here", *stopped_node, job_name);
+    PDLOG_ERROR("auto tuner: {} during {}; the search stops here", *result.record.stopped_node,
+                job_name);
     run.end = TrialRun::End::kInterrupted;
     run.code = result.exit_code != 0 ? result.exit_code : 1;
   } else if (search.several) {
