@@ -1,7 +1,5 @@
 // Runs a decision (job_decision.h): the auto-parallel stage, then the path it names: a master's
 // rendezvous, a parameter-server job, an elastic job, or the collective job of this node alone.
-#include "pdlaunch/run/launch.h"
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -33,7 +31,6 @@ namespace fs = std::filesystem;
 using internal::BuildTrainerProcesses;
 using internal::ChooseEcho;
 using internal::CollectivePlan;
-using internal::EnvironmentMap;
 using internal::LogDevicePlan;
 using internal::PlanCollective;
 using internal::PrepareLogDir;
@@ -173,16 +170,6 @@ RunResult RunJob(JobDecision decision, const EnvMap& env, const std::function<vo
   result.exit_code = RunDecided(std::move(decision), env, announce, controls, result.record);
   result.deadline_hit = controls.deadline != nullptr && controls.deadline->hit();
   return result;
-}
-
-int Run(const LaunchOptions& options) {
-  std::optional<JobToken> token = internal::TakeJobToken();
-  const EnvMap env = EnvironmentMap();
-  JobDecision decision = Decide(options, env);
-  decision.token = std::move(token);
-  RunReport record;
-  return RunDecided(
-      std::move(decision), env, [] {}, {}, record);
 }
 
 }  // namespace pdlaunch
